@@ -1,0 +1,122 @@
+import type { Pool, Queryable } from '../db/pool.js';
+import { inTransaction } from '../db/pool.js';
+
+/** What `sweeper_take_claim` found or did; see migrations/001. */
+export type TakeOutcome = 'claimed' | 'stolen' | 'retaken' | 'completed' | 'in_flight' | 'fingerprint_mismatch';
+
+export interface ClaimRow {
+  outcome: TakeOutcome;
+  attempt: number;
+  status: 'in_flight' | 'completed' | 'released';
+  created_at: Date;
+  locked_until: Date | null;
+  response_status: number | null;
+  response_body: unknown;
+  downstream_key: string;
+}
+
+/** The attempt that holds a claim: the fence every later write of it checks. */
+export interface HeldClaim {
+  tenantId: string;
+  key: string;
+  createdAt: Date;
+  attempt: number;
+  downstreamKey: string;
+}
+
+export async function takeClaim(
+  db: Queryable,
+  args: { tenantId: string; key: string; fingerprint: string; downstreamKey: string; now: Date; leaseMs: number },
+): Promise<ClaimRow> {
+  const { rows } = await db.query<ClaimRow>(
+    `SELECT * FROM sweeper_take_claim($1, $2, $3, $4, $5, make_interval(secs => $6::double precision / 1000))`,
+    [args.tenantId, args.key, args.fingerprint, args.downstreamKey, args.now, args.leaseMs],
+  );
+  const row = rows[0];
+  if (!row) throw new Error('sweeper_take_claim returned no row');
+  return row;
+}
+
+export interface StoredResponse {
+  status: number;
+  body: unknown;
+}
+
+/** A local payment row: the effect of a Stripe charge. */
+export interface PaymentEffect {
+  chargeId: string;
+  tenantId: string | null;
+  idempotencyKey: string | null;
+  paymentIntentId: string | null;
+  accountId: string | null;
+  amount: number;
+  currency: string;
+  status: 'succeeded' | 'failed' | 'pending';
+  amountRefunded: number;
+  disputed: boolean;
+  createdAt: Date;
+}
+
+/**
+ * Completes the claim and records its effect in one transaction. The completion is
+ * a compare-and-swap on the attempt: if another attempt stole the claim meanwhile,
+ * nothing is written and `false` comes back (that attempt will record the same
+ * charge, since it sends the same downstream key). The effect insert never doubles
+ * a charge that a sweeper repair recorded first.
+ */
+export async function completeClaim(
+  pool: Pool,
+  claim: HeldClaim,
+  response: StoredResponse,
+  effect: PaymentEffect | null,
+  now: Date,
+): Promise<boolean> {
+  return inTransaction(pool, async (tx) => {
+    const updated = await tx.query(
+      `UPDATE idempotency_keys
+          SET status = 'completed', response_status = $5, response_body = $6,
+              completed_at = $7, updated_at = $7, locked_until = NULL
+        WHERE tenant_id = $1 AND key = $2 AND created_at = $3 AND attempt = $4 AND status = 'in_flight'`,
+      [claim.tenantId, claim.key, claim.createdAt, claim.attempt, response.status, JSON.stringify(response.body), now],
+    );
+    // Nothing was written; committing the empty transaction is harmless.
+    if (updated.rowCount !== 1) return false;
+    if (effect) await insertPayment(tx, effect, now);
+    return true;
+  });
+}
+
+/** Gives the claim back so the caller's retry can run; fenced like completion. */
+export async function releaseClaim(db: Queryable, claim: HeldClaim, now: Date): Promise<boolean> {
+  const result = await db.query(
+    `UPDATE idempotency_keys
+        SET status = 'released', locked_until = NULL, updated_at = $5
+      WHERE tenant_id = $1 AND key = $2 AND created_at = $3 AND attempt = $4 AND status = 'in_flight'`,
+    [claim.tenantId, claim.key, claim.createdAt, claim.attempt, now],
+  );
+  return result.rowCount === 1;
+}
+
+export async function insertPayment(db: Queryable, effect: PaymentEffect, now: Date): Promise<boolean> {
+  const result = await db.query(
+    `INSERT INTO payments (charge_id, tenant_id, idempotency_key, payment_intent_id, account_id, amount,
+                           currency, status, amount_refunded, disputed, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+     ON CONFLICT (charge_id) DO NOTHING`,
+    [
+      effect.chargeId,
+      effect.tenantId,
+      effect.idempotencyKey,
+      effect.paymentIntentId,
+      effect.accountId,
+      effect.amount,
+      effect.currency,
+      effect.status,
+      effect.amountRefunded,
+      effect.disputed,
+      effect.createdAt,
+      now,
+    ],
+  );
+  return result.rowCount === 1;
+}

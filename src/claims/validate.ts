@@ -1,0 +1,108 @@
+/**
+ * Input checks for the claim library. Everything here runs before anything is
+ * written or sent, and fails with a ClaimValidationError naming the field.
+ */
+
+export class ClaimValidationError extends Error {
+  override readonly name = 'ClaimValidationError';
+  /** The HTTP status a payment API should answer with. */
+  readonly status = 400;
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(`${field}: ${message}`);
+  }
+}
+
+export interface ChargeRequest {
+  /** Minor units (cents), a positive integer. */
+  amount: number;
+  /** ISO 4217, three letters; stored lower-case as Stripe does. */
+  currency: string;
+  /** A PaymentMethod id such as `pm_…` (or a Stripe test method like `pm_card_visa`). */
+  paymentMethod: string;
+  customer?: string;
+  description?: string;
+  /** Stripe Connect account to charge on (`acct_…`); omitted = the platform. */
+  account?: string;
+  /** Extra metadata for the PaymentIntent; the tenant/key names are reserved. */
+  metadata?: Record<string, string>;
+}
+
+export interface ValidLimits {
+  maxAmount: number;
+  metadataKeys: { tenantId: string; idempotencyKey: string };
+}
+
+const PRINTABLE_ASCII = /^[\x20-\x7E]+$/;
+const PRINTABLE_NO_SPACE = /^[\x21-\x7E]+$/;
+
+export function validateKey(key: unknown): string {
+  if (typeof key !== 'string' || key.length < 1 || key.length > 255 || !PRINTABLE_ASCII.test(key)) {
+    throw new ClaimValidationError('key', 'an idempotency key is 1 to 255 printable ASCII characters');
+  }
+  return key;
+}
+
+export function validateTenantId(tenantId: unknown): string {
+  if (typeof tenantId !== 'string' || tenantId.length < 1 || tenantId.length > 255 || !PRINTABLE_NO_SPACE.test(tenantId)) {
+    throw new ClaimValidationError('tenantId', 'a tenant id is 1 to 255 printable ASCII characters without spaces');
+  }
+  return tenantId;
+}
+
+/** Returns the request in canonical form (currency lower-case, no undefined fields). */
+export function validateChargeRequest(request: ChargeRequest, limits: ValidLimits): ChargeRequest {
+  if (typeof request !== 'object' || request === null) {
+    throw new ClaimValidationError('request', 'a charge request object is required');
+  }
+  const { amount, currency, paymentMethod, customer, description, account, metadata } = request;
+  if (typeof amount !== 'number' || !Number.isInteger(amount) || amount <= 0) {
+    throw new ClaimValidationError('amount', 'must be a positive integer number of minor units (e.g. 1999 for 19.99)');
+  }
+  if (amount > limits.maxAmount) {
+    throw new ClaimValidationError('amount', `${amount} is over the configured maximum of ${limits.maxAmount} (SWEEPER_MAX_AMOUNT)`);
+  }
+  if (typeof currency !== 'string' || !/^[A-Za-z]{3}$/.test(currency)) {
+    throw new ClaimValidationError('currency', 'must be a three-letter ISO 4217 code such as "usd"');
+  }
+  if (typeof paymentMethod !== 'string' || !/^[A-Za-z0-9_]{1,255}$/.test(paymentMethod)) {
+    throw new ClaimValidationError('paymentMethod', 'must be a PaymentMethod id such as pm_…');
+  }
+  optionalId('customer', customer, /^cus_[A-Za-z0-9]+$/, 'a Customer id such as cus_…');
+  optionalId('account', account, /^acct_[A-Za-z0-9]+$/, 'a Connect account id such as acct_…');
+  if (description !== undefined && (typeof description !== 'string' || description.length > 1000)) {
+    throw new ClaimValidationError('description', 'must be a string of at most 1000 characters');
+  }
+  const canonical: ChargeRequest = { amount, currency: currency.toLowerCase(), paymentMethod };
+  if (customer !== undefined) canonical.customer = customer;
+  if (description !== undefined) canonical.description = description;
+  if (account !== undefined) canonical.account = account;
+  if (metadata !== undefined) canonical.metadata = validateMetadata(metadata, limits);
+  return canonical;
+}
+
+function optionalId(field: string, value: unknown, pattern: RegExp, what: string): void {
+  if (value !== undefined && (typeof value !== 'string' || !pattern.test(value))) {
+    throw new ClaimValidationError(field, `must be ${what}`);
+  }
+}
+
+// Stripe's own limits: 50 keys, names up to 40 characters, values up to 500.
+function validateMetadata(metadata: Record<string, string>, limits: ValidLimits): Record<string, string> {
+  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) {
+    throw new ClaimValidationError('metadata', 'must be an object of string values');
+  }
+  const entries = Object.entries(metadata);
+  if (entries.length > 48) throw new ClaimValidationError('metadata', 'at most 48 keys (Stripe allows 50; two are reserved)');
+  const reserved = new Set([limits.metadataKeys.tenantId, limits.metadataKeys.idempotencyKey]);
+  for (const [name, value] of entries) {
+    if (reserved.has(name)) throw new ClaimValidationError('metadata', `"${name}" is reserved for the claim's tenant and key`);
+    if (name.length < 1 || name.length > 40) throw new ClaimValidationError('metadata', `key "${name}" must be 1 to 40 characters`);
+    if (typeof value !== 'string' || value.length > 500) {
+      throw new ClaimValidationError('metadata', `value of "${name}" must be a string of at most 500 characters`);
+    }
+  }
+  return Object.fromEntries(entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}

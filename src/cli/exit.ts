@@ -1,0 +1,22 @@
+/** Exit codes of the public contract (README "Exit codes"). */
+export const ExitCode = {
+  reconciled: 0,
+  failed: 1,
+  unreconciled: 3,
+  usage: 64,
+  locked: 75,
+} as const;
+
+/**
+ * Turns any error into one line on stderr and the documented exit code. Errors that
+ * carry an `exitCode` (config, schema, lock) choose it; everything else is a failed
+ * run (1). Stack traces only with SWEEPER_DEBUG=1.
+ */
+export function reportFatal(error: unknown): number {
+  const err = error as { exitCode?: unknown; message?: string; stack?: string };
+  const code = typeof err?.exitCode === 'number' ? err.exitCode : ExitCode.failed;
+  const message = (err?.message ?? String(error)).split('\n')[0];
+  process.stderr.write(`sweeper: ${message}\n`);
+  if (process.env.SWEEPER_DEBUG === '1' && err?.stack) process.stderr.write(`${err.stack}\n`);
+  return code;
+}

@@ -1,0 +1,38 @@
+import { Command, CommanderError } from 'commander';
+import { registerMigrate } from './commands/migrate.js';
+import { ExitCode, reportFatal } from './exit.js';
+
+export function buildProgram(): Command {
+  const program = new Command('sweeper')
+    .description('Reconciles Stripe charges against local idempotency claims and payment rows.')
+    .showHelpAfterError()
+    .exitOverride()
+    .addHelpText(
+      'after',
+      `
+Configuration is read from the environment (DATABASE_URL, STRIPE_API_KEY, …); see README.
+Exit codes: 0 reconciled, 1 run failed, 3 unreconciled findings open, 64 bad usage or
+configuration, 75 another run holds the lock.
+
+Example:
+  sweeper migrate`,
+    );
+  registerMigrate(program);
+  return program;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+    return process.exitCode === undefined ? ExitCode.reconciled : Number(process.exitCode);
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and version exit 0; commander already printed usage errors.
+      return error.exitCode === 0 ? 0 : ExitCode.usage;
+    }
+    return reportFatal(error);
+  }
+}
+
+process.exitCode = await main(process.argv);

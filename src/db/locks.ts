@@ -1,0 +1,10 @@
+/**
+ * Advisory-lock keys. Session and run locks use the two-int form (class, object) so
+ * they can never collide with the per-claim bigint locks of `sweeper_claim_lock_key`:
+ * PostgreSQL keeps the two key spaces apart.
+ */
+export const LOCK_CLASS = 0x53574550; // "SWEP"
+
+export const LockObject = {
+  migrate: 1,
+} as const;

@@ -1,0 +1,42 @@
+import type { Queryable } from './pool.js';
+
+/** Tables partitioned by UTC day of `created_at`. */
+export const DAY_PARTITIONED_TABLES = ['idempotency_keys'] as const;
+export type DayPartitionedTable = (typeof DAY_PARTITIONED_TABLES)[number];
+
+const DAY_MS = 86_400_000;
+
+/** The UTC calendar day of an instant, as `YYYY-MM-DD`. */
+export function utcDay(at: Date): string {
+  return at.toISOString().slice(0, 10);
+}
+
+/**
+ * The days whose partitions must exist at `now`: the whole retention window behind
+ * (a repair may re-create a claim dated days back) and as far ahead (so midnight
+ * never finds a day without a partition, even if maintenance skipped a few days).
+ */
+export function partitionDays(now: Date, retentionMs: number): { from: string; to: string } {
+  const days = Math.ceil(retentionMs / DAY_MS);
+  return {
+    from: utcDay(new Date(now.getTime() - days * DAY_MS)),
+    to: utcDay(new Date(now.getTime() + days * DAY_MS)),
+  };
+}
+
+/** Creates missing day partitions in `[from, to]` (inclusive days); returns how many. */
+export async function ensureDayPartitions(
+  db: Queryable,
+  range: { from: string; to: string },
+  tables: readonly DayPartitionedTable[] = DAY_PARTITIONED_TABLES,
+): Promise<number> {
+  let created = 0;
+  for (const table of tables) {
+    const { rows } = await db.query<{ created: number }>(
+      'SELECT sweeper_ensure_day_partitions($1::regclass, $2::date, $3::date) AS created',
+      [table, range.from, range.to],
+    );
+    created += rows[0]?.created ?? 0;
+  }
+  return created;
+}

@@ -1,0 +1,90 @@
+import pg from 'pg';
+import { DatabaseUnavailableError } from '../errors.js';
+import { redactUrlPassword } from '../config.js';
+
+export type Pool = pg.Pool;
+export type PoolClient = pg.PoolClient;
+/** Anything that can run a query: a pool or a checked-out client inside a transaction. */
+export type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>;
+
+const INT8_OID = 20;
+
+// Amounts are bigint in minor units; JavaScript numbers hold them exactly up to 2^53,
+// far beyond any charge. Parse them as numbers, but refuse silently losing precision.
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === INT8_OID && format !== 'binary') {
+      return (text: string) => {
+        const n = Number(text);
+        if (!Number.isSafeInteger(n)) throw new RangeError(`int8 value ${text} exceeds Number.MAX_SAFE_INTEGER`);
+        return n;
+      };
+    }
+    return pg.types.getTypeParser(oid, format as 'text');
+  },
+} as pg.CustomTypesConfig;
+
+export interface PoolOptions {
+  max?: number;
+  applicationName?: string;
+}
+
+export function createPool(connectionString: string, options: PoolOptions = {}): Pool {
+  const pool = new pg.Pool({
+    connectionString,
+    max: options.max ?? 10,
+    application_name: options.applicationName ?? 'sweeper',
+    connectionTimeoutMillis: 10_000,
+    types,
+  });
+  // An idle client losing its connection must not crash the process; the next
+  // checkout reconnects or fails with a real error.
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+/** Connects once and turns the usual failures into a one-line message that says what to fix. */
+export async function checkConnection(pool: Pool, connectionString: string): Promise<void> {
+  try {
+    await pool.query('SELECT 1');
+  } catch (error) {
+    throw new DatabaseUnavailableError(describeConnectionError(error, connectionString));
+  }
+}
+
+export function describeConnectionError(error: unknown, connectionString: string): string {
+  const where = redactUrlPassword(connectionString);
+  const err = error as { code?: string; message?: string };
+  switch (err.code) {
+    case 'ECONNREFUSED':
+      return `cannot connect to PostgreSQL at ${where} (connection refused): is the server running, and is DATABASE_URL right?`;
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return `cannot resolve the PostgreSQL host in ${where}: check DATABASE_URL`;
+    case 'ETIMEDOUT':
+      return `timed out connecting to PostgreSQL at ${where}: check DATABASE_URL and the network`;
+    case '28P01':
+    case '28000':
+      return `PostgreSQL refused the credentials in DATABASE_URL (${where}): check the user and password`;
+    case '3D000':
+      return `the database in DATABASE_URL does not exist (${where}): create it, then run \`sweeper migrate\``;
+    default:
+      return `cannot use PostgreSQL at ${where}: ${err.message ?? String(error)}`;
+  }
+}
+
+/** Runs `fn` in one transaction on one connection; rolls back on any error. */
+export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}

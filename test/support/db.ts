@@ -1,0 +1,57 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { createPool, type Pool } from '../../src/db/pool.js';
+import { withDatabase } from './global-setup.js';
+
+export interface TestDatabase {
+  name: string;
+  url: string;
+  pool: Pool;
+  /** Drops the database; pass `keep` to leave it for inspection after a failure. */
+  drop(options?: { keep?: boolean }): Promise<void>;
+}
+
+/** A fresh, migrated database of its own for one test file. */
+export async function createTestDatabase(options: { poolSize?: number } = {}): Promise<TestDatabase> {
+  const adminUrl = inject('pgAdminUrl');
+  const template = inject('pgTemplate');
+  const name = `sweeper_test_${randomBytes(5).toString('hex')}`;
+  await withAdmin(adminUrl, (admin) => admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`));
+  const url = withDatabase(adminUrl, name);
+  const pool = createPool(url, { max: options.poolSize ?? 10 });
+  return {
+    name,
+    url,
+    pool,
+    async drop({ keep = false } = {}) {
+      await pool.end();
+      if (keep) {
+        console.error(`test database kept for inspection: ${url}`);
+        return;
+      }
+      await withAdmin(adminUrl, (admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+    },
+  };
+}
+
+/** A database with nothing in it, for migration tests. */
+export async function createEmptyDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const adminUrl = inject('pgAdminUrl');
+  const name = `sweeper_empty_${randomBytes(5).toString('hex')}`;
+  await withAdmin(adminUrl, (admin) => admin.query(`CREATE DATABASE ${name}`));
+  return {
+    url: withDatabase(adminUrl, name),
+    drop: () => withAdmin(adminUrl, (admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined),
+  };
+}
+
+async function withAdmin<T>(adminUrl: string, fn: (admin: pg.Client) => Promise<T>): Promise<T> {
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    return await fn(admin);
+  } finally {
+    await admin.end();
+  }
+}
