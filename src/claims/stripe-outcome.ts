@@ -34,7 +34,7 @@ export interface StoredError {
 }
 
 export function storedError(error: InstanceType<typeof Stripe.errors.StripeError>): StoredError {
-  const stored: StoredError = { error: { type: error.type, message: error.message } };
+  const stored: StoredError = { error: { type: error.rawType ?? 'api_error', message: error.message } };
   if (error.code) stored.error.code = error.code;
   if (error.decline_code) stored.error.decline_code = error.decline_code;
   if (error.charge) stored.error.charge = error.charge;
