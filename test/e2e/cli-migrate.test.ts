@@ -1,0 +1,70 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPool } from '../../src/db/pool.js';
+import { createEmptyDatabase } from '../support/db.js';
+import { runCli } from '../support/cli.js';
+
+describe('sweeper migrate (subprocess)', () => {
+  let db: { url: string; drop(): Promise<void> };
+  beforeAll(async () => {
+    db = await createEmptyDatabase();
+  });
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  it('shows help with an example', async () => {
+    const top = await runCli(['--help']);
+    expect(top.code).toBe(0);
+    expect(top.stdout).toMatch(/Example:/);
+    const sub = await runCli(['migrate', '--help']);
+    expect(sub.code).toBe(0);
+    expect(sub.stdout).toMatch(/Example:\s+DATABASE_URL=.* sweeper migrate/);
+  });
+
+  it('run by two processes at once, then again, leaves one consistent schema', async () => {
+    const [a, b] = await Promise.all([
+      runCli(['migrate', '--json'], { DATABASE_URL: db.url }),
+      runCli(['migrate', '--json'], { DATABASE_URL: db.url }),
+    ]);
+    expect([a.code, b.code, a.stderr, b.stderr]).toEqual([0, 0, expect.any(String), expect.any(String)]);
+    const [ja, jb] = [JSON.parse(a.stdout), JSON.parse(b.stdout)];
+    expect(ja.applied.length + jb.applied.length).toBe(ja.version);
+    const again = await runCli(['migrate'], { DATABASE_URL: db.url });
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/already up to date/);
+
+    const pool = createPool(db.url, { max: 1 });
+    try {
+      const migrations = await pool.query('SELECT id FROM sweeper_migrations ORDER BY id');
+      expect(migrations.rows.map((r) => r.id)).toEqual(Array.from({ length: ja.version }, (_, i) => i + 1));
+      // The retention window (default 7 days) has its partitions, behind and ahead.
+      const parts = await pool.query(
+        `SELECT count(*)::int AS n FROM pg_inherits WHERE inhparent = 'idempotency_keys'::regclass`,
+      );
+      expect(parts.rows[0].n).toBe(15);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('without DATABASE_URL exits 64 with one line saying what to set', async () => {
+    const result = await runCli(['migrate']);
+    expect(result.code).toBe(64);
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    expect(result.stderr).toMatch(/^sweeper: DATABASE_URL is not set: set it to/);
+  });
+
+  it('with an unreachable database exits 1 with one line, no stack trace', async () => {
+    const result = await runCli(['migrate'], { DATABASE_URL: 'postgres://sweeper:hunter2@127.0.0.1:9/payments' });
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    expect(result.stderr).toMatch(/cannot connect to PostgreSQL at postgres:\/\/sweeper:\*\*\*@127\.0\.0\.1:9\/payments/);
+    expect(result.stderr).not.toMatch(/hunter2/);
+  });
+
+  it('rejects a malformed setting with exit 64, naming the variable', async () => {
+    const result = await runCli(['migrate'], { DATABASE_URL: db.url, SWEEPER_RETENTION: 'a week' });
+    expect(result.code).toBe(64);
+    expect(result.stderr).toMatch(/SWEEPER_RETENTION: .*duration like 90s, 15m, 1h or 7d/);
+  });
+});
