@@ -9,6 +9,7 @@ CREATE TABLE idempotency_keys (
   locked_until        timestamptz,
   attempt             int         NOT NULL DEFAULT 1 CHECK (attempt >= 1),
   downstream_key      text        NOT NULL CHECK (length(downstream_key) BETWEEN 1 AND 255),
+  account_id          text,       -- Stripe Connect account charged; NULL = the platform
   response_status     int,
   response_body       jsonb,
   created_at          timestamptz NOT NULL,
@@ -24,6 +25,13 @@ CREATE TABLE idempotency_keys (
 ) PARTITION BY RANGE (created_at);
 
 CREATE INDEX idempotency_keys_in_flight ON idempotency_keys (locked_until) WHERE status = 'in_flight';
+-- The sweep judges claims by their last activity (take, steal, completion, release).
+CREATE INDEX idempotency_keys_updated_at ON idempotency_keys (updated_at);
+
+-- A claim the sweeper re-created from an effect or a charge: the original request
+-- body is unknown, so any body with that key replays the stored answer.
+CREATE FUNCTION sweeper_recreated_fingerprint() RETURNS text LANGUAGE sql IMMUTABLE
+  AS $$ SELECT 'sweeper:recreated' $$;
 
 -- The advisory-lock key of one (tenant, key). Collisions only make two unrelated keys
 -- wait for each other; they never merge claims. chr(31) cannot appear in either part
@@ -77,7 +85,7 @@ CREATE TRIGGER idempotency_keys_identity_is_immutable
 -- p_now is the caller's clock, so leases and day partitions follow one time source.
 CREATE FUNCTION sweeper_take_claim(
   p_tenant_id text, p_key text, p_fingerprint text, p_downstream_key text,
-  p_now timestamptz, p_lease interval
+  p_now timestamptz, p_lease interval, p_account_id text
 ) RETURNS TABLE (
   outcome text, attempt int, status text, created_at timestamptz, locked_until timestamptz,
   response_status int, response_body jsonb, downstream_key text
@@ -93,8 +101,9 @@ BEGIN
 
   IF NOT FOUND THEN
     INSERT INTO idempotency_keys AS k (tenant_id, key, request_fingerprint, status, locked_until,
-                                       attempt, downstream_key, created_at, updated_at)
-    VALUES (p_tenant_id, p_key, p_fingerprint, 'in_flight', p_now + p_lease, 1, p_downstream_key, p_now, p_now)
+                                       attempt, downstream_key, account_id, created_at, updated_at)
+    VALUES (p_tenant_id, p_key, p_fingerprint, 'in_flight', p_now + p_lease, 1, p_downstream_key, p_account_id,
+            p_now, p_now)
     RETURNING 'claimed', k.attempt, k.status, k.created_at, k.locked_until, k.response_status,
               k.response_body, k.downstream_key
     INTO outcome, attempt, status, created_at, locked_until, response_status, response_body, downstream_key;
@@ -103,7 +112,8 @@ BEGIN
   END IF;
 
   outcome := CASE
-    WHEN found_claim.request_fingerprint <> p_fingerprint THEN 'fingerprint_mismatch'
+    WHEN found_claim.request_fingerprint <> p_fingerprint
+         AND found_claim.request_fingerprint <> sweeper_recreated_fingerprint() THEN 'fingerprint_mismatch'
     WHEN found_claim.status = 'completed' THEN 'completed'
     WHEN found_claim.status = 'in_flight' AND found_claim.locked_until > p_now THEN 'in_flight'
     WHEN found_claim.status = 'in_flight' THEN 'stolen'

@@ -17,6 +17,17 @@ export interface ClaimClientDeps {
   clock?: () => Date;
   logger?: Logger;
   counters?: ClaimCounters;
+  /**
+   * Fault injection for the traffic simulator and crash tests: a hook that throws
+   * stops the attempt at that point exactly as a killed worker would (no release,
+   * no completion). Never set in production.
+   */
+  hooks?: ClaimHooks;
+}
+
+export interface ClaimHooks {
+  afterClaim?: (claim: HeldClaim) => void | Promise<void>;
+  afterStripeCall?: (claim: HeldClaim) => void | Promise<void>;
 }
 
 export interface ChargeOnceInput {
@@ -82,6 +93,7 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
       downstreamKey: downstreamKey(tenantId, key),
       now,
       leaseMs: deps.leaseMs,
+      accountId: request.account ?? null,
     });
     switch (claim.outcome) {
       case 'fingerprint_mismatch':
@@ -109,12 +121,15 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
   }
 
   async function drive(claim: HeldClaim, request: ChargeRequest): Promise<ChargeResult> {
+    await deps.hooks?.afterClaim?.(claim);
     let intent: Stripe.PaymentIntent;
     try {
       intent = await createPaymentIntent(claim, request);
     } catch (error) {
+      await deps.hooks?.afterStripeCall?.(claim);
       return settleFailure(claim, request, error);
     }
+    await deps.hooks?.afterStripeCall?.(claim);
     const charge = typeof intent.latest_charge === 'object' ? intent.latest_charge : null;
     const body: ChargeResponseBody = {
       object: 'charge_result',

@@ -26,11 +26,19 @@ export interface HeldClaim {
 
 export async function takeClaim(
   db: Queryable,
-  args: { tenantId: string; key: string; fingerprint: string; downstreamKey: string; now: Date; leaseMs: number },
+  args: {
+    tenantId: string;
+    key: string;
+    fingerprint: string;
+    downstreamKey: string;
+    now: Date;
+    leaseMs: number;
+    accountId?: string | null;
+  },
 ): Promise<ClaimRow> {
   const { rows } = await db.query<ClaimRow>(
-    `SELECT * FROM sweeper_take_claim($1, $2, $3, $4, $5, make_interval(secs => $6::double precision / 1000))`,
-    [args.tenantId, args.key, args.fingerprint, args.downstreamKey, args.now, args.leaseMs],
+    `SELECT * FROM sweeper_take_claim($1, $2, $3, $4, $5, make_interval(secs => $6::double precision / 1000), $7)`,
+    [args.tenantId, args.key, args.fingerprint, args.downstreamKey, args.now, args.leaseMs, args.accountId ?? null],
   );
   const row = rows[0];
   if (!row) throw new Error('sweeper_take_claim returned no row');

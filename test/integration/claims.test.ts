@@ -111,13 +111,15 @@ describe('chargeOnce', () => {
   it('answers 422 to a reused key with another body, in flight or completed, without calling Stripe', async () => {
     const key = freshKey();
     const release = deferred();
+    const inStripe = deferred();
     const stripeCalls = interceptPaymentIntents(async () => {
+      inStripe.resolve();
       await release.promise;
       return [200, succeededIntent('pi_mismatch1', 1999, 'usd')];
     });
     const client = claims();
     const first = client.chargeOnce({ tenantId: 'acme', key, request: visa(1999) });
-    await expect.poll(() => stripeCalls.calls.length).toBe(1);
+    await inStripe.promise;
     const whileInFlight = await client.chargeOnce({ tenantId: 'acme', key, request: visa(2999) });
     release.resolve();
     expect((await first).outcome).toBe('charged');
@@ -133,23 +135,31 @@ describe('chargeOnce', () => {
     const key = freshKey();
     const slowStripe = deferred();
     const stealerStripe = deferred();
+    const arrivals = [deferred(), deferred()];
+    const othersTurnedAway = deferred();
     const stripeCalls = interceptPaymentIntents(async (_call, index) => {
+      arrivals[index]?.resolve();
+      if (index > 1) othersTurnedAway.resolve(); // a second steal: stop waiting, let the assertions fail
       await (index === 0 ? slowStripe.promise : stealerStripe.promise);
       return [200, succeededIntent('pi_steal1', 1999, 'usd')];
-    }, 2);
+    }, 3);
     const client = claims();
 
     const slow = client.chargeOnce({ tenantId: 'acme', key, request: visa() });
-    await expect.poll(() => stripeCalls.calls.length).toBe(1);
+    await arrivals[0]?.promise;
     now = new Date(now.getTime() + LEASE_MS + 1_000); // the first attempt's lease has run out
 
-    const racers = Array.from({ length: 10 }, () => client.chargeOnce({ tenantId: 'acme', key, request: visa() }));
-    await expect.poll(() => stripeCalls.calls.length).toBe(2);
-    const losers = (await Promise.all(racers.map((p) => Promise.race([p, Promise.resolve('pending' as const)])))).filter(
-      (r) => r !== 'pending',
+    let turnedAway = 0;
+    const racers = Array.from({ length: 10 }, () =>
+      client.chargeOnce({ tenantId: 'acme', key, request: visa() }).then((result) => {
+        if (result.outcome === 'in_progress' && ++turnedAway === 9) othersTurnedAway.resolve();
+        return result;
+      }),
     );
-    expect(losers).toHaveLength(9);
-    expect(losers.every((r) => r !== 'pending' && r.outcome === 'in_progress')).toBe(true);
+    await othersTurnedAway.promise;
+    await arrivals[1]?.promise;
+    expect(stripeCalls.calls).toHaveLength(2);
+    expect(turnedAway).toBe(9);
     expect((await claimRows('acme', key))[0]).toMatchObject({ status: 'in_flight', attempt: 2 });
 
     stealerStripe.resolve();
