@@ -1,7 +1,7 @@
 import type { Queryable } from './pool.js';
 
 /** Tables partitioned by UTC day of `created_at`. */
-export const DAY_PARTITIONED_TABLES = ['idempotency_keys'] as const;
+export const DAY_PARTITIONED_TABLES = ['idempotency_keys', 'stripe_charges'] as const;
 export type DayPartitionedTable = (typeof DAY_PARTITIONED_TABLES)[number];
 
 const DAY_MS = 86_400_000;

@@ -1,0 +1,32 @@
+/** The finding categories of the public contract (README "Finding categories"). */
+export const CATEGORIES = [
+  'matched',
+  'claim_without_effect',
+  'stale_claim',
+  'lost_effect',
+  'effect_without_claim',
+  'orphan_charge',
+  'unattributed_charge',
+  'effect_without_charge',
+  'amount_mismatch',
+  'status_drift',
+  'duplicate_charge',
+] as const;
+export type Category = (typeof CATEGORIES)[number];
+
+/** Categories whose open findings page someone: money may be wrong. */
+export const CRITICAL_CATEGORIES: readonly Category[] = [
+  'duplicate_charge',
+  'effect_without_charge',
+  'lost_effect',
+  'amount_mismatch',
+];
+
+export function emptyCounts(): Record<Category, number> {
+  return Object.fromEntries(CATEGORIES.map((c) => [c, 0])) as Record<Category, number>;
+}
+
+/** Subject of a claim-level finding: tenant and key joined by a character neither can contain. */
+export function claimSubject(tenantId: string, key: string): string {
+  return `${tenantId}\u241f${key}`;
+}

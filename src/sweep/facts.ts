@@ -1,0 +1,72 @@
+/** What the sweep knows about one claim, charge or effect when it judges them. */
+
+export interface ClaimFact {
+  tenantId: string;
+  key: string;
+  accountId: string | null;
+  status: 'in_flight' | 'completed' | 'released';
+  attempt: number;
+  lockedUntil: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+  responseStatus: number | null;
+  downstreamKey: string;
+}
+
+export interface ChargeFact {
+  id: string;
+  account: string;
+  created: Date;
+  amount: number;
+  amountCaptured: number;
+  amountRefunded: number;
+  currency: string;
+  status: 'succeeded' | 'failed' | 'pending';
+  captured: boolean;
+  refunded: boolean;
+  disputed: boolean;
+  paymentIntent: string | null;
+  tenantId: string | null;
+  idempotencyKey: string | null;
+}
+
+export interface EffectFact {
+  chargeId: string;
+  tenantId: string | null;
+  idempotencyKey: string | null;
+  accountId: string | null;
+  paymentIntentId: string | null;
+  amount: number;
+  currency: string;
+  status: 'succeeded' | 'failed' | 'pending';
+  amountRefunded: number;
+  disputed: boolean;
+  createdAt: Date;
+}
+
+/** Everything about one (tenant, key): its claim, the charges Stripe has for it, the local effects. */
+export interface KeyGroup {
+  tenantId: string;
+  key: string;
+  claim: ClaimFact | null;
+  charges: ChargeFact[];
+  effects: EffectFact[];
+}
+
+/** A charge without usable attribution metadata, with its effect if one records it. */
+export interface LooseCharge {
+  charge: ChargeFact;
+  effect: EffectFact | null;
+}
+
+/** An effect without tenant/key, with the charge it names if the mirror has it. */
+export interface LooseEffect {
+  effect: EffectFact;
+  charge: ChargeFact | null;
+}
+
+export interface SliceFacts {
+  groups: KeyGroup[];
+  looseCharges: LooseCharge[];
+  looseEffects: LooseEffect[];
+}

@@ -1,0 +1,72 @@
+import type { Queryable } from '../db/pool.js';
+import type { Finding } from './classify.js';
+import type { RepairOutcome } from './repairs.js';
+
+/**
+ * Records a slice's findings: one row per (category, account, subject), created the
+ * first time and updated by every later run that sees it again. A person's verdict
+ * (`resolved`, `ignored`) is kept; the audit rows of the slice's repairs are
+ * appended in the same statement's transaction.
+ */
+export async function recordFindings(
+  db: Queryable,
+  args: { account: string; runId: string; now: Date; findings: Finding[]; repairs: Map<Finding, RepairOutcome> },
+): Promise<void> {
+  if (args.findings.length === 0) return;
+  const rows = args.findings.map((f) => ({
+    category: f.category,
+    subject: f.subject,
+    charge_id: f.chargeId,
+    tenant_id: f.tenantId,
+    idempotency_key: f.idempotencyKey,
+    state: args.repairs.has(f) ? 'repaired' : 'open',
+    details: { ...f.details, ...(f.reason ? { reason: f.reason } : {}) },
+    repair: args.repairs.get(f) ?? null,
+  }));
+  await db.query(
+    `WITH input AS (
+       SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(category text, subject text, charge_id text, tenant_id text,
+              idempotency_key text, state text, details jsonb, repair jsonb)
+     ), upserted AS (
+       INSERT INTO recon_findings AS f (category, account, subject, charge_id, tenant_id, idempotency_key, state, details,
+                                        first_seen_run, last_seen_run, first_seen_at, last_seen_at, closed_at, closed_by)
+       SELECT category, $2, subject, charge_id, tenant_id, idempotency_key, state, details, $3, $3, $4, $4,
+              CASE WHEN state = 'repaired' THEN $4::timestamptz END, CASE WHEN state = 'repaired' THEN 'sweeper' END
+         FROM input
+       ON CONFLICT (category, account, subject) DO UPDATE
+          SET last_seen_run = EXCLUDED.last_seen_run, last_seen_at = EXCLUDED.last_seen_at, details = EXCLUDED.details,
+              charge_id = EXCLUDED.charge_id,
+              state = CASE WHEN f.state IN ('resolved', 'ignored') THEN f.state ELSE EXCLUDED.state END,
+              closed_at = CASE WHEN f.state IN ('resolved', 'ignored') THEN f.closed_at ELSE EXCLUDED.closed_at END,
+              closed_by = CASE WHEN f.state IN ('resolved', 'ignored') THEN f.closed_by ELSE EXCLUDED.closed_by END
+       RETURNING f.id, f.category, f.subject
+     )
+     INSERT INTO recon_repairs (finding_id, run_id, action, before, after, actor, at)
+     SELECT u.id, $3, input.repair->>'action', input.repair->'before', input.repair->'after', 'sweeper', $4
+       FROM input JOIN upserted u USING (category, subject)
+      WHERE input.repair IS NOT NULL`,
+    [JSON.stringify(rows.map(({ repair, ...r }) => ({ ...r, repair: repair && { action: repair.action, before: repair.before, after: repair.after } }))), args.account, args.runId, args.now],
+  );
+}
+
+/**
+ * Open findings about subjects this slice looked at that it no longer finds have
+ * healed (a late writer completed its claim, Stripe settled a charge): they are
+ * closed as resolved by the sweeper, so alerts clear without a person.
+ */
+export async function closeHealedFindings(
+  db: Queryable,
+  args: { account: string; runId: string; now: Date; judgedSubjects: string[]; findings: Finding[] },
+): Promise<number> {
+  if (args.judgedSubjects.length === 0) return 0;
+  const stillFound = args.findings.map((f) => `${f.category}\u001f${f.subject}`);
+  const result = await db.query(
+    `UPDATE recon_findings
+        SET state = 'resolved', closed_at = $4, closed_by = 'sweeper', last_seen_run = $5,
+            note = 'no longer found by run ' || $5
+      WHERE account = $1 AND state = 'open' AND subject = ANY($2::text[])
+        AND NOT (category || chr(31) || subject = ANY($3::text[]))`,
+    [args.account, [...new Set(args.judgedSubjects)], stillFound, args.now, args.runId],
+  );
+  return result.rowCount ?? 0;
+}

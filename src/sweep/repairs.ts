@@ -1,0 +1,310 @@
+import type { Queryable } from '../db/pool.js';
+import { downstreamKey } from '../claims/keys.js';
+import type { ChargeFact } from './facts.js';
+import type { Finding, RepairPlan } from './classify.js';
+
+/**
+ * Executes planned repairs inside the slice's transaction, one set-based statement
+ * per kind of repair. Every claim write is a compare-and-swap on the version the
+ * sweep judged, so a live writer that moved the claim since always wins: its repair
+ * simply does not happen. Effects are inserted `ON CONFLICT (charge_id) DO NOTHING`.
+ */
+
+export interface RepairOutcome {
+  finding: Finding;
+  action: string;
+  before: unknown;
+  after: unknown;
+}
+
+export interface RepairContext {
+  now: Date;
+  refund?: (charge: ChargeFact, idempotencyKey: string) => Promise<void>;
+}
+
+type Of<K extends RepairPlan['kind']> = Extract<RepairPlan, { kind: K }>;
+
+export async function executeRepairs(db: Queryable, findings: Finding[], ctx: RepairContext): Promise<Map<Finding, RepairOutcome>> {
+  const done = new Map<Finding, RepairOutcome>();
+  const byKind = <K extends RepairPlan['kind']>(kind: K) =>
+    findings.filter((f): f is Finding & { repair: Of<K> } => f.repair?.kind === kind);
+
+  await completeClaims(db, byKind('complete_claim'), ctx.now, done);
+  await releaseClaims(db, byKind('release_claim'), ctx.now, done);
+  await recreateClaims(db, byKind('recreate_claim'), ctx.now, done);
+  await updateEffects(db, byKind('update_effect'), ctx.now, done);
+  await refundDuplicates(byKind('refund_duplicates'), ctx, done);
+  return done;
+}
+
+const claimKey = (tenantId: string, key: string) => `${tenantId}\u0000${key}`;
+
+/** The answer a retry gets replayed once the sweeper completed a claim from Stripe's charge. */
+export function responseFromCharge(charge: ChargeFact): { status: number; body: unknown } {
+  if (charge.status === 'failed') {
+    return {
+      status: 402,
+      body: {
+        error: {
+          type: 'card_error',
+          code: 'card_declined',
+          message: 'The charge failed at Stripe (recorded by the reconciliation sweeper).',
+          charge: charge.id,
+          ...(charge.paymentIntent ? { payment_intent: charge.paymentIntent } : {}),
+        },
+      },
+    };
+  }
+  return {
+    status: 200,
+    body: {
+      object: 'charge_result',
+      payment_intent: charge.paymentIntent,
+      charge: charge.id,
+      status: charge.status === 'pending' ? 'processing' : 'succeeded',
+      amount: charge.amount,
+      currency: charge.currency,
+    },
+  };
+}
+
+function effectRow(charge: ChargeFact, tenantId: string | null, key: string | null) {
+  return {
+    charge_id: charge.id,
+    tenant_id: tenantId,
+    idempotency_key: key,
+    payment_intent_id: charge.paymentIntent,
+    account_id: charge.account === 'platform' ? null : charge.account,
+    amount: charge.amount,
+    currency: charge.currency,
+    status: charge.status,
+    amount_refunded: charge.amountRefunded,
+    disputed: charge.disputed,
+    created_at: charge.created.toISOString(),
+  };
+}
+
+const EFFECT_COLUMNS = `charge_id text, tenant_id text, idempotency_key text, payment_intent_id text, account_id text,
+  amount bigint, currency text, status text, amount_refunded bigint, disputed boolean, created_at timestamptz`;
+
+async function completeClaims(
+  db: Queryable,
+  findings: Array<Finding & { repair: Of<'complete_claim'> }>,
+  now: Date,
+  done: Map<Finding, RepairOutcome>,
+): Promise<void> {
+  if (findings.length === 0) return;
+  const plan = findings.map(({ repair: { claim, charge } }) => {
+    const response = responseFromCharge(charge);
+    return {
+      tenant_id: claim.tenantId,
+      key: claim.key,
+      created_at: claim.createdAt.toISOString(),
+      attempt: claim.attempt,
+      status: claim.status,
+      response_status: response.status,
+      response_body: response.body,
+      effect: effectRow(charge, claim.tenantId, claim.key),
+    };
+  });
+  const { rows } = await db.query<{ tenant_id: string; key: string; response_status: number }>(
+    `WITH plan AS (
+       SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(tenant_id text, key text, created_at timestamptz, attempt int,
+              status text, response_status int, response_body jsonb, effect jsonb)
+     ), completed AS (
+       UPDATE idempotency_keys k
+          SET status = 'completed', locked_until = NULL, completed_at = coalesce(k.completed_at, $2), updated_at = $2,
+              -- A success already stored stays as it is; anything else becomes Stripe's answer.
+              response_status = CASE WHEN k.status = 'completed' AND k.response_status = 200 AND plan.response_status = 200
+                                     THEN k.response_status ELSE plan.response_status END,
+              response_body = CASE WHEN k.status = 'completed' AND k.response_status = 200 AND plan.response_status = 200
+                                   THEN k.response_body ELSE plan.response_body END
+         FROM plan
+        WHERE k.tenant_id = plan.tenant_id AND k.key = plan.key AND k.created_at = plan.created_at
+          AND k.attempt = plan.attempt AND k.status = plan.status
+          AND (k.status <> 'in_flight' OR k.locked_until <= $2)
+       RETURNING k.tenant_id, k.key, k.response_status
+     ), effects AS (
+       INSERT INTO payments (charge_id, tenant_id, idempotency_key, payment_intent_id, account_id, amount, currency,
+                             status, amount_refunded, disputed, created_at, updated_at)
+       SELECT e.charge_id, e.tenant_id, e.idempotency_key, e.payment_intent_id, e.account_id, e.amount, e.currency,
+              e.status, e.amount_refunded, e.disputed, e.created_at, $2
+         FROM plan JOIN completed c USING (tenant_id, key)
+        CROSS JOIN LATERAL jsonb_to_record(plan.effect) AS e(${EFFECT_COLUMNS})
+       ON CONFLICT (charge_id) DO NOTHING
+     )
+     SELECT tenant_id, key, response_status FROM completed`,
+    [JSON.stringify(plan), now],
+  );
+  const completed = new Map(rows.map((r) => [claimKey(r.tenant_id, r.key), r]));
+  for (const finding of findings) {
+    const { claim, charge } = finding.repair;
+    const row = completed.get(claimKey(claim.tenantId, claim.key));
+    if (!row) continue; // a live writer moved the claim: it wins
+    done.set(finding, {
+      finding,
+      action: charge.status === 'failed' ? 'store_failure_and_effect' : 'insert_effect_and_complete_claim',
+      before: { claim: { status: claim.status, attempt: claim.attempt }, effect: null },
+      after: { claim: { status: 'completed', response_status: row.response_status }, effect: effectRow(charge, claim.tenantId, claim.key) },
+    });
+  }
+}
+
+async function releaseClaims(
+  db: Queryable,
+  findings: Array<Finding & { repair: Of<'release_claim'> }>,
+  now: Date,
+  done: Map<Finding, RepairOutcome>,
+): Promise<void> {
+  if (findings.length === 0) return;
+  const plan = findings.map(({ repair: { claim } }) => ({
+    tenant_id: claim.tenantId,
+    key: claim.key,
+    created_at: claim.createdAt.toISOString(),
+    attempt: claim.attempt,
+  }));
+  const { rows } = await db.query<{ tenant_id: string; key: string }>(
+    `UPDATE idempotency_keys k
+        SET status = 'released', locked_until = NULL, updated_at = $2
+       FROM jsonb_to_recordset($1::jsonb) AS plan(tenant_id text, key text, created_at timestamptz, attempt int)
+      WHERE k.tenant_id = plan.tenant_id AND k.key = plan.key AND k.created_at = plan.created_at
+        AND k.attempt = plan.attempt AND k.status = 'in_flight' AND k.locked_until <= $2
+     RETURNING k.tenant_id, k.key`,
+    [JSON.stringify(plan), now],
+  );
+  const released = new Set(rows.map((r) => claimKey(r.tenant_id, r.key)));
+  for (const finding of findings) {
+    const { claim } = finding.repair;
+    if (!released.has(claimKey(claim.tenantId, claim.key))) continue;
+    done.set(finding, {
+      finding,
+      action: 'release_claim',
+      before: { claim: { status: 'in_flight', attempt: claim.attempt } },
+      after: { claim: { status: 'released', attempt: claim.attempt } },
+    });
+  }
+}
+
+async function recreateClaims(
+  db: Queryable,
+  findings: Array<Finding & { repair: Of<'recreate_claim'> }>,
+  now: Date,
+  done: Map<Finding, RepairOutcome>,
+): Promise<void> {
+  if (findings.length === 0) return;
+  const plan = findings.map(({ repair }) => {
+    const charge = 'id' in repair.source ? repair.source : null;
+    const response = charge
+      ? responseFromCharge(charge)
+      : { status: 200, body: { object: 'charge_result', charge: (repair.source as { chargeId: string }).chargeId } };
+    return {
+      tenant_id: repair.tenantId,
+      key: repair.key,
+      downstream_key: downstreamKey(repair.tenantId, repair.key),
+      account_id: repair.accountId,
+      created_at: repair.createdAt.toISOString(),
+      response_status: response.status,
+      response_body: response.body,
+      with_claim: repair.withClaim,
+      effect: repair.insertEffectFrom ? effectRow(repair.insertEffectFrom, repair.tenantId, repair.key) : null,
+    };
+  });
+  const { rows } = await db.query<{ tenant_id: string; key: string; ok: boolean }>(
+    `WITH plan AS (
+       SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(tenant_id text, key text, downstream_key text, account_id text,
+              created_at timestamptz, response_status int, response_body jsonb, with_claim boolean, effect jsonb)
+     ), attempted AS MATERIALIZED (
+       SELECT plan.*, CASE WHEN plan.with_claim
+                           THEN sweeper_recreate_claim(plan.tenant_id, plan.key, plan.downstream_key, plan.account_id,
+                                                       plan.created_at, plan.response_status, plan.response_body, $2)
+                           ELSE true END AS ok
+         FROM plan
+     ), effects AS (
+       INSERT INTO payments (charge_id, tenant_id, idempotency_key, payment_intent_id, account_id, amount, currency,
+                             status, amount_refunded, disputed, created_at, updated_at)
+       SELECT e.charge_id, e.tenant_id, e.idempotency_key, e.payment_intent_id, e.account_id, e.amount, e.currency,
+              e.status, e.amount_refunded, e.disputed, e.created_at, $2
+         FROM attempted a CROSS JOIN LATERAL jsonb_to_record(a.effect) AS e(${EFFECT_COLUMNS})
+        WHERE a.ok AND a.effect IS NOT NULL
+       ON CONFLICT (charge_id) DO NOTHING
+     )
+     SELECT tenant_id, key, ok FROM attempted`,
+    [JSON.stringify(plan), now],
+  );
+  const ok = new Set(rows.filter((r) => r.ok).map((r) => claimKey(r.tenant_id, r.key)));
+  for (const finding of findings) {
+    const { repair } = finding;
+    if (!ok.has(claimKey(repair.tenantId, repair.key))) continue; // a claim appeared meanwhile
+    done.set(finding, {
+      finding,
+      action: repair.insertEffectFrom ? (repair.withClaim ? 'create_claim_and_effect' : 'insert_effect') : 'recreate_claim',
+      before: { claim: null, effect: repair.insertEffectFrom ? null : 'present' },
+      after: {
+        claim: repair.withClaim ? { status: 'completed', created_at: repair.createdAt.toISOString() } : null,
+        effect: repair.insertEffectFrom ? effectRow(repair.insertEffectFrom, repair.tenantId, repair.key) : 'present',
+      },
+    });
+  }
+}
+
+async function updateEffects(
+  db: Queryable,
+  findings: Array<Finding & { repair: Of<'update_effect'> }>,
+  now: Date,
+  done: Map<Finding, RepairOutcome>,
+): Promise<void> {
+  if (findings.length === 0) return;
+  const plan = findings.map(({ repair: { effect, charge } }) => ({
+    charge_id: charge.id,
+    status: charge.status,
+    amount_refunded: charge.amountRefunded,
+    disputed: charge.disputed,
+    // The compare-and-swap: only the version the sweep judged is overwritten.
+    old_status: effect.status,
+    old_amount_refunded: effect.amountRefunded,
+    old_disputed: effect.disputed,
+  }));
+  const { rows } = await db.query<{ charge_id: string }>(
+    `UPDATE payments p
+        SET status = plan.status, amount_refunded = plan.amount_refunded, disputed = plan.disputed, updated_at = $2
+       FROM jsonb_to_recordset($1::jsonb) AS plan(charge_id text, status text, amount_refunded bigint, disputed boolean,
+            old_status text, old_amount_refunded bigint, old_disputed boolean)
+      WHERE p.charge_id = plan.charge_id AND p.status = plan.old_status
+        AND p.amount_refunded = plan.old_amount_refunded AND p.disputed = plan.old_disputed
+     RETURNING p.charge_id`,
+    [JSON.stringify(plan), now],
+  );
+  const updated = new Set(rows.map((r) => r.charge_id));
+  for (const finding of findings) {
+    const { effect, charge } = finding.repair;
+    if (!updated.has(charge.id)) continue;
+    done.set(finding, {
+      finding,
+      action: 'update_effect_from_stripe',
+      before: { status: effect.status, amount_refunded: effect.amountRefunded, disputed: effect.disputed },
+      after: { status: charge.status, amount_refunded: charge.amountRefunded, disputed: charge.disputed },
+    });
+  }
+}
+
+/** Deterministic per charge, so a repeated or resumed run never refunds twice. */
+export function refundIdempotencyKey(chargeId: string): string {
+  return `sweeper_refund_v1_${chargeId}`;
+}
+
+async function refundDuplicates(
+  findings: Array<Finding & { repair: Of<'refund_duplicates'> }>,
+  ctx: RepairContext,
+  done: Map<Finding, RepairOutcome>,
+): Promise<void> {
+  if (findings.length === 0 || !ctx.refund) return;
+  for (const finding of findings) {
+    for (const charge of finding.repair.refund) await ctx.refund(charge, refundIdempotencyKey(charge.id));
+    done.set(finding, {
+      finding,
+      action: 'refund_duplicates',
+      before: { kept: finding.repair.keep.id, charges: finding.repair.refund.map((c) => c.id) },
+      after: { refunded: finding.repair.refund.map((c) => ({ charge: c.id, amount: c.amount - c.amountRefunded })) },
+    });
+  }
+}

@@ -1,0 +1,301 @@
+import { randomBytes } from 'node:crypto';
+import type { Pool, PoolClient } from '../db/pool.js';
+import { ensureDayPartitions, utcDay } from '../db/partitions.js';
+import type { Logger } from '../log.js';
+import type { MalformedCharge, NormalizedCharge } from '../stripe/types.js';
+import { emptyCounts, type Category } from './categories.js';
+import { judgeSlice, type Finding } from './classify.js';
+import type { ChargeFact } from './facts.js';
+import { loadSliceFacts } from './facts-sql.js';
+import { closeHealedFindings, recordFindings } from './findings-store.js';
+import { lockAccounts } from './lock.js';
+import { upsertCharges } from './mirror.js';
+import { executeRepairs } from './repairs.js';
+import {
+  advanceWatermark,
+  countOpenFindings,
+  finishRun,
+  findResumableBackfill,
+  insertRun,
+  markAbandonedRuns,
+  readWatermark,
+  recordSliceProgress,
+  type RunMode,
+} from './runs-store.js';
+import { formatShard, scheduledWindow, slicesOf, widen, type Shard, type TimeWindow } from './window.js';
+
+/** Pages of one account's charges created in `[from, to)`; throws if the window cannot be read completely. */
+export type ChargeSource = (
+  account: string,
+  window: TimeWindow,
+) => AsyncIterable<{ charges: NormalizedCharge[]; malformed: MalformedCharge[] }>;
+
+export interface SweepDeps {
+  pool: Pool;
+  listCharges: ChargeSource;
+  clock: () => Date;
+  logger: Logger;
+  /** Needed only with `refundDuplicates`. */
+  refund?: (charge: ChargeFact, idempotencyKey: string) => Promise<void>;
+  /** Crash tests: called at named points; a test makes it kill the process. */
+  faultPoint?: (name: string) => void;
+  onSlice?: (done: number, total: number) => void;
+}
+
+export interface SweepOptions {
+  mode: RunMode;
+  accounts: string[];
+  shard?: Shard;
+  /** Backfill only. */
+  window?: TimeWindow;
+  dryRun: boolean;
+  settleMs: number;
+  overlapMs: number;
+  sliceMs: number;
+  /** The longest claim lease: how far around a slice charges are read to judge it. */
+  leaseMs: number;
+  retentionMs: number;
+  firstRunLookbackMs: number;
+  refundDuplicates: boolean;
+  /** Backfill: continue an unfinished backfill of the same range (default true). */
+  resume: boolean;
+  signal?: AbortSignal;
+}
+
+export interface SweepReport {
+  run_id: string;
+  mode: RunMode;
+  account: string;
+  window: { from: string; to: string } | null;
+  dry_run: boolean;
+  charges_scanned: number;
+  malformed_charges: number;
+  findings: Record<Category, number>;
+  repaired: Record<Category, number>;
+  unreconciled: number;
+  duration_ms: number;
+  status: 'succeeded' | 'interrupted';
+  resumed_from?: string;
+}
+
+/** Each batch written to the mirror in one statement: a page or a few. */
+const INGEST_BATCH = 500;
+
+export function newRunId(now: Date): string {
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  return `run_${stamp}_${randomBytes(3).toString('hex')}`;
+}
+
+/**
+ * One sweep over the given accounts: lock, then per account window → slices →
+ * (ingest, diff, repair, record, checkpoint) per slice, each slice one transaction.
+ */
+export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<SweepReport[]> {
+  const lock = await lockAccounts(deps.pool, options.accounts);
+  try {
+    const reports: SweepReport[] = [];
+    for (const account of options.accounts) {
+      if (options.signal?.aborted) break;
+      reports.push(await sweepAccount(deps, options, account));
+    }
+    return reports;
+  } finally {
+    await lock.release();
+  }
+}
+
+async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: string): Promise<SweepReport> {
+  const started = deps.clock();
+  const t0 = Date.now();
+  const shard = formatShard(options.shard);
+  const runId = newRunId(started);
+  const log = deps.logger.child({ run_id: runId, account, mode: options.mode, dry_run: options.dryRun });
+  const report: SweepReport = {
+    run_id: runId,
+    mode: options.mode,
+    account,
+    window: null,
+    dry_run: options.dryRun,
+    charges_scanned: 0,
+    malformed_charges: 0,
+    findings: emptyCounts(),
+    repaired: emptyCounts(),
+    unreconciled: 0,
+    duration_ms: 0,
+    status: 'succeeded',
+  };
+
+  if (!options.dryRun) {
+    const abandoned = await markAbandonedRuns(deps.pool, account, started);
+    if (abandoned > 0) log.warn({ abandoned }, 'marked runs left behind by a dead process as interrupted');
+  }
+
+  const window = await windowFor(deps, options, account, shard, started);
+  if (!window) {
+    log.info('nothing settled to sweep yet');
+    report.unreconciled = await countOpenFindings(deps.pool, account);
+    report.duration_ms = Date.now() - t0;
+    return report;
+  }
+  report.window = { from: window.full.from.toISOString(), to: window.full.to.toISOString() };
+  if (window.resumedFrom) report.resumed_from = window.resumedFrom;
+
+  const run = { id: runId, mode: options.mode, account, shard, window: window.full, startedAt: started, checkpoint: window.start };
+  if (!options.dryRun) {
+    await insertRun(deps.pool, run);
+    const readRange = widen({ from: window.start, to: window.full.to }, options.leaseMs);
+    await ensureDayPartitions(deps.pool, { from: utcDay(readRange.from), to: utcDay(readRange.to) }, ['stripe_charges']);
+  }
+  const slices = slicesOf({ from: window.start, to: window.full.to }, options.sliceMs);
+  log.info({ window: report.window, slices: slices.length, start: window.start.toISOString() }, 'sweep started');
+
+  try {
+    for (const [index, slice] of slices.entries()) {
+      if (options.signal?.aborted) {
+        report.status = 'interrupted';
+        break;
+      }
+      await sweepSlice(deps, options, { run, slice, index, report, log, readUntil: started });
+      deps.onSlice?.(index + 1, slices.length);
+    }
+    report.unreconciled = await countOpenFindings(deps.pool, account);
+    if (!options.dryRun) {
+      await finishRun(deps.pool, runId, { status: report.status, now: deps.clock(), unreconciled: report.unreconciled });
+    }
+  } catch (error) {
+    log.error({ err: { message: (error as Error)?.message } }, 'sweep failed; the slice in progress was rolled back');
+    if (!options.dryRun) {
+      await finishRun(deps.pool, runId, { status: 'failed', now: deps.clock(), error: (error as Error)?.message ?? String(error) }).catch(
+        () => undefined,
+      );
+    }
+    throw error;
+  }
+  report.duration_ms = Date.now() - t0;
+  log.info({ findings: report.findings, repaired: report.repaired, unreconciled: report.unreconciled }, 'sweep finished');
+  return report;
+}
+
+async function windowFor(
+  deps: SweepDeps,
+  options: SweepOptions,
+  account: string,
+  shard: string,
+  now: Date,
+): Promise<{ full: TimeWindow; start: Date; resumedFrom?: string } | null> {
+  if (options.mode === 'backfill') {
+    const full = options.window as TimeWindow;
+    if (options.resume) {
+      const previous = await findResumableBackfill(deps.pool, account, full);
+      if (previous && previous.checkpoint < full.to) {
+        return { full, start: previous.checkpoint, resumedFrom: previous.id };
+      }
+    }
+    return { full, start: full.from };
+  }
+  const full = scheduledWindow({
+    watermark: await readWatermark(deps.pool, account, shard),
+    now,
+    overlapMs: options.overlapMs,
+    settleMs: options.settleMs,
+    firstRunLookbackMs: options.firstRunLookbackMs,
+  });
+  return full ? { full, start: full.from } : null;
+}
+
+interface SliceContext {
+  run: { id: string; mode: RunMode; account: string; shard: string; window: TimeWindow; startedAt: Date; checkpoint: Date };
+  slice: TimeWindow;
+  index: number;
+  report: SweepReport;
+  log: Logger;
+  readUntil: Date;
+}
+
+async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceContext): Promise<void> {
+  const { run, slice, report } = ctx;
+  const fault = (phase: string) => deps.faultPoint?.(`slice:${ctx.index}:${phase}`);
+
+  // Read Stripe before opening the transaction: no transaction waits on the network.
+  const readWindow = widen(slice, options.leaseMs, ctx.readUntil);
+  const fetchedAt = deps.clock();
+  const charges: NormalizedCharge[] = [];
+  let malformed = 0;
+  let inSlice = 0;
+  for await (const page of deps.listCharges(run.account, readWindow)) {
+    for (const charge of page.charges) {
+      charges.push(charge);
+      const at = charge.created * 1000;
+      if (at >= slice.from.getTime() && at < slice.to.getTime()) inSlice += 1;
+    }
+    for (const bad of page.malformed) {
+      malformed += 1;
+      ctx.log.warn({ charge: bad.id, problem: bad.problem }, 'Stripe returned a charge the sweep cannot judge');
+    }
+  }
+  fault('listed');
+
+  const client = await deps.pool.connect();
+  let broken = false;
+  try {
+    await client.query('BEGIN');
+    if (options.dryRun) await insertRun(client, run); // rolled back with everything else
+    for (let i = 0; i < charges.length; i += INGEST_BATCH) {
+      await upsertCharges(client, charges.slice(i, i + INGEST_BATCH), fetchedAt);
+    }
+    fault('ingested');
+
+    const now = deps.clock();
+    const facts = await loadSliceFacts(client, run.account, slice);
+    const judgement = judgeSlice(facts, {
+      now,
+      retentionStart: new Date(now.getTime() - options.retentionMs),
+      refundDuplicates: options.refundDuplicates && !options.dryRun,
+    });
+    const findings = dedupe(judgement.findings);
+    const repairs = await executeRepairs(client, findings, { now, refund: options.dryRun ? undefined : deps.refund });
+    fault('repaired');
+    // A repair that lost its compare-and-swap to a live writer is no finding: the writer settles it.
+    const recorded = findings.filter((f) => !f.repair || repairs.has(f) || f.repair.kind === 'refund_duplicates');
+    await recordFindings(client, { account: run.account, runId: run.id, now, findings: recorded, repairs });
+    await closeHealedFindings(client, { account: run.account, runId: run.id, now, judgedSubjects: judgement.judgedSubjects, findings: recorded });
+
+    report.charges_scanned += inSlice;
+    report.malformed_charges += malformed;
+    report.findings.matched += judgement.matched;
+    for (const f of recorded) report.findings[f.category] += 1;
+    for (const f of repairs.keys()) report.repaired[f.category] += 1;
+    await recordSliceProgress(client, run.id, {
+      checkpoint: slice.to,
+      chargesScanned: report.charges_scanned,
+      findings: report.findings,
+      repaired: report.repaired,
+    });
+    if (run.mode === 'run') await advanceWatermark(client, run.account, run.shard, slice.to, run.id, now);
+    fault('before-commit');
+    if (options.dryRun) {
+      for (const [f, r] of repairs) ctx.log.info({ category: f.category, subject: f.subject, action: r.action }, 'dry run: would repair');
+      await client.query('ROLLBACK');
+    } else {
+      await client.query('COMMIT');
+    }
+    fault('committed');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {
+      broken = true;
+    });
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}
+
+function dedupe(findings: Finding[]): Finding[] {
+  const seen = new Set<string>();
+  return findings.filter((f) => {
+    const id = `${f.category}\u001f${f.subject}`;
+    if (seen.has(id)) return false;
+    seen.add(id);
+    return true;
+  });
+}
