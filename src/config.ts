@@ -66,8 +66,21 @@ const envSchema = z.object({
   SWEEPER_MAX_AMOUNT: positiveInt('SWEEPER_MAX_AMOUNT', '99999999'),
   SWEEPER_METADATA_TENANT_KEY: metadataName('SWEEPER_METADATA_TENANT_KEY', 'tenant_id'),
   SWEEPER_METADATA_IDEMPOTENCY_KEY: metadataName('SWEEPER_METADATA_IDEMPOTENCY_KEY', 'idempotency_key'),
+  SWEEPER_ACCOUNTS: z
+    .string()
+    .default('platform')
+    .refine((v) => v.split(',').every((a) => /^(platform|acct_[A-Za-z0-9]+)$/.test(a.trim())), {
+      message: 'SWEEPER_ACCOUNTS must be a comma-separated list of Stripe account ids (acct_…) or "platform"',
+    }),
+  SWEEPER_SETTLE: duration('SWEEPER_SETTLE', '10m'),
+  SWEEPER_OVERLAP: duration('SWEEPER_OVERLAP', '15m'),
+  SWEEPER_SLICE: duration('SWEEPER_SLICE', '1h'),
+  SWEEPER_FIRST_RUN_LOOKBACK: duration('SWEEPER_FIRST_RUN_LOOKBACK', '1d'),
+  SWEEPER_STRIPE_RATE: positiveInt('SWEEPER_STRIPE_RATE', '20'),
   SWEEPER_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
+
+const MIN_SETTLE_GRACE_MS = 60_000;
 
 export interface Config {
   databaseUrl: string | undefined;
@@ -80,6 +93,17 @@ export interface Config {
   maxAmount: number;
   metadataKeys: { tenantId: string; idempotencyKey: string };
   logLevel: string;
+  /** Stripe accounts swept: `platform` and/or Connect `acct_…` ids. */
+  accounts: string[];
+  /** Work younger than this is not judged: it may still be in flight. ≥ lease + 1 minute. */
+  settleMs: number;
+  /** How far behind the watermark a scheduled run starts again. */
+  overlapMs: number;
+  /** Unit of checkpointing: one transaction per slice. */
+  sliceMs: number;
+  firstRunLookbackMs: number;
+  /** Stripe read requests per second, shared by all accounts of the process. */
+  stripeRatePerSecond: number;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -94,6 +118,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (e.SWEEPER_METADATA_TENANT_KEY === e.SWEEPER_METADATA_IDEMPOTENCY_KEY) {
     throw new ConfigError('SWEEPER_METADATA_TENANT_KEY and SWEEPER_METADATA_IDEMPOTENCY_KEY must differ');
   }
+  const accounts = [...new Set(e.SWEEPER_ACCOUNTS.split(',').map((a) => a.trim()))];
+  if (e.SWEEPER_SETTLE < e.SWEEPER_CLAIM_LEASE + MIN_SETTLE_GRACE_MS) {
+    throw new ConfigError(
+      `SWEEPER_SETTLE (${formatDuration(e.SWEEPER_SETTLE)}) must be at least SWEEPER_CLAIM_LEASE (${formatDuration(e.SWEEPER_CLAIM_LEASE)}) ` +
+        'plus 1m, or the sweep would judge claims whose attempt may still be running',
+    );
+  }
   return {
     databaseUrl: e.DATABASE_URL,
     stripeApiKey: e.STRIPE_API_KEY,
@@ -103,6 +134,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxAmount: e.SWEEPER_MAX_AMOUNT,
     metadataKeys: { tenantId: e.SWEEPER_METADATA_TENANT_KEY, idempotencyKey: e.SWEEPER_METADATA_IDEMPOTENCY_KEY },
     logLevel: e.SWEEPER_LOG_LEVEL,
+    accounts,
+    settleMs: e.SWEEPER_SETTLE,
+    overlapMs: e.SWEEPER_OVERLAP,
+    sliceMs: e.SWEEPER_SLICE,
+    firstRunLookbackMs: e.SWEEPER_FIRST_RUN_LOOKBACK,
+    stripeRatePerSecond: e.SWEEPER_STRIPE_RATE,
   };
 }
 
@@ -134,6 +171,11 @@ export function describeConfig(config: Config): Record<string, unknown> {
     retention: formatDuration(config.retentionMs),
     maxAmount: config.maxAmount,
     metadataKeys: config.metadataKeys,
+    accounts: config.accounts,
+    settle: formatDuration(config.settleMs),
+    overlap: formatDuration(config.overlapMs),
+    slice: formatDuration(config.sliceMs),
+    stripeRatePerSecond: config.stripeRatePerSecond,
   };
 }
 

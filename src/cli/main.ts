@@ -1,5 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { registerMigrate } from './commands/migrate.js';
+import { registerSweepCommands } from './commands/sweep.js';
+import { registerStatusCommands } from './commands/status.js';
 import { ExitCode, reportFatal } from './exit.js';
 
 export function buildProgram(): Command {
@@ -14,10 +16,15 @@ Configuration is read from the environment (DATABASE_URL, STRIPE_API_KEY, …); 
 Exit codes: 0 reconciled, 1 run failed, 3 unreconciled findings open, 64 bad usage or
 configuration, 75 another run holds the lock.
 
-Example:
-  sweeper migrate`,
+Examples:
+  sweeper migrate
+  sweeper run --json
+  sweeper backfill --from 2026-11-01 --to 2026-11-08
+  sweeper status`,
     );
   registerMigrate(program);
+  registerSweepCommands(program);
+  registerStatusCommands(program);
   return program;
 }
 

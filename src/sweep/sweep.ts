@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Pool, PoolClient } from '../db/pool.js';
+import type { Pool } from '../db/pool.js';
 import { ensureDayPartitions, utcDay } from '../db/partitions.js';
 import type { Logger } from '../log.js';
 import type { MalformedCharge, NormalizedCharge } from '../stripe/types.js';
@@ -37,8 +37,8 @@ export interface SweepDeps {
   logger: Logger;
   /** Needed only with `refundDuplicates`. */
   refund?: (charge: ChargeFact, idempotencyKey: string) => Promise<void>;
-  /** Crash tests: called at named points; a test makes it kill the process. */
-  faultPoint?: (name: string) => void;
+  /** Crash and race tests: called at named points (`slice:N:phase`); may kill the process. */
+  faultPoint?: (name: string) => void | Promise<void>;
   onSlice?: (done: number, total: number) => void;
 }
 
@@ -214,7 +214,7 @@ interface SliceContext {
 
 async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceContext): Promise<void> {
   const { run, slice, report } = ctx;
-  const fault = (phase: string) => deps.faultPoint?.(`slice:${ctx.index}:${phase}`);
+  const fault = async (phase: string) => deps.faultPoint?.(`slice:${ctx.index}:${phase}`);
 
   // Read Stripe before opening the transaction: no transaction waits on the network.
   const readWindow = widen(slice, options.leaseMs, ctx.readUntil);
@@ -233,17 +233,21 @@ async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceCont
       ctx.log.warn({ charge: bad.id, problem: bad.problem }, 'Stripe returned a charge the sweep cannot judge');
     }
   }
-  fault('listed');
+  await fault('listed');
 
   const client = await deps.pool.connect();
   let broken = false;
   try {
     await client.query('BEGIN');
-    if (options.dryRun) await insertRun(client, run); // rolled back with everything else
+    if (options.dryRun) {
+      // Rolled back with everything else: a dry run leaves no trace, not even partitions.
+      await insertRun(client, run);
+      await ensureDayPartitions(client, { from: utcDay(readWindow.from), to: utcDay(readWindow.to) }, ['stripe_charges']);
+    }
     for (let i = 0; i < charges.length; i += INGEST_BATCH) {
       await upsertCharges(client, charges.slice(i, i + INGEST_BATCH), fetchedAt);
     }
-    fault('ingested');
+    await fault('ingested');
 
     const now = deps.clock();
     const facts = await loadSliceFacts(client, run.account, slice);
@@ -253,8 +257,9 @@ async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceCont
       refundDuplicates: options.refundDuplicates && !options.dryRun,
     });
     const findings = dedupe(judgement.findings);
+    await fault('judged');
     const repairs = await executeRepairs(client, findings, { now, refund: options.dryRun ? undefined : deps.refund });
-    fault('repaired');
+    await fault('repaired');
     // A repair that lost its compare-and-swap to a live writer is no finding: the writer settles it.
     const recorded = findings.filter((f) => !f.repair || repairs.has(f) || f.repair.kind === 'refund_duplicates');
     await recordFindings(client, { account: run.account, runId: run.id, now, findings: recorded, repairs });
@@ -272,14 +277,14 @@ async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceCont
       repaired: report.repaired,
     });
     if (run.mode === 'run') await advanceWatermark(client, run.account, run.shard, slice.to, run.id, now);
-    fault('before-commit');
+    await fault('before-commit');
     if (options.dryRun) {
       for (const [f, r] of repairs) ctx.log.info({ category: f.category, subject: f.subject, action: r.action }, 'dry run: would repair');
       await client.query('ROLLBACK');
     } else {
       await client.query('COMMIT');
     }
-    fault('committed');
+    await fault('committed');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {
       broken = true;

@@ -21,13 +21,16 @@ export interface ScheduledWindowInput {
  * Returns null when there is nothing settled to look at yet.
  */
 export function scheduledWindow(input: ScheduledWindowInput): TimeWindow | null {
-  const to = new Date(input.now.getTime() - input.settleMs);
+  // Whole seconds: Stripe's `created` filters are in seconds.
+  const to = new Date(floorSecond(input.now.getTime() - input.settleMs));
   const start = input.watermark
     ? input.watermark.getTime() - input.overlapMs
     : input.now.getTime() - input.firstRunLookbackMs;
-  const from = new Date(start);
+  const from = new Date(floorSecond(start));
   return from < to ? { from, to } : null;
 }
+
+const floorSecond = (ms: number) => Math.floor(ms / 1000) * 1000;
 
 /**
  * Splits a window into slices aligned to multiples of `sliceMs` since the epoch, so

@@ -1,0 +1,62 @@
+import { userInfo } from 'node:os';
+import type { Command } from 'commander';
+import { readStatus, resolveFinding } from '../../sweep/status.js';
+import { UsageError, withDatabase, writeJson } from '../context.js';
+
+export function registerStatusCommands(program: Command): void {
+  program
+    .command('status')
+    .description('watermarks, last runs, open findings, claim-store size and oldest claim age')
+    .option('--json', 'print one JSON object')
+    .addHelpText('after', '\nExample:\n  sweeper status --json | jq .unreconciled')
+    .action((flags: { json?: boolean }) =>
+      withDatabase(async ({ pool }) => {
+        const status = await readStatus(pool, new Date());
+        if (flags.json) return writeJson(status);
+        const out: string[] = ['watermarks:'];
+        for (const w of status.watermarks) out.push(`  ${w.account}${w.shard ? ` [${w.shard}]` : ''}  ${w.watermark}  (lag ${w.lag_seconds}s)`);
+        if (status.watermarks.length === 0) out.push('  (no scheduled run yet)');
+        out.push('last runs:');
+        for (const r of status.last_runs) {
+          out.push(`  ${r.account}  ${r.mode}  ${r.status}  ${r.started_at}  ${r.id}${r.error ? `  error: ${r.error}` : ''}`);
+        }
+        out.push(`open findings (unreconciled): ${status.unreconciled}`);
+        for (const [account, byCategory] of Object.entries(status.open_findings)) {
+          for (const [category, n] of Object.entries(byCategory)) out.push(`  ${account}  ${category}  ${n}`);
+        }
+        const c = status.claims;
+        out.push(`claims: ${c.count} (${c.in_flight} in flight), oldest ${c.oldest_created_at ?? '-'} (${c.oldest_age_seconds ?? 0}s)`);
+        process.stdout.write(`${out.join('\n')}\n`);
+      }),
+    );
+
+  program
+    .command('resolve <id>')
+    .description('a person closes a finding (state resolved, or ignored with --ignore), with an audit row')
+    .requiredOption('--note <text>', 'why it is closed: what was done or decided')
+    .option('--ignore', 'mark it ignored instead of resolved')
+    .option('--actor <name>', 'who is closing it (default: the OS user)')
+    .addHelpText('after', '\nExample:\n  sweeper resolve 42 --note "refunded by hand, ticket PAY-1234"')
+    .action((id: string, flags: { note: string; ignore?: boolean; actor?: string }) => {
+      if (!/^\d+$/.test(id)) throw new UsageError(`finding id ${id}: expected a number`);
+      if (!flags.note.trim()) throw new UsageError('--note must say why the finding is closed');
+      return withDatabase(async ({ pool }) => {
+        const { previous } = await resolveFinding(pool, {
+          id: Number(id),
+          note: flags.note.trim(),
+          actor: flags.actor ?? safeUser(),
+          now: new Date(),
+          state: flags.ignore ? 'ignored' : 'resolved',
+        });
+        process.stdout.write(`finding ${id}: ${previous} → ${flags.ignore ? 'ignored' : 'resolved'}\n`);
+      });
+    });
+}
+
+function safeUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return 'unknown';
+  }
+}

@@ -1,0 +1,174 @@
+import type { Command } from 'commander';
+import { loadConfig, requireStripeApiKey, type Config } from '../../config.js';
+import { createChargeLister, createStripeClient, RateBudget } from '../../stripe/index.js';
+import { CATEGORIES } from '../../sweep/categories.js';
+import { sweep, type SweepDeps, type SweepReport } from '../../sweep/sweep.js';
+import { parseShard, shardOf, type Shard, type TimeWindow } from '../../sweep/window.js';
+import { parseInstant } from '../../time/instant.js';
+import { ExitCode } from '../exit.js';
+import { UsageError, withDatabase, writeJson } from '../context.js';
+
+interface SweepFlags {
+  account?: string;
+  shard?: string;
+  dryRun?: boolean;
+  json?: boolean;
+  refundDuplicates?: boolean;
+  from?: string;
+  to?: string;
+  resume?: boolean;
+}
+
+export function registerSweepCommands(program: Command): void {
+  const common = (cmd: Command) =>
+    cmd
+      .option('--account <id>', 'sweep only this account (acct_… or platform); must be in SWEEPER_ACCOUNTS')
+      .option('--shard <I/N>', "sweep the accounts whose stable hash falls in shard I of N (0-based), e.g. 0/4")
+      .option('--dry-run', 'compute everything and say what would be repaired; write nothing')
+      .option('--json', 'print one JSON object per account on stdout')
+      .option('--refund-duplicates', 'refund extra charges of a duplicate_charge (needs a key that can write refunds)');
+
+  common(
+    program
+      .command('run')
+      .description('one scheduled sweep per account, from its watermark to now − SWEEPER_SETTLE')
+      .addHelpText(
+        'after',
+        `
+Example:
+  STRIPE_API_KEY=rk_live_… DATABASE_URL=postgres://… sweeper run --json
+
+Exit codes: 0 reconciled, 1 run failed (the slice in progress rolled back),
+3 unreconciled findings open, 64 bad usage or configuration, 75 another run holds the lock.`,
+      ),
+  ).action((flags: SweepFlags) => runSweep('run', flags));
+
+  common(
+    program
+      .command('backfill')
+      .description('sweep a fixed range [--from, --to); resumes an unfinished backfill of the same range')
+      .requiredOption('--from <time>', 'start, ISO 8601: 2026-11-01 or 2026-11-01T12:00:00Z')
+      .requiredOption('--to <time>', 'end (exclusive), at least SWEEPER_SETTLE in the past')
+      .option('--no-resume', 'start the range over instead of continuing an unfinished backfill of it')
+      .addHelpText(
+        'after',
+        `
+Example:
+  sweeper backfill --from 2026-11-01 --to 2026-11-08 --account acct_1Nv0FGQ9RKHgCVdK
+
+A backfill never moves the scheduled watermark. Killed, it continues from its last
+committed slice when started again with the same range.`,
+      ),
+  ).action((flags: SweepFlags) => runSweep('backfill', flags));
+}
+
+async function runSweep(mode: 'run' | 'backfill', flags: SweepFlags): Promise<void> {
+  const config = loadConfig();
+  const apiKey = requireStripeApiKey(config);
+  const now = new Date();
+  const shard = flags.shard === undefined ? undefined : parseShardFlag(flags.shard);
+  const accounts = selectAccounts(config, flags.account, shard);
+  const window = mode === 'backfill' ? backfillWindow(flags, config, now) : undefined;
+
+  const code = await withDatabase(async ({ pool, logger }) => {
+    if (accounts.length === 0) {
+      logger.info({ shard: flags.shard }, 'no account falls in this shard; nothing to do');
+      return ExitCode.reconciled;
+    }
+    const stripe = createStripeClient({ apiKey, apiBase: config.stripeApiBase });
+    const lister = createChargeLister({
+      stripe,
+      budget: new RateBudget({ ratePerSecond: config.stripeRatePerSecond }),
+      metadataKeys: config.metadataKeys,
+    });
+    const deps: SweepDeps = {
+      pool,
+      clock: () => new Date(),
+      logger,
+      listCharges: (account, w) => lister.list(account === 'platform' ? null : account, w),
+      refund: async (charge, idempotencyKey) => {
+        await stripe.refunds.create(
+          { charge: charge.id, metadata: { reason: 'duplicate_charge', refunded_by: 'sweeper' } },
+          { idempotencyKey, ...(charge.account === 'platform' ? {} : { stripeAccount: charge.account }) },
+        );
+      },
+      faultPoint: crashPointFromEnv(),
+      onSlice: process.stderr.isTTY ? (done, total) => process.stderr.write(`\rslice ${done}/${total}`) : undefined,
+    };
+    const reports = await sweep(deps, {
+      mode,
+      accounts,
+      shard,
+      window,
+      dryRun: Boolean(flags.dryRun),
+      settleMs: config.settleMs,
+      overlapMs: config.overlapMs,
+      sliceMs: config.sliceMs,
+      leaseMs: config.claimLeaseMs,
+      retentionMs: config.retentionMs,
+      firstRunLookbackMs: config.firstRunLookbackMs,
+      refundDuplicates: Boolean(flags.refundDuplicates),
+      resume: flags.resume !== false,
+    });
+    if (process.stderr.isTTY) process.stderr.write('\n');
+    for (const report of reports) {
+      if (flags.json) writeJson(report);
+      else process.stdout.write(formatReport(report));
+    }
+    return reports.some((r) => r.unreconciled > 0) ? ExitCode.unreconciled : ExitCode.reconciled;
+  }, config);
+  process.exitCode = code;
+}
+
+function parseShardFlag(text: string): Shard {
+  const shard = parseShard(text);
+  if (!shard) throw new UsageError(`--shard ${text}: expected I/N with 0 ≤ I < N, e.g. 0/4`);
+  return shard;
+}
+
+export function selectAccounts(config: Config, account: string | undefined, shard: Shard | undefined): string[] {
+  if (account !== undefined && !config.accounts.includes(account)) {
+    throw new UsageError(`--account ${account} is not in SWEEPER_ACCOUNTS (${config.accounts.join(', ')})`);
+  }
+  const candidates = account ? [account] : config.accounts;
+  return shard ? candidates.filter((a) => shardOf(a, shard.count) === shard.index) : candidates;
+}
+
+function backfillWindow(flags: SweepFlags, config: Config, now: Date): TimeWindow {
+  const from = parseInstant(flags.from ?? '');
+  if (!from) throw new UsageError(`--from ${flags.from}: not a time; use 2026-11-01 or 2026-11-01T12:00:00Z`);
+  const to = parseInstant(flags.to ?? '');
+  if (!to) throw new UsageError(`--to ${flags.to}: not a time; use 2026-11-01 or 2026-11-01T12:00:00Z`);
+  if (from >= to) throw new UsageError(`--from ${flags.from} must be before --to ${flags.to}`);
+  if (to > now) throw new UsageError(`--to ${flags.to} is in the future`);
+  if (to.getTime() > now.getTime() - config.settleMs) {
+    throw new UsageError(`--to ${flags.to} is not settled yet: it must be at least SWEEPER_SETTLE before now`);
+  }
+  return { from, to };
+}
+
+/** SWEEPER_TEST_CRASH_AT=slice:N:phase kills the process at that point (crash tests only). */
+function crashPointFromEnv(): ((name: string) => void) | undefined {
+  const target = process.env.SWEEPER_TEST_CRASH_AT;
+  if (!target) return undefined;
+  return (name) => {
+    if (name === target) process.kill(process.pid, 'SIGKILL');
+  };
+}
+
+export function formatReport(r: SweepReport): string {
+  const lines = [
+    `${r.mode} ${r.run_id}  account ${r.account}${r.dry_run ? '  (dry run: nothing written)' : ''}`,
+    `window ${r.window ? `${r.window.from} → ${r.window.to}` : '(nothing settled yet)'}   charges scanned ${r.charges_scanned}`,
+    '',
+    `  ${'category'.padEnd(24)}${'found'.padStart(8)}${(r.dry_run ? 'would repair' : 'repaired').padStart(14)}`,
+  ];
+  for (const category of CATEGORIES) {
+    const found = r.findings[category];
+    const repaired = r.repaired[category];
+    if (found === 0 && repaired === 0) continue;
+    lines.push(`  ${category.padEnd(24)}${String(found).padStart(8)}${String(repaired).padStart(14)}`);
+  }
+  lines.push('', `unreconciled (open findings): ${r.unreconciled}`, '');
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,295 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ensureDayPartitions } from '../../src/db/partitions.js';
+import { silentLogger } from '../../src/log.js';
+import type { NormalizedCharge } from '../../src/stripe/types.js';
+import { lockAccounts, SweepLockedError } from '../../src/sweep/lock.js';
+import { sweep, type SweepOptions } from '../../src/sweep/sweep.js';
+import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { charge, memoryChargeSource, seedClaim, seedEffect } from '../support/scenario.js';
+import { tableChecksums } from '../support/checksums.js';
+
+const NOW = new Date('2026-11-10T12:00:00Z');
+const at = (iso: string) => new Date(`2026-11-${iso}Z`);
+const secs = (iso: string) => at(iso).getTime() / 1000;
+const MIN = 60_000;
+
+const baseOptions: SweepOptions = {
+  mode: 'backfill',
+  accounts: ['platform'],
+  window: { from: at('09T08:00:00'), to: at('10T11:00:00') },
+  dryRun: false,
+  settleMs: 10 * MIN,
+  overlapMs: 15 * MIN,
+  sliceMs: 60 * MIN,
+  leaseMs: 2 * MIN,
+  retentionMs: 7 * 24 * 60 * MIN,
+  firstRunLookbackMs: 24 * 60 * MIN,
+  refundDuplicates: false,
+  resume: false,
+};
+
+let db: TestDatabase;
+let stripe: NormalizedCharge[];
+const listCalls = { count: 0 };
+
+function run(options: Partial<SweepOptions> = {}, clock = () => NOW) {
+  return sweep(
+    { pool: db.pool, listCharges: memoryChargeSource(() => stripe, listCalls), clock, logger: silentLogger() },
+    { ...baseOptions, ...options },
+  );
+}
+
+const meta = (key: string) => ({ tenantId: 'acme', idempotencyKey: key });
+
+/** Every category of the table, as crashes and outside hands leave them. */
+async function buildScenario(): Promise<void> {
+  stripe = [];
+  const q = db.pool;
+  // matched
+  await seedClaim(q, { tenantId: 'acme', key: 'k-matched', status: 'completed', createdAt: at('10T09:00:00') });
+  await seedEffect(q, { chargeId: 'ch_matched', tenantId: 'acme', key: 'k-matched', createdAt: at('10T09:00:01') });
+  stripe.push(charge({ id: 'ch_matched', created: secs('10T09:00:01'), ...meta('k-matched') }));
+  // claim_without_effect: crashed after Stripe charged
+  await seedClaim(q, { tenantId: 'acme', key: 'k-cwe', status: 'in_flight', createdAt: at('10T09:10:00') });
+  stripe.push(charge({ id: 'ch_cwe', created: secs('10T09:10:01'), paymentIntent: 'pi_cwe', ...meta('k-cwe') }));
+  // claim_without_effect: crashed after a decline
+  await seedClaim(q, { tenantId: 'acme', key: 'k-cwf', status: 'in_flight', createdAt: at('10T09:20:00') });
+  stripe.push(charge({ id: 'ch_cwf', created: secs('10T09:20:01'), status: 'failed', ...meta('k-cwf') }));
+  // stale_claim: crashed before Stripe saw it
+  await seedClaim(q, { tenantId: 'acme', key: 'k-stale', status: 'in_flight', createdAt: at('10T09:30:00') });
+  // stale_claim older than 24 h: not released
+  await seedClaim(q, { tenantId: 'acme', key: 'k-stale-old', status: 'in_flight', createdAt: at('09T09:00:00') });
+  // lost_effect: success stored, no payment row, no charge
+  await seedClaim(q, { tenantId: 'acme', key: 'k-lost', status: 'completed', createdAt: at('10T09:40:00') });
+  // effect_without_claim
+  await seedEffect(q, { chargeId: 'ch_ewc', tenantId: 'acme', key: 'k-ewc', createdAt: at('10T09:50:00') });
+  stripe.push(charge({ id: 'ch_ewc', created: secs('10T09:50:00'), ...meta('k-ewc') }));
+  // orphan_charge: made outside the library, metadata names a key
+  stripe.push(charge({ id: 'ch_orphan', created: secs('10T10:00:00'), amount: 2500, ...meta('k-orphan') }));
+  // unattributed_charge: no metadata
+  stripe.push(charge({ id: 'ch_unattributed', created: secs('10T10:05:00') }));
+  // effect_without_charge
+  await seedClaim(q, { tenantId: 'acme', key: 'k-ghost', status: 'completed', createdAt: at('10T10:10:00') });
+  await seedEffect(q, { chargeId: 'ch_ghost', tenantId: 'acme', key: 'k-ghost', createdAt: at('10T10:10:01') });
+  // amount_mismatch
+  await seedClaim(q, { tenantId: 'acme', key: 'k-amount', status: 'completed', createdAt: at('10T10:20:00') });
+  await seedEffect(q, { chargeId: 'ch_amount', tenantId: 'acme', key: 'k-amount', createdAt: at('10T10:20:01') });
+  stripe.push(charge({ id: 'ch_amount', created: secs('10T10:20:01'), amount: 1500, ...meta('k-amount') }));
+  // status_drift: refunded and disputed at Stripe
+  await seedClaim(q, { tenantId: 'acme', key: 'k-drift', status: 'completed', createdAt: at('10T10:30:00') });
+  await seedEffect(q, { chargeId: 'ch_drift', tenantId: 'acme', key: 'k-drift', createdAt: at('10T10:30:01') });
+  stripe.push(charge({ id: 'ch_drift', created: secs('10T10:30:01'), amountRefunded: 400, disputed: true, ...meta('k-drift') }));
+  // duplicate_charge
+  await seedClaim(q, { tenantId: 'acme', key: 'k-dup', status: 'completed', createdAt: at('10T10:40:00') });
+  await seedEffect(q, { chargeId: 'ch_dup1', tenantId: 'acme', key: 'k-dup', createdAt: at('10T10:40:01') });
+  stripe.push(charge({ id: 'ch_dup1', created: secs('10T10:40:01'), ...meta('k-dup') }));
+  stripe.push(charge({ id: 'ch_dup2', created: secs('10T10:41:00'), ...meta('k-dup') }));
+  // a live writer: in flight, lease still running
+  await seedClaim(q, {
+    tenantId: 'acme',
+    key: 'k-live',
+    status: 'in_flight',
+    createdAt: at('10T10:50:00'),
+    lockedUntil: new Date(NOW.getTime() + MIN),
+  });
+}
+
+async function query<T extends Record<string, unknown>>(sql: string, args: unknown[] = []): Promise<T[]> {
+  return (await db.pool.query<T>(sql, args)).rows;
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await ensureDayPartitions(db.pool, { from: '2026-11-01', to: '2026-11-15' });
+});
+afterAll(async () => {
+  await db.drop();
+});
+beforeEach(async () => {
+  await db.pool.query(
+    'TRUNCATE recon_repairs, recon_findings, recon_watermarks, recon_runs, stripe_charges, payments, idempotency_keys',
+  );
+  await buildScenario();
+});
+
+describe('a sweep over every category', () => {
+  it('finds each category, repairs the safe ones, and leaves the rest open', async () => {
+    const [report] = await run();
+    expect(report).toMatchObject({
+      findings: {
+        matched: 1,
+        claim_without_effect: 2,
+        stale_claim: 2,
+        lost_effect: 1,
+        effect_without_claim: 1,
+        orphan_charge: 1,
+        unattributed_charge: 1,
+        effect_without_charge: 1,
+        amount_mismatch: 1,
+        status_drift: 1,
+        duplicate_charge: 1,
+      },
+      repaired: { claim_without_effect: 2, stale_claim: 1, effect_without_claim: 1, orphan_charge: 1, status_drift: 1 },
+      unreconciled: 6,
+      charges_scanned: stripe.length,
+    });
+
+    const claims = Object.fromEntries(
+      (await query<{ key: string; status: string; response_status: number | null; request_fingerprint: string }>(
+        'SELECT key, status, response_status, request_fingerprint FROM idempotency_keys',
+      )).map((c) => [c.key, c]),
+    );
+    expect(claims['k-cwe']).toMatchObject({ status: 'completed', response_status: 200 });
+    expect(claims['k-cwf']).toMatchObject({ status: 'completed', response_status: 402 });
+    expect(claims['k-stale']).toMatchObject({ status: 'released' });
+    expect(claims['k-stale-old']).toMatchObject({ status: 'in_flight' });
+    expect(claims['k-ewc']).toMatchObject({ status: 'completed', request_fingerprint: 'sweeper:recreated' });
+    expect(claims['k-orphan']).toMatchObject({ status: 'completed', request_fingerprint: 'sweeper:recreated' });
+    expect(claims['k-live']).toMatchObject({ status: 'in_flight' });
+
+    const payments = Object.fromEntries(
+      (await query<{ charge_id: string; status: string; amount: number; amount_refunded: number; disputed: boolean }>(
+        'SELECT charge_id, status, amount, amount_refunded, disputed FROM payments',
+      )).map((p) => [p.charge_id, p]),
+    );
+    expect(payments.ch_cwe).toMatchObject({ status: 'succeeded', amount: 1000 });
+    expect(payments.ch_cwf).toMatchObject({ status: 'failed' });
+    expect(payments.ch_orphan).toMatchObject({ amount: 2500 });
+    expect(payments.ch_drift).toMatchObject({ amount_refunded: 400, disputed: true });
+    expect(payments.ch_dup2).toBeUndefined();
+    expect(payments.ch_unattributed).toBeUndefined();
+
+    const open = await query<{ category: string }>(`SELECT category FROM recon_findings WHERE state = 'open' ORDER BY category`);
+    expect(open.map((f) => f.category)).toEqual([
+      'amount_mismatch',
+      'duplicate_charge',
+      'effect_without_charge',
+      'lost_effect',
+      'stale_claim',
+      'unattributed_charge',
+    ]);
+    const audit = await query<{ action: string; category: string }>(
+      `SELECT r.action, f.category FROM recon_repairs r JOIN recon_findings f ON f.id = r.finding_id ORDER BY 2, 1`,
+    );
+    expect(audit).toEqual([
+      { action: 'insert_effect_and_complete_claim', category: 'claim_without_effect' },
+      { action: 'store_failure_and_effect', category: 'claim_without_effect' },
+      { action: 'recreate_claim', category: 'effect_without_claim' },
+      { action: 'create_claim_and_effect', category: 'orphan_charge' },
+      { action: 'release_claim', category: 'stale_claim' },
+      { action: 'update_effect_from_stripe', category: 'status_drift' },
+    ]);
+    const [runRow] = await query(`SELECT status, unreconciled FROM recon_runs WHERE id = $1`, [report?.run_id]);
+    expect(runRow).toEqual({ status: 'succeeded', unreconciled: 6 });
+  });
+
+  it('a second sweep repairs nothing, keeps the same findings and moves last_seen_run', async () => {
+    const [first] = await run();
+    const before = await query(`SELECT id, category, subject, state, first_seen_run FROM recon_findings ORDER BY id`);
+    const [second] = await run();
+    expect(Object.values(second!.repaired).every((n) => n === 0)).toBe(true);
+    const after = await query<{ last_seen_run: string; state: string }>(
+      `SELECT id, category, subject, state, first_seen_run, last_seen_run FROM recon_findings ORDER BY id`,
+    );
+    expect(after.map(({ last_seen_run: _l, ...rest }) => rest)).toEqual(before);
+    expect(after.filter((f) => f.state === 'open').every((f) => f.last_seen_run === second!.run_id)).toBe(true);
+    expect(second!.unreconciled).toBe(first!.unreconciled);
+    expect(await query(`SELECT count(*)::int AS n FROM recon_repairs`)).toEqual([{ n: 6 }]);
+  });
+
+  it('--dry-run leaves every table byte for byte as it was and reports what it would do', async () => {
+    const before = await tableChecksums(db.pool);
+    const [report] = await run({ dryRun: true });
+    expect(report).toMatchObject({ dry_run: true, repaired: { claim_without_effect: 2, stale_claim: 1 } });
+    expect(await tableChecksums(db.pool)).toEqual(before);
+  });
+
+  it('a live writer wins: a claim stolen between read and repair is left to it', async () => {
+    // The writer re-took k-stale (attempt 2) after the sweep judged attempt 1 and before it repaired.
+    let raced = false;
+    const [report] = await sweep(
+      {
+        pool: db.pool,
+        listCharges: memoryChargeSource(() => stripe),
+        clock: () => NOW,
+        logger: silentLogger(),
+        faultPoint: async (name) => {
+          if (name.endsWith(':judged') && !raced) {
+            raced = true;
+            await db.pool.query(`UPDATE idempotency_keys SET attempt = 2, locked_until = $1 WHERE key = 'k-stale'`, [
+              new Date(NOW.getTime() + MIN),
+            ]);
+          }
+        },
+      },
+      { ...baseOptions },
+    );
+    expect(raced).toBe(true);
+    expect(report!.repaired.stale_claim).toBe(0);
+    expect(report!.findings.stale_claim).toBe(1); // only the 24 h one: the raced claim is no finding
+    const [claim] = await query(`SELECT status, attempt FROM idempotency_keys WHERE key = 'k-stale'`);
+    expect(claim).toEqual({ status: 'in_flight', attempt: 2 });
+  });
+});
+
+describe('runs, watermarks and locks', () => {
+  it('a scheduled run advances the watermark to now − settle; a backfill never moves it', async () => {
+    const [scheduled] = await run({ mode: 'run', window: undefined });
+    expect(scheduled?.window).toEqual({ from: '2026-11-09T12:00:00.000Z', to: '2026-11-10T11:50:00.000Z' });
+    const watermark = async () => (await query<{ watermark: Date }>('SELECT watermark FROM recon_watermarks'))[0]?.watermark;
+    expect(await watermark()).toEqual(new Date('2026-11-10T11:50:00Z'));
+    await run({ mode: 'backfill', window: { from: at('01T00:00:00'), to: at('02T00:00:00') } });
+    expect(await watermark()).toEqual(new Date('2026-11-10T11:50:00Z'));
+    const [next] = await run({ mode: 'run', window: undefined }, () => new Date(NOW.getTime() + 60 * MIN));
+    expect(next?.window).toEqual({ from: '2026-11-10T11:35:00.000Z', to: '2026-11-10T12:50:00.000Z' });
+  });
+
+  it('a second sweep while the lock is held stops at once with exit code 75', async () => {
+    const held = await lockAccounts(db.pool, ['platform']);
+    try {
+      const error = await run().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(SweepLockedError);
+      expect((error as SweepLockedError).exitCode).toBe(75);
+      expect(await query('SELECT count(*)::int AS n FROM recon_runs')).toEqual([{ n: 0 }]);
+    } finally {
+      await held.release();
+    }
+  });
+
+  it('Stripe failing mid-run rolls the slice back, keeps earlier slices, and marks the run failed', async () => {
+    let slices = 0;
+    const failing = async function* (account: string, window: { from: Date; to: Date }) {
+      slices += 1;
+      if (slices === 3) throw new Error('Stripe is down');
+      yield* memoryChargeSource(() => stripe)(account, window);
+    };
+    const error = await sweep(
+      { pool: db.pool, listCharges: failing, clock: () => NOW, logger: silentLogger() },
+      { ...baseOptions, mode: 'run', window: undefined, firstRunLookbackMs: 4 * 60 * MIN },
+    ).catch((e: unknown) => e);
+    expect((error as Error).message).toBe('Stripe is down');
+    const [runRow] = await query<{ status: string; checkpoint: Date; error: string }>('SELECT status, checkpoint, error FROM recon_runs');
+    expect(runRow).toMatchObject({ status: 'failed', error: 'Stripe is down', checkpoint: new Date('2026-11-10T10:00:00Z') });
+    expect((await query<{ watermark: Date }>('SELECT watermark FROM recon_watermarks'))[0]?.watermark).toEqual(
+      new Date('2026-11-10T10:00:00Z'),
+    );
+  });
+
+  it('an unfinished backfill resumes from its last committed slice', async () => {
+    let slices = 0;
+    const failOnce = async function* (account: string, window: { from: Date; to: Date }) {
+      slices += 1;
+      if (slices === 27) throw new Error('connection reset');
+      yield* memoryChargeSource(() => stripe)(account, window);
+    };
+    await sweep(
+      { pool: db.pool, listCharges: failOnce, clock: () => NOW, logger: silentLogger() },
+      { ...baseOptions, resume: true },
+    ).catch(() => undefined);
+    const [failed] = await query<{ checkpoint: Date }>(`SELECT checkpoint FROM recon_runs WHERE status = 'failed'`);
+    expect(failed?.checkpoint).toEqual(at('10T10:00:00'));
+    const [resumed] = await run({ resume: true });
+    expect(resumed?.resumed_from).toBeDefined();
+    expect(await query(`SELECT count(*)::int AS n FROM recon_findings WHERE category = 'duplicate_charge'`)).toEqual([{ n: 1 }]);
+  });
+});
