@@ -107,7 +107,11 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
 async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: string): Promise<SweepReport> {
   const started = deps.clock();
   const t0 = Date.now();
+  // Shards split the accounts, so each account's watermark is its own whatever the
+  // shard count: re-sharding must not restart anyone from scratch. The shard is kept
+  // on the run for the record.
   const shard = formatShard(options.shard);
+  const watermarkShard = '';
   const runId = newRunId(started);
   const log = deps.logger.child({ run_id: runId, account, mode: options.mode, dry_run: options.dryRun });
   const report: SweepReport = {
@@ -130,7 +134,7 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
     if (abandoned > 0) log.warn({ abandoned }, 'marked runs left behind by a dead process as interrupted');
   }
 
-  const window = await windowFor(deps, options, account, shard, started);
+  const window = await windowFor(deps, options, account, watermarkShard, started);
   if (!window) {
     log.info('nothing settled to sweep yet');
     report.unreconciled = await countOpenFindings(deps.pool, account);
@@ -140,7 +144,7 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
   report.window = { from: window.full.from.toISOString(), to: window.full.to.toISOString() };
   if (window.resumedFrom) report.resumed_from = window.resumedFrom;
 
-  const run = { id: runId, mode: options.mode, account, shard, window: window.full, startedAt: started, checkpoint: window.start };
+  const run = { id: runId, mode: options.mode, account, shard, watermarkShard, window: window.full, startedAt: started, checkpoint: window.start };
   if (!options.dryRun) {
     await insertRun(deps.pool, run);
     const readRange = widen({ from: window.start, to: window.full.to }, options.leaseMs);
@@ -204,7 +208,16 @@ async function windowFor(
 }
 
 interface SliceContext {
-  run: { id: string; mode: RunMode; account: string; shard: string; window: TimeWindow; startedAt: Date; checkpoint: Date };
+  run: {
+    id: string;
+    mode: RunMode;
+    account: string;
+    shard: string;
+    watermarkShard: string;
+    window: TimeWindow;
+    startedAt: Date;
+    checkpoint: Date;
+  };
   slice: TimeWindow;
   index: number;
   report: SweepReport;
@@ -276,7 +289,7 @@ async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceCont
       findings: report.findings,
       repaired: report.repaired,
     });
-    if (run.mode === 'run') await advanceWatermark(client, run.account, run.shard, slice.to, run.id, now);
+    if (run.mode === 'run') await advanceWatermark(client, run.account, run.watermarkShard, slice.to, run.id, now);
     await fault('before-commit');
     if (options.dryRun) {
       for (const [f, r] of repairs) ctx.log.info({ category: f.category, subject: f.subject, action: r.action }, 'dry run: would repair');

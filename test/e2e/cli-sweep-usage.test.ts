@@ -1,0 +1,68 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPool } from '../../src/db/pool.js';
+import { createEmptyDatabase, createTestDatabase, type TestDatabase } from '../support/db.js';
+import { runCli } from '../support/cli.js';
+import { tableChecksums } from '../support/checksums.js';
+
+// Bad input stops before anything is read or written: exit 64, one line naming the problem.
+describe('sweeper run/backfill: bad usage', () => {
+  let db: TestDatabase;
+  let env: Record<string, string>;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    env = {
+      DATABASE_URL: db.url,
+      STRIPE_API_KEY: 'sk_test_usage',
+      STRIPE_API_BASE: 'http://127.0.0.1:9', // nothing listens: any Stripe call would fail with exit 1, not 64
+      SWEEPER_ACCOUNTS: 'platform,acct_1A',
+    };
+  });
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  const future = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+  const cases: Array<[string, string[], Record<string, string | undefined>, RegExp]> = [
+    ['--from after --to', ['backfill', '--from', '2026-11-05', '--to', '2026-11-01'], {}, /--from 2026-11-05 must be before --to/],
+    ['unparseable --from', ['backfill', '--from', 'last week', '--to', '2026-11-01'], {}, /--from last week: not a time/],
+    ['a time without a zone', ['backfill', '--from', '2026-11-01T10:00', '--to', '2026-11-02'], {}, /not a time/],
+    ['future --to', ['backfill', '--from', '2026-11-01', '--to', future], {}, /is in the future/],
+    ['unknown account', ['run', '--account', 'acct_nope'], {}, /--account acct_nope is not in SWEEPER_ACCOUNTS/],
+    ['malformed shard', ['run', '--shard', '3/2'], {}, /--shard 3\/2: expected I\/N/],
+    ['missing STRIPE_API_KEY', ['run'], { STRIPE_API_KEY: undefined }, /STRIPE_API_KEY is not set/],
+    ['malformed STRIPE_API_KEY', ['run'], { STRIPE_API_KEY: 'pk_live_123' }, /STRIPE_API_KEY: .*sk_… or rk_…/],
+    ['malformed SWEEPER_ACCOUNTS', ['run'], { SWEEPER_ACCOUNTS: 'platform,bob' }, /SWEEPER_ACCOUNTS must be/],
+    ['settle shorter than the lease', ['run'], { SWEEPER_SETTLE: '1m' }, /SWEEPER_SETTLE \(1m\) must be at least SWEEPER_CLAIM_LEASE/],
+    ['missing required flag', ['backfill', '--from', '2026-11-01'], {}, /required option '--to <time>' not specified/],
+  ];
+
+  it.each(cases)('%s → exit 64, nothing written', async (_name, args, overrides, message) => {
+    const before = await tableChecksums(db.pool);
+    const result = await runCli(args, { ...env, ...overrides });
+    expect(result.code).toBe(64);
+    expect(result.stderr).toMatch(message);
+    expect(result.stdout).toBe('');
+    expect(await tableChecksums(db.pool)).toEqual(before);
+  });
+
+  it('a database without the migrations → exit 64 telling to run sweeper migrate, and creates nothing', async () => {
+    const empty = await createEmptyDatabase();
+    try {
+      const result = await runCli(['run'], { ...env, DATABASE_URL: empty.url });
+      expect(result.code).toBe(64);
+      expect(result.stderr).toMatch(/schema is at migration 0 of \d+: run `sweeper migrate` first/);
+      const pool = createPool(empty.url, { max: 1 });
+      const { rows } = await pool.query(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'`);
+      await pool.end();
+      expect(rows[0].n).toBe(0);
+    } finally {
+      await empty.drop();
+    }
+  });
+
+  it('resolve: an unknown finding id or an empty note → exit 64', async () => {
+    expect((await runCli(['resolve', '999999', '--note', 'x'], env)).code).toBe(64);
+    expect((await runCli(['resolve', 'abc', '--note', 'x'], env)).code).toBe(64);
+    expect((await runCli(['resolve', '1', '--note', '  '], env)).code).toBe(64);
+  });
+});

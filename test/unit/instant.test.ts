@@ -1,0 +1,17 @@
+import { describe, expect, it } from 'vitest';
+import { parseInstant } from '../../src/time/instant.js';
+
+describe('parseInstant', () => {
+  it.each([
+    ['2026-11-01', '2026-11-01T00:00:00.000Z'],
+    ['2026-11-01T12:00:00Z', '2026-11-01T12:00:00.000Z'],
+    ['2026-11-01T12:00Z', '2026-11-01T12:00:00.000Z'],
+    ['2026-11-01T13:30:00+01:30', '2026-11-01T12:00:00.000Z'],
+    ['2026-11-01T12:00:00.250Z', '2026-11-01T12:00:00.250Z'],
+  ])('reads %s', (text, iso) => expect(parseInstant(text)?.toISOString()).toBe(iso));
+
+  it.each(['', 'yesterday', '2026-11-01T12:00:00', '2026-02-30', '2026-13-01', '01/11/2026', '2026-11-01 12:00Z'])(
+    'refuses %j',
+    (text) => expect(parseInstant(text)).toBeUndefined(),
+  );
+});
