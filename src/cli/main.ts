@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { registerMigrate } from './commands/migrate.js';
 import { registerSweepCommands } from './commands/sweep.js';
 import { registerStatusCommands } from './commands/status.js';
+import { registerReport } from './commands/report.js';
 import { ExitCode, reportFatal } from './exit.js';
 
 export function buildProgram(): Command {
@@ -25,6 +26,7 @@ Examples:
   registerMigrate(program);
   registerSweepCommands(program);
   registerStatusCommands(program);
+  registerReport(program);
   return program;
 }
 

@@ -1,0 +1,79 @@
+import { createWriteStream } from 'node:fs';
+import { rename, rm } from 'node:fs/promises';
+import { finished } from 'node:stream/promises';
+import type { Command } from 'commander';
+import { writeReport, type ReportFilter } from '../../report/findings-report.js';
+import { CATEGORIES } from '../../sweep/categories.js';
+import { parseInstant } from '../../time/instant.js';
+import { UsageError, withDatabase } from '../context.js';
+
+const STATES = ['open', 'repaired', 'resolved', 'ignored'];
+
+interface ReportFlags {
+  status?: string;
+  category?: string;
+  account?: string;
+  since?: string;
+  format: string;
+  out?: string;
+}
+
+export function registerReport(program: Command): void {
+  program
+    .command('report')
+    .description('export findings, one row per finding, streamed (constant memory)')
+    .option('--status <state>', `only findings in this state: ${STATES.join(', ')}`)
+    .option('--category <category>', 'only this category')
+    .option('--account <id>', 'only this account (acct_… or platform)')
+    .option('--since <time>', 'only findings last seen at or after this time (ISO 8601)')
+    .option('--format <format>', 'csv or json', 'csv')
+    .option('--out <file>', 'write to this file (atomically) instead of stdout')
+    .addHelpText('after', '\nExample:\n  sweeper report --status open --category duplicate_charge --format csv --out open.csv')
+    .action(async (flags: ReportFlags) => {
+      const filter = parseFilter(flags);
+      const format = flags.format;
+      if (format !== 'csv' && format !== 'json') throw new UsageError(`--format ${format}: expected csv or json`);
+      await withDatabase(async ({ pool, logger }) => {
+        if (!flags.out) {
+          const rows = await writeReport(pool, filter, format, process.stdout);
+          logger.info({ rows }, 'report written');
+          return;
+        }
+        // Written beside the target and renamed, so a reader never sees half a report.
+        const temp = `${flags.out}.tmp-${process.pid}`;
+        const file = createWriteStream(temp);
+        try {
+          const rows = await writeReport(pool, filter, format, file);
+          file.end();
+          await finished(file);
+          await rename(temp, flags.out);
+          logger.info({ rows, out: flags.out }, 'report written');
+        } catch (error) {
+          file.destroy();
+          await rm(temp, { force: true });
+          throw error;
+        }
+      });
+    });
+}
+
+function parseFilter(flags: ReportFlags): ReportFilter {
+  const filter: ReportFilter = {};
+  if (flags.status !== undefined) {
+    if (!STATES.includes(flags.status)) throw new UsageError(`--status ${flags.status}: expected one of ${STATES.join(', ')}`);
+    filter.status = flags.status;
+  }
+  if (flags.category !== undefined) {
+    if (!(CATEGORIES as readonly string[]).includes(flags.category) || flags.category === 'matched') {
+      throw new UsageError(`--category ${flags.category}: expected one of ${CATEGORIES.filter((c) => c !== 'matched').join(', ')}`);
+    }
+    filter.category = flags.category;
+  }
+  if (flags.account !== undefined) filter.account = flags.account;
+  if (flags.since !== undefined) {
+    const since = parseInstant(flags.since);
+    if (!since) throw new UsageError(`--since ${flags.since}: not a time; use 2026-11-01 or 2026-11-01T12:00:00Z`);
+    filter.since = since;
+  }
+  return filter;
+}

@@ -1,0 +1,121 @@
+import { once } from 'node:events';
+import type { Writable } from 'node:stream';
+import { stringify } from 'csv-stringify';
+import type { Queryable } from '../db/pool.js';
+
+export interface ReportFilter {
+  status?: string;
+  category?: string;
+  account?: string;
+  /** Findings last seen at or after this instant. */
+  since?: Date;
+}
+
+/** One row per finding, with the facts a person needs to act on it. */
+export const REPORT_COLUMNS = [
+  'id',
+  'category',
+  'state',
+  'account',
+  'charge_id',
+  'tenant_id',
+  'idempotency_key',
+  'charge_amount',
+  'effect_amount',
+  'amount_refunded',
+  'currency',
+  'charge_status',
+  'first_seen_at',
+  'last_seen_at',
+  'first_seen_run',
+  'last_seen_run',
+  'repair',
+  'closed_by',
+  'note',
+  'reason',
+] as const;
+export type ReportRow = Record<(typeof REPORT_COLUMNS)[number], string | number | null>;
+
+const PAGE = 2_000;
+
+/**
+ * Keyset pagination by id: each query holds at most PAGE rows, so memory stays flat
+ * however many findings there are, and no transaction or cursor is held open while
+ * a slow consumer reads.
+ */
+export async function* findingRows(db: Queryable, filter: ReportFilter): AsyncGenerator<ReportRow> {
+  let after = 0;
+  for (;;) {
+    const { rows } = await db.query<ReportRow & { id: number }>(
+      `SELECT f.id, f.category, f.state, f.account, f.charge_id, f.tenant_id, f.idempotency_key,
+              (f.details #>> '{charge,amount}')::bigint AS charge_amount,
+              (f.details #>> '{effect,amount}')::bigint AS effect_amount,
+              coalesce(f.details #>> '{charge,amount_refunded}', f.details #>> '{effect,amount_refunded}') AS amount_refunded,
+              coalesce(f.details #>> '{charge,currency}', f.details #>> '{effect,currency}') AS currency,
+              f.details #>> '{charge,status}' AS charge_status,
+              to_char(f.first_seen_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS first_seen_at,
+              to_char(f.last_seen_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS last_seen_at,
+              f.first_seen_run, f.last_seen_run,
+              (SELECT r.action FROM recon_repairs r WHERE r.finding_id = f.id ORDER BY r.id DESC LIMIT 1) AS repair,
+              f.closed_by, f.note, f.details ->> 'reason' AS reason
+         FROM recon_findings f
+        WHERE f.id > $1
+          AND ($2::text IS NULL OR f.state = $2)
+          AND ($3::text IS NULL OR f.category = $3)
+          AND ($4::text IS NULL OR f.account = $4)
+          AND ($5::timestamptz IS NULL OR f.last_seen_at >= $5)
+        ORDER BY f.id
+        LIMIT ${PAGE}`,
+      [after, filter.status ?? null, filter.category ?? null, filter.account ?? null, filter.since ?? null],
+    );
+    for (const row of rows) yield row;
+    if (rows.length < PAGE) return;
+    after = rows[rows.length - 1]!.id as number;
+  }
+}
+
+/** Streams the report to `out` with backpressure; returns the number of rows written. */
+export async function writeReport(
+  db: Queryable,
+  filter: ReportFilter,
+  format: 'csv' | 'json',
+  out: Writable,
+): Promise<number> {
+  let count = 0;
+  if (format === 'csv') {
+    const csv = stringify({ header: true, columns: [...REPORT_COLUMNS] });
+    const piping = pipeTo(csv, out);
+    for await (const row of findingRows(db, filter)) {
+      count += 1;
+      if (!csv.write(row)) await once(csv, 'drain');
+    }
+    csv.end();
+    await piping;
+    return count;
+  }
+  await write(out, '[');
+  for await (const row of findingRows(db, filter)) {
+    await write(out, `${count === 0 ? '\n' : ',\n'}${JSON.stringify(row)}`);
+    count += 1;
+  }
+  await write(out, count === 0 ? ']\n' : '\n]\n');
+  return count;
+}
+
+async function write(out: Writable, chunk: string): Promise<void> {
+  if (!out.write(chunk)) await once(out, 'drain');
+}
+
+function pipeTo(source: NodeJS.ReadableStream, out: Writable): Promise<void> {
+  return new Promise((resolve, reject) => {
+    source.on('data', (chunk: Buffer) => {
+      if (!out.write(chunk)) {
+        source.pause();
+        out.once('drain', () => source.resume());
+      }
+    });
+    source.on('end', resolve);
+    source.on('error', reject);
+    out.on('error', reject);
+  });
+}
