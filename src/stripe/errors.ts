@@ -1,0 +1,76 @@
+import { describeAccount, describeRange, type UnixRange } from './window.js';
+
+/**
+ * Stripe refused the API key (HTTP 401). Retrying cannot help and nothing about the
+ * window is known: an operator must fix the configuration, hence exit code 64.
+ */
+export class InvalidStripeKeyError extends Error {
+  override readonly name = 'InvalidStripeKeyError';
+  readonly exitCode = 64;
+
+  constructor(
+    readonly account: string | null,
+    stripeMessage: string,
+  ) {
+    super(
+      `Stripe rejected the API key (401) while listing charges of ${describeAccount(account)}: ${stripeMessage} ` +
+        'STRIPE_API_KEY must be a valid secret key (sk_…) or a restricted key (rk_…) with read access to Charges.',
+    );
+  }
+}
+
+/** The key is valid but may not read charges (HTTP 403), e.g. a restricted key without `Charges: Read`. */
+export class MissingStripePermissionError extends Error {
+  override readonly name = 'MissingStripePermissionError';
+  readonly exitCode = 64;
+  readonly permission = 'rak_charge_read';
+
+  constructor(
+    readonly account: string | null,
+    stripeMessage: string,
+  ) {
+    super(
+      `the Stripe key may not read charges of ${describeAccount(account)} (403): it is missing the Charges read ` +
+        "permission (rak_charge_read). Grant 'Charges: Read' to the restricted key, or use a key that has it" +
+        (account === null ? '' : ' on this connected account') +
+        `. Stripe said: ${stripeMessage}`,
+    );
+  }
+}
+
+/**
+ * Some part of a window could not be listed. Thrown instead of ending the listing,
+ * because a partial result is indistinguishable from "Stripe has no more charges"
+ * and would be reconciled as missing charges. Exit code 1: the run failed.
+ */
+export class IncompleteWindowError extends Error {
+  override readonly name = 'IncompleteWindowError';
+  readonly exitCode = 1;
+
+  constructor(
+    readonly account: string | null,
+    readonly window: UnixRange,
+    readonly failedSubWindow: UnixRange,
+    reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `charges of ${describeAccount(account)} in ${describeRange(window)} could not be listed completely: ` +
+        `sub-window ${describeRange(failedSubWindow)} failed: ${reason}`,
+      options,
+    );
+  }
+}
+
+/** One request failed for good (retries exhausted or not retryable); the lister turns it into an IncompleteWindowError. */
+export class PageFetchError extends Error {
+  override readonly name = 'PageFetchError';
+
+  constructor(
+    message: string,
+    readonly attempts: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}

@@ -1,0 +1,80 @@
+import { setTimeout as delay } from 'node:timers/promises';
+
+/** Milliseconds on a monotonic clock. */
+export type MonotonicClock = () => number;
+/** Waits `ms`; rejects when `signal` aborts. */
+export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
+
+export const realSleep: Sleep = (ms, signal) => (ms <= 0 ? Promise.resolve() : delay(ms, undefined, signal ? { signal } : undefined));
+export const monotonicNow: MonotonicClock = () => performance.now();
+
+export interface RateBudgetOptions {
+  /** Requests per second for the whole process; Stripe's default read limit leaves room above 20. */
+  ratePerSecond?: number;
+  /**
+   * Requests that may go out back to back after an idle spell. Small by default: a
+   * burst gains nothing over a long sweep and is what trips a server-side limiter.
+   */
+  burst?: number;
+  clock?: MonotonicClock;
+  sleep?: Sleep;
+}
+
+export const DEFAULT_RATE_PER_SECOND = 20;
+
+/**
+ * A token bucket every Stripe request of the process draws from; share one instance
+ * across accounts and listers so that together they stay under the limit.
+ *
+ * Each caller reserves a token up front (the balance may go negative) and then waits
+ * until its token exists. Reservations are handed out in call order, so the waits are
+ * first come, first served without a queue, and a reservation is a pure computation
+ * that tests drive with a fake clock.
+ */
+export class RateBudget {
+  readonly ratePerSecond: number;
+  readonly burst: number;
+  private readonly clock: MonotonicClock;
+  private readonly sleep: Sleep;
+  private tokens: number;
+  private updatedAt: number;
+  private granted = 0;
+  private waitedMs = 0;
+
+  constructor(options: RateBudgetOptions = {}) {
+    this.ratePerSecond = options.ratePerSecond ?? DEFAULT_RATE_PER_SECOND;
+    this.burst = options.burst ?? 1;
+    if (!(this.ratePerSecond > 0) || !Number.isFinite(this.ratePerSecond)) {
+      throw new RangeError(`rate budget must be a positive number of requests per second (got ${this.ratePerSecond})`);
+    }
+    if (!(this.burst >= 1) || !Number.isFinite(this.burst)) throw new RangeError(`burst must be at least 1 (got ${this.burst})`);
+    this.clock = options.clock ?? monotonicNow;
+    this.sleep = options.sleep ?? realSleep;
+    this.tokens = this.burst;
+    this.updatedAt = this.clock();
+  }
+
+  /** Takes one token and says how many milliseconds from now it may be spent. */
+  reserve(): number {
+    const now = this.clock();
+    const elapsed = Math.max(0, now - this.updatedAt);
+    this.tokens = Math.min(this.burst, this.tokens + (elapsed * this.ratePerSecond) / 1000);
+    this.updatedAt = now;
+    this.tokens -= 1;
+    this.granted += 1;
+    const waitMs = this.tokens >= 0 ? 0 : (-this.tokens * 1000) / this.ratePerSecond;
+    this.waitedMs += waitMs;
+    return waitMs;
+  }
+
+  /** Resolves when the caller may send one request. */
+  async acquire(signal?: AbortSignal): Promise<void> {
+    signal?.throwIfAborted();
+    const waitMs = this.reserve();
+    if (waitMs > 0) await this.sleep(waitMs, signal);
+  }
+
+  stats(): { granted: number; waitedMs: number; ratePerSecond: number } {
+    return { granted: this.granted, waitedMs: this.waitedMs, ratePerSecond: this.ratePerSecond };
+  }
+}
