@@ -1,0 +1,19 @@
+export { createStripeClient, parseApiBase, STRIPE_API_VERSION, type StripeClientOptions } from './client.js';
+export type { MalformedCharge, NormalizedCharge } from './types.js';
+export {
+  createChargeLister,
+  listChargeWindow,
+  listCharges,
+  DEFAULT_CONCURRENCY,
+  type ChargeBatch,
+  type ChargeLister,
+  type ChargeListerDeps,
+  type WindowListingOptions,
+} from './list-charges.js';
+export { RateBudget, DEFAULT_RATE_PER_SECOND, type RateBudgetOptions, type Sleep, type MonotonicClock } from './rate-budget.js';
+export { StripeListCounters, type CounterSnapshot } from './counters.js';
+export { IncompleteWindowError, InvalidStripeKeyError, MissingStripePermissionError } from './errors.js';
+export { DEFAULT_RETRY_POLICY, type RetryPolicy } from './backoff.js';
+export { DEFAULT_METADATA_KEYS, normalizeCharge, type MetadataKeys } from './normalize.js';
+export { toUnixRange, type ChargeWindow, type Instant, type UnixRange } from './window.js';
+export type { FetchChargePage, PageQuery, RawChargePage } from './page-source.js';

@@ -1,0 +1,204 @@
+import { setMaxListeners } from 'node:events';
+import type Stripe from 'stripe';
+import type { RetryPolicy } from './backoff.js';
+import { StripeListCounters } from './counters.js';
+import { IncompleteWindowError, InvalidStripeKeyError, MissingStripePermissionError } from './errors.js';
+import { DEFAULT_METADATA_KEYS, normalizeCharge, pageCursorOf, type MetadataKeys } from './normalize.js';
+import { sdkPageSource, withRetries, type FetchChargePage, type RawChargePage } from './page-source.js';
+import { RateBudget, type Sleep } from './rate-budget.js';
+import { planNext, type SubWindowTask } from './subdivide.js';
+import type { MalformedCharge, NormalizedCharge } from './types.js';
+import { toUnixRange, type ChargeWindow, type UnixRange } from './window.js';
+
+/** One page of a listing: the charges it held and the ones that could not be read. */
+export interface ChargeBatch {
+  account: string | null;
+  /** The sub-window the page was listed from (unix seconds), for progress and logs. */
+  subWindow: UnixRange;
+  charges: NormalizedCharge[];
+  malformed: MalformedCharge[];
+}
+
+export interface WindowListingOptions {
+  /** Sub-windows listed at once. The budget, not this, bounds the request rate. */
+  concurrency?: number;
+  metadataKeys?: MetadataKeys;
+  /** Charges per page, 1..100. */
+  limit?: number;
+  signal?: AbortSignal;
+  /** Pages, charges, malformed charges and splits are added here. */
+  counters?: StripeListCounters;
+}
+
+export const DEFAULT_CONCURRENCY = 16;
+export const MAX_PAGE_SIZE = 100;
+
+/**
+ * Lists every charge of one account created in `[from, to)`, as pages, in no
+ * particular order, each charge exactly once. Sub-windows are split off while fewer
+ * than `concurrency` are in flight (see subdivide.ts). Ends only when every
+ * sub-window reached `has_more: false`; otherwise throws IncompleteWindowError
+ * (or the 401/403 configuration errors) after yielding what it had.
+ */
+export async function* listChargeWindow(
+  fetchPage: FetchChargePage,
+  account: string | null,
+  window: ChargeWindow,
+  options: WindowListingOptions = {},
+): AsyncGenerator<ChargeBatch, void, undefined> {
+  const range = toUnixRange(window);
+  options.signal?.throwIfAborted();
+  if (range.gte === range.lt) return;
+  const concurrency = Math.max(1, Math.floor(options.concurrency ?? DEFAULT_CONCURRENCY));
+  const limit = options.limit ?? MAX_PAGE_SIZE;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE) throw new RangeError(`page size must be 1..100 (got ${limit})`);
+  const keys = options.metadataKeys ?? DEFAULT_METADATA_KEYS;
+  const counters = options.counters ?? new StripeListCounters();
+  // Pages waiting for the consumer; a slow consumer stops new requests instead of filling memory.
+  const maxBuffered = concurrency * 2;
+
+  const controller = new AbortController();
+  // Every in-flight wait (budget, backoff) listens on this signal; that many listeners are expected.
+  setMaxListeners(concurrency * 4 + 10, controller.signal);
+  const onOuterAbort = () => controller.abort(options.signal?.reason);
+  options.signal?.addEventListener('abort', onOuterAbort, { once: true });
+
+  const ready: SubWindowTask[] = [{ gte: range.gte, lt: range.lt }];
+  const outbox: ChargeBatch[] = [];
+  let running = 0;
+  let failure: Error | undefined;
+  let wake: (() => void) | undefined;
+  const notify = () => {
+    const resume = wake;
+    wake = undefined;
+    resume?.();
+  };
+
+  const fail = (task: SubWindowTask, error: unknown) => {
+    if (failure) return;
+    if (error instanceof InvalidStripeKeyError || error instanceof MissingStripePermissionError) failure = error;
+    else {
+      const reason = (error as { message?: string })?.message ?? String(error);
+      failure = new IncompleteWindowError(account, range, { gte: task.gte, lt: task.lt }, reason, { cause: error });
+    }
+    controller.abort(failure);
+  };
+
+  const run = async (task: SubWindowTask) => {
+    try {
+      const page = await fetchPage({ account, gte: task.gte, lt: task.lt, startingAfter: task.startingAfter, limit }, controller.signal);
+      if (controller.signal.aborted) return;
+      const plan = planNext(task, outline(page), { wantMore: running - 1 + ready.length < concurrency, limit });
+      if (!plan.ok) {
+        fail(task, new Error(plan.problem));
+        return;
+      }
+      ready.push(...plan.tasks);
+      const batch = toBatch(account, task, page, keys);
+      counters.pages += 1;
+      counters.charges += batch.charges.length;
+      counters.malformed += batch.malformed.length;
+      if (plan.split) counters.splits += 1;
+      outbox.push(batch);
+    } catch (error) {
+      // Once aborted (a failure elsewhere, the caller's signal, the consumer stopped), later errors are echoes.
+      if (!controller.signal.aborted) fail(task, error);
+    } finally {
+      running -= 1;
+      notify();
+    }
+  };
+
+  try {
+    for (;;) {
+      while (!failure && running < concurrency && ready.length > 0 && outbox.length < maxBuffered) {
+        running += 1;
+        void run(ready.shift() as SubWindowTask);
+      }
+      const batch = outbox.shift();
+      if (batch) {
+        yield batch;
+        continue;
+      }
+      if (failure) throw failure;
+      if (options.signal?.aborted) throw options.signal.reason;
+      if (running === 0 && ready.length === 0) return;
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+      });
+    }
+  } finally {
+    // Also reached when the consumer stops early: cancel the waits of what is still in flight.
+    if (!controller.signal.aborted) controller.abort(new Error('listing ended'));
+    options.signal?.removeEventListener('abort', onOuterAbort);
+  }
+}
+
+function outline(page: RawChargePage) {
+  const first = page.data.length > 0 ? pageCursorOf(page.data[0]) : null;
+  const last = page.data.length > 0 ? pageCursorOf(page.data[page.data.length - 1]) : null;
+  return { hasMore: page.hasMore, count: page.data.length, newestCreated: first?.created ?? null, last };
+}
+
+function toBatch(account: string | null, task: SubWindowTask, page: RawChargePage, keys: MetadataKeys): ChargeBatch {
+  const batch: ChargeBatch = { account, subWindow: { gte: task.gte, lt: task.lt }, charges: [], malformed: [] };
+  for (const raw of page.data) {
+    const result = normalizeCharge(raw, account, keys);
+    if (result.ok) batch.charges.push(result.charge);
+    else batch.malformed.push(result.malformed);
+  }
+  return batch;
+}
+
+export interface ChargeListerDeps {
+  stripe: Stripe;
+  /** Share one across listers and accounts: it is the process's request rate. */
+  budget?: RateBudget;
+  counters?: StripeListCounters;
+  concurrency?: number;
+  metadataKeys?: MetadataKeys;
+  retry?: Partial<RetryPolicy>;
+  sleep?: Sleep;
+  random?: () => number;
+}
+
+export interface ChargeLister {
+  list(account: string | null, window: ChargeWindow, options?: { signal?: AbortSignal }): AsyncGenerator<ChargeBatch, void, undefined>;
+  readonly budget: RateBudget;
+  readonly counters: StripeListCounters;
+}
+
+/** The windowed lister over the real SDK, with the shared budget, retries and counters wired in. */
+export function createChargeLister(deps: ChargeListerDeps): ChargeLister {
+  const budget = deps.budget ?? new RateBudget();
+  const counters = deps.counters ?? new StripeListCounters();
+  const fetchPage = withRetries(sdkPageSource(deps.stripe), {
+    budget,
+    counters,
+    policy: deps.retry,
+    sleep: deps.sleep,
+    random: deps.random,
+  });
+  return {
+    budget,
+    counters,
+    list(account, window, options = {}) {
+      return listChargeWindow(fetchPage, account, window, {
+        concurrency: deps.concurrency,
+        metadataKeys: deps.metadataKeys,
+        signal: options.signal,
+        counters,
+      });
+    },
+  };
+}
+
+/** Shorthand for one listing with its own budget and counters. */
+export function listCharges(
+  stripe: Stripe,
+  account: string | null,
+  window: ChargeWindow,
+  options: Omit<ChargeListerDeps, 'stripe'> = {},
+): AsyncGenerator<ChargeBatch, void, undefined> {
+  return createChargeLister({ ...options, stripe }).list(account, window);
+}
