@@ -145,21 +145,29 @@ DECLARE
   day date;
   part_name text;
   created int := 0;
+  locked boolean := false;
   parent_name text := (SELECT relname FROM pg_class WHERE oid = p_parent);
 BEGIN
-  PERFORM pg_advisory_xact_lock(hashtextextended('sweeper:partitions', 0));
   day := p_from;
   WHILE day <= p_to LOOP
     part_name := parent_name || '_p' || to_char(day, 'YYYYMMDD');
     IF to_regclass(quote_ident(part_name)) IS NULL THEN
-      EXECUTE format('CREATE TABLE %I PARTITION OF %s FOR VALUES FROM (%L) TO (%L)',
-                     part_name, p_parent,
-                     (day::timestamp AT TIME ZONE 'UTC'), ((day + 1)::timestamp AT TIME ZONE 'UTC'));
-      IF parent_name = 'idempotency_keys' THEN
-        EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I UNIQUE (tenant_id, key)',
-                       part_name, part_name || '_tenant_key');
+      -- Only a caller that has something to create takes the lock (and holds it to
+      -- the end of its transaction); the common case, all present, locks nothing.
+      IF NOT locked THEN
+        PERFORM pg_advisory_xact_lock(hashtextextended('sweeper:partitions', 0));
+        locked := true;
       END IF;
-      created := created + 1;
+      IF to_regclass(quote_ident(part_name)) IS NULL THEN
+        EXECUTE format('CREATE TABLE %I PARTITION OF %s FOR VALUES FROM (%L) TO (%L)',
+                       part_name, p_parent,
+                       (day::timestamp AT TIME ZONE 'UTC'), ((day + 1)::timestamp AT TIME ZONE 'UTC'));
+        IF parent_name = 'idempotency_keys' THEN
+          EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I UNIQUE (tenant_id, key)',
+                         part_name, part_name || '_tenant_key');
+        END IF;
+        created := created + 1;
+      END IF;
     END IF;
     day := day + 1;
   END LOOP;

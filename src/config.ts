@@ -76,6 +76,7 @@ const envSchema = z.object({
   SWEEPER_OVERLAP: duration('SWEEPER_OVERLAP', '15m'),
   SWEEPER_SLICE: duration('SWEEPER_SLICE', '1h'),
   SWEEPER_FIRST_RUN_LOOKBACK: duration('SWEEPER_FIRST_RUN_LOOKBACK', '1d'),
+  SWEEPER_RETRY_HORIZON: duration('SWEEPER_RETRY_HORIZON', '1d'),
   SWEEPER_STRIPE_RATE: positiveInt('SWEEPER_STRIPE_RATE', '20'),
   SWEEPER_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
@@ -104,6 +105,8 @@ export interface Config {
   firstRunLookbackMs: number;
   /** Stripe read requests per second, shared by all accounts of the process. */
   stripeRatePerSecond: number;
+  /** How long after a first attempt callers may still retry; retention must cover 24 h plus this. */
+  retryHorizonMs: number;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -140,6 +143,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sliceMs: e.SWEEPER_SLICE,
     firstRunLookbackMs: e.SWEEPER_FIRST_RUN_LOOKBACK,
     stripeRatePerSecond: e.SWEEPER_STRIPE_RATE,
+    retryHorizonMs: e.SWEEPER_RETRY_HORIZON,
   };
 }
 

@@ -3,6 +3,7 @@ import { registerMigrate } from './commands/migrate.js';
 import { registerSweepCommands } from './commands/sweep.js';
 import { registerStatusCommands } from './commands/status.js';
 import { registerReport } from './commands/report.js';
+import { registerExpire } from './commands/expire.js';
 import { ExitCode, reportFatal } from './exit.js';
 
 export function buildProgram(): Command {
@@ -27,6 +28,7 @@ Examples:
   registerSweepCommands(program);
   registerStatusCommands(program);
   registerReport(program);
+  registerExpire(program);
   return program;
 }
 

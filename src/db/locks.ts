@@ -7,4 +7,5 @@ export const LOCK_CLASS = 0x53574550; // "SWEP"
 
 export const LockObject = {
   migrate: 1,
+  expire: 2,
 } as const;

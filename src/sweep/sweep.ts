@@ -145,11 +145,7 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
   if (window.resumedFrom) report.resumed_from = window.resumedFrom;
 
   const run = { id: runId, mode: options.mode, account, shard, watermarkShard, window: window.full, startedAt: started, checkpoint: window.start };
-  if (!options.dryRun) {
-    await insertRun(deps.pool, run);
-    const readRange = widen({ from: window.start, to: window.full.to }, options.leaseMs);
-    await ensureDayPartitions(deps.pool, { from: utcDay(readRange.from), to: utcDay(readRange.to) }, ['stripe_charges']);
-  }
+  if (!options.dryRun) await insertRun(deps.pool, run);
   const slices = slicesOf({ from: window.start, to: window.full.to }, options.sliceMs);
   log.info({ window: report.window, slices: slices.length, start: window.start.toISOString() }, 'sweep started');
 
@@ -252,11 +248,10 @@ async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceCont
   let broken = false;
   try {
     await client.query('BEGIN');
-    if (options.dryRun) {
-      // Rolled back with everything else: a dry run leaves no trace, not even partitions.
-      await insertRun(client, run);
-      await ensureDayPartitions(client, { from: utcDay(readWindow.from), to: utcDay(readWindow.to) }, ['stripe_charges']);
-    }
+    // In the slice's transaction: `expire` may have dropped an old day since the run
+    // began (a backfill of old ranges), and a dry run's partitions roll back with it.
+    await ensureDayPartitions(client, { from: utcDay(readWindow.from), to: utcDay(readWindow.to) }, ['stripe_charges']);
+    if (options.dryRun) await insertRun(client, run); // rolled back with everything else
     for (let i = 0; i < charges.length; i += INGEST_BATCH) {
       await upsertCharges(client, charges.slice(i, i + INGEST_BATCH), fetchedAt);
     }

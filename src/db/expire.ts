@@ -1,0 +1,91 @@
+import type { Pool } from './pool.js';
+import { LOCK_CLASS, LockObject } from './locks.js';
+import { DAY_PARTITIONED_TABLES, ensureDayPartitions, partitionDays, utcDay } from './partitions.js';
+import { ConfigError } from '../errors.js';
+import { formatDuration } from '../time/duration.js';
+
+export const STRIPE_IDEMPOTENCY_WINDOW_MS = 24 * 3_600_000;
+
+/**
+ * A claim must outlive every retry that could still arrive for it: Stripe forgets an
+ * idempotency key after 24 h, and a caller may retry for `retryHorizonMs` after its
+ * first attempt. Dropping the claim earlier would let a late retry charge again.
+ */
+export function assertSafeRetention(retentionMs: number, retryHorizonMs: number): void {
+  const minimum = STRIPE_IDEMPOTENCY_WINDOW_MS + retryHorizonMs;
+  if (retentionMs < minimum) {
+    throw new ConfigError(
+      `SWEEPER_RETENTION ${formatDuration(retentionMs)} is shorter than Stripe's 24h idempotency window plus ` +
+        `SWEEPER_RETRY_HORIZON ${formatDuration(retryHorizonMs)} (= ${formatDuration(minimum)}): a retry arriving after ` +
+        'its claim was dropped would be charged again. Raise SWEEPER_RETENTION or lower SWEEPER_RETRY_HORIZON',
+    );
+  }
+}
+
+export interface ExpireResult {
+  dropped: string[];
+  created: number;
+  keptFrom: string;
+}
+
+/**
+ * Drops day partitions that lie wholly before `now − retention`, and creates the
+ * partitions of the window ahead. Partitions are detached CONCURRENTLY (no
+ * ACCESS EXCLUSIVE lock on the parent, so payment traffic and sweeps keep running)
+ * and then dropped: never a mass DELETE.
+ */
+export async function expirePartitions(
+  pool: Pool,
+  options: { now: Date; retentionMs: number; dryRun?: boolean },
+): Promise<ExpireResult> {
+  const keptFrom = utcDay(new Date(options.now.getTime() - options.retentionMs));
+  const client = await pool.connect();
+  let broken = false;
+  try {
+    const { rows: lock } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [
+      LOCK_CLASS,
+      LockObject.expire,
+    ]);
+    if (!lock[0]?.ok) return { dropped: [], created: 0, keptFrom };
+    try {
+      const { rows } = await client.query<{ parent: string; name: string; pending: boolean }>(
+        `SELECT p.relname AS parent, c.relname AS name, i.inhdetachpending AS pending
+           FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
+          WHERE p.relname = ANY($1::text[]) ORDER BY c.relname`,
+        [[...DAY_PARTITIONED_TABLES]],
+      );
+      const dropped: string[] = [];
+      for (const row of rows) {
+        const day = dayOfPartition(row.name);
+        if (!day || day >= keptFrom) continue;
+        dropped.push(row.name);
+        if (options.dryRun) continue;
+        const parent = quoteIdent(row.parent);
+        const part = quoteIdent(row.name);
+        // A detach interrupted earlier is finished first; CONCURRENTLY cannot run in a transaction.
+        await client.query(`ALTER TABLE ${parent} DETACH PARTITION ${part} ${row.pending ? 'FINALIZE' : 'CONCURRENTLY'}`);
+        await client.query(`DROP TABLE ${part}`);
+      }
+      const created = options.dryRun
+        ? 0
+        : await ensureDayPartitions(client, partitionDays(options.now, options.retentionMs));
+      return { dropped, created, keptFrom };
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1, $2)', [LOCK_CLASS, LockObject.expire]).catch(() => {
+        broken = true;
+      });
+    }
+  } finally {
+    client.release(broken);
+  }
+}
+
+/** `idempotency_keys_p20261101` → `2026-11-01`. */
+export function dayOfPartition(name: string): string | undefined {
+  const match = /_p(\d{4})(\d{2})(\d{2})$/.exec(name);
+  return match ? `${match[1]}-${match[2]}-${match[3]}` : undefined;
+}
+
+function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
