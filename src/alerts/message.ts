@@ -1,0 +1,55 @@
+import type { AlertCategory } from './categories.js';
+import { isNews, type CategoryChange } from './transitions.js';
+
+/** Everything a sink needs to word one account's alert; `changes` are this sink's own. */
+export interface AlertContext {
+  runId: string;
+  account: string;
+  now: Date;
+  counts: Readonly<Record<AlertCategory, number>>;
+  unreconciled: number;
+  oldestOpenAt: Date | null;
+  changes: readonly CategoryChange[];
+}
+
+/** The command an operator runs next; every message carries it. */
+export function reportCommand(account: string): string {
+  return `sweeper report --status open --account ${account}`;
+}
+
+/** "45s", "12m", "2h 5m", "3d 4h": precise enough to tell a fresh problem from an old one. */
+export function formatAge(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  const d = Math.floor(s / 86_400);
+  const h = Math.floor((s % 86_400) / 3_600);
+  const m = Math.floor((s % 3_600) / 60);
+  if (d > 0) return h > 0 ? `${d}d ${h}h` : `${d}d`;
+  if (h > 0) return m > 0 ? `${h}h ${m}m` : `${h}h`;
+  if (m > 0) return `${m}m`;
+  return `${s}s`;
+}
+
+export function oldestAge(ctx: AlertContext): string | null {
+  return ctx.oldestOpenAt ? formatAge(ctx.now.getTime() - ctx.oldestOpenAt.getTime()) : null;
+}
+
+/** Non-zero counts only: what is actually open. */
+export function openCounts(ctx: AlertContext): Partial<Record<AlertCategory, number>> {
+  return Object.fromEntries(Object.entries(ctx.counts).filter(([, n]) => n > 0));
+}
+
+export function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+/**
+ * Slack and the webhook speak for the whole account: one message when any
+ * category has news, carrying (and so refreshing the state of) every category
+ * that is open or was open when the sink last heard.
+ */
+export function summaryPlan(ctx: AlertContext): { send: boolean; categories: AlertCategory[] } {
+  return {
+    send: ctx.changes.some((c) => isNews(c.change)),
+    categories: ctx.changes.filter((c) => c.current > 0 || c.previous > 0).map((c) => c.category),
+  };
+}
