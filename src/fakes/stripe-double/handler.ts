@@ -1,0 +1,23 @@
+import type { FormParams } from './form.js';
+import type { DoubleState } from './state.js';
+
+export interface HandlerContext {
+  state: DoubleState;
+  /** The Stripe-Account header; null for the platform. */
+  account: string | null;
+  params: FormParams;
+  /** Path parameters, e.g. the id of `/v1/charges/:id`. */
+  pathParams: Record<string, string>;
+}
+
+/**
+ * What a handler answers once it executed. A card decline is an executed request (its
+ * 402 is stored under the idempotency key and replayed); a DoubleError thrown instead
+ * is a rejection before execution and is not stored, as at Stripe.
+ */
+export interface HandlerResult {
+  status: number;
+  body: unknown;
+}
+
+export type Handler = (context: HandlerContext) => HandlerResult;

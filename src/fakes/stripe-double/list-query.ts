@@ -1,0 +1,59 @@
+import type { ListQuery } from './charge-store.js';
+import { invalidInteger, invalidRequest, unknownParameter } from './errors.js';
+import { read, type FormParams } from './form.js';
+
+const KNOWN = new Set(['created', 'limit', 'starting_after', 'ending_before', 'expand']);
+const RANGE_KEYS = new Set(['gt', 'gte', 'lt', 'lte']);
+
+/**
+ * `GET /v1/charges` parameters as Stripe validates them: `created` as a timestamp or
+ * a `gt/gte/lt/lte` range, `limit` 1..100 (default 10), at most one cursor.
+ * Throws the DoubleError Stripe would answer with.
+ */
+export function parseListQuery(params: FormParams): ListQuery {
+  for (const key of Object.keys(params)) if (!KNOWN.has(key)) throw unknownParameter(key);
+  const query: ListQuery = { gte: Number.MIN_SAFE_INTEGER, lt: Number.MAX_SAFE_INTEGER, limit: 10 };
+
+  const created = params.created;
+  if (typeof created === 'string') {
+    const at = integer('created', created);
+    query.gte = at;
+    query.lt = at + 1;
+  } else if (created !== undefined) {
+    const range = read.object(params, 'created');
+    if (!range) throw invalidRequest('Invalid created: must be an integer or a hash of gt, gte, lt, lte', { param: 'created' });
+    for (const [op, value] of Object.entries(range)) {
+      if (!RANGE_KEYS.has(op)) throw unknownParameter(`created[${op}]`);
+      if (typeof value !== 'string') throw invalidRequest(`Invalid created[${op}]`, { param: `created[${op}]` });
+      const n = integer(`created[${op}]`, value);
+      if (op === 'gt') query.gte = Math.max(query.gte, n + 1);
+      if (op === 'gte') query.gte = Math.max(query.gte, n);
+      if (op === 'lt') query.lt = Math.min(query.lt, n);
+      if (op === 'lte') query.lt = Math.min(query.lt, n + 1);
+    }
+  }
+
+  const limit = read.string(params, 'limit');
+  if (limit !== undefined) {
+    const n = integer('limit', limit);
+    if (n < 1) throw invalidRequest('This value must be greater than or equal to 1.', { code: 'parameter_invalid_integer', param: 'limit' });
+    if (n > 100) throw invalidRequest('This value must be less than or equal to 100.', { code: 'parameter_invalid_integer', param: 'limit' });
+    query.limit = n;
+  }
+
+  const startingAfter = read.string(params, 'starting_after');
+  const endingBefore = read.string(params, 'ending_before');
+  if (startingAfter !== undefined && endingBefore !== undefined) {
+    throw invalidRequest('You may only specify one of these parameters: ending_before, starting_after.', { param: 'starting_after' });
+  }
+  if (startingAfter) query.startingAfter = startingAfter;
+  if (endingBefore) query.endingBefore = endingBefore;
+  return query;
+}
+
+function integer(param: string, value: string): number {
+  if (!/^-?\d+$/.test(value.trim())) throw invalidInteger(param, value);
+  const n = Number(value);
+  if (!Number.isSafeInteger(n)) throw invalidInteger(param, value);
+  return n;
+}

@@ -1,0 +1,149 @@
+import type { ChargeRecord, PaymentIntentRecord, RefundRecord } from './records.js';
+
+/**
+ * JSON as Stripe's API returns it (the fields the project's code and tests use, with
+ * Stripe's names and nulls). Rendered from records on the way out so that a million
+ * seeded charges cost a small record each, not a full object.
+ */
+export interface ChargeJson {
+  id: string;
+  object: 'charge';
+  amount: number;
+  amount_captured: number;
+  amount_refunded: number;
+  balance_transaction: string | null;
+  captured: boolean;
+  created: number;
+  currency: string;
+  customer: string | null;
+  description: string | null;
+  disputed: boolean;
+  failure_code: string | null;
+  failure_message: string | null;
+  livemode: boolean;
+  metadata: Record<string, string>;
+  outcome: Record<string, unknown> | null;
+  paid: boolean;
+  payment_intent: string | null;
+  payment_method: string | null;
+  refunded: boolean;
+  status: string;
+  [key: string]: unknown;
+}
+
+export interface PaymentIntentJson {
+  id: string;
+  object: 'payment_intent';
+  amount: number;
+  amount_received: number;
+  currency: string;
+  status: string;
+  metadata: Record<string, string>;
+  latest_charge: string | ChargeJson | null;
+  payment_method: string | null;
+  last_payment_error: Record<string, unknown> | null;
+  [key: string]: unknown;
+}
+
+export interface RefundJson {
+  id: string;
+  object: 'refund';
+  amount: number;
+  charge: string;
+  currency: string;
+  payment_intent: string | null;
+  status: string;
+  [key: string]: unknown;
+}
+
+export function renderCharge(charge: ChargeRecord): ChargeJson {
+  const json: ChargeJson = {
+    id: charge.id,
+    object: 'charge',
+    amount: charge.amount,
+    amount_captured: charge.amountCaptured,
+    amount_refunded: charge.amountRefunded,
+    application_fee_amount: null,
+    balance_transaction: charge.status === 'succeeded' ? `txn_${charge.id.slice(3)}` : null,
+    billing_details: { address: null, email: null, name: null, phone: null },
+    calculated_statement_descriptor: 'SWEEPER',
+    captured: charge.captured,
+    created: charge.created,
+    currency: charge.currency,
+    customer: charge.customer,
+    description: charge.description,
+    disputed: charge.disputed,
+    failure_balance_transaction: null,
+    failure_code: charge.failureCode,
+    failure_message: charge.failureMessage,
+    livemode: false,
+    metadata: { ...charge.metadata },
+    outcome: outcomeOf(charge),
+    paid: charge.status === 'succeeded',
+    payment_intent: charge.paymentIntent,
+    payment_method: charge.paymentMethod,
+    receipt_url: null,
+    refunded: charge.amount > 0 && charge.amountRefunded >= charge.amount,
+    status: charge.status,
+  };
+  for (const field of charge.omitFields ?? []) delete json[field];
+  return json;
+}
+
+function outcomeOf(charge: ChargeRecord): Record<string, unknown> | null {
+  if (charge.status === 'succeeded') {
+    return { network_status: 'approved_by_network', reason: null, risk_level: 'normal', seller_message: 'Payment complete.', type: 'authorized' };
+  }
+  if (charge.status === 'failed') {
+    return {
+      network_status: 'declined_by_network',
+      reason: charge.declineCode,
+      risk_level: 'normal',
+      seller_message: 'The bank did not return any further details with this decline.',
+      type: 'issuer_declined',
+    };
+  }
+  return null;
+}
+
+export function renderPaymentIntent(intent: PaymentIntentRecord, latestCharge?: ChargeRecord): PaymentIntentJson {
+  return {
+    id: intent.id,
+    object: 'payment_intent',
+    amount: intent.amount,
+    amount_capturable: intent.status === 'requires_capture' ? intent.amount : 0,
+    amount_received: intent.status === 'succeeded' ? intent.amount : 0,
+    automatic_payment_methods: intent.automaticPaymentMethods,
+    capture_method: intent.captureMethod,
+    client_secret: intent.clientSecret,
+    confirmation_method: 'automatic',
+    created: intent.created,
+    currency: intent.currency,
+    customer: intent.customer,
+    description: intent.description,
+    last_payment_error: intent.lastPaymentError,
+    latest_charge: latestCharge ? renderCharge(latestCharge) : intent.latestCharge,
+    livemode: false,
+    metadata: { ...intent.metadata },
+    next_action: intent.status === 'requires_action' ? { type: 'use_stripe_sdk', use_stripe_sdk: {} } : null,
+    payment_method: intent.paymentMethod,
+    payment_method_types: ['card'],
+    status: intent.status,
+  };
+}
+
+export function renderRefund(refund: RefundRecord): RefundJson {
+  return {
+    id: refund.id,
+    object: 'refund',
+    amount: refund.amount,
+    balance_transaction: `txn_${refund.id.slice(3)}`,
+    charge: refund.charge,
+    created: refund.created,
+    currency: refund.currency,
+    metadata: { ...refund.metadata },
+    payment_intent: refund.paymentIntent,
+    reason: refund.reason,
+    status: refund.status,
+  };
+}

@@ -1,0 +1,94 @@
+import { ChargeStore, type ChargeRecord, type ChargeStatus } from './charge-store.js';
+import { DoubleClock } from './clock.js';
+import { randomId, seededRandom } from './random.js';
+import type { PaymentIntentRecord, RefundRecord } from './records.js';
+
+/** Everything the double knows, in memory; handlers and control hooks both work on this. */
+export class DoubleState {
+  readonly charges = new ChargeStore();
+  readonly intents = new Map<string, PaymentIntentRecord>();
+  readonly refunds = new Map<string, RefundRecord>();
+  private random: () => number;
+
+  constructor(
+    readonly clock: DoubleClock,
+    private readonly seed: number = 1,
+  ) {
+    this.random = seededRandom(seed);
+  }
+
+  newId(prefix: string): string {
+    return randomId(prefix, this.random);
+  }
+
+  chargeIn(account: string | null, id: string): ChargeRecord | undefined {
+    const charge = this.charges.get(id);
+    return charge && charge.account === account ? charge : undefined;
+  }
+
+  intentIn(account: string | null, id: string): PaymentIntentRecord | undefined {
+    const intent = this.intents.get(id);
+    return intent && intent.account === account ? intent : undefined;
+  }
+
+  addCharge(fields: Partial<ChargeRecord> & { account: string | null; amount: number; currency: string; status: ChargeStatus }): ChargeRecord {
+    const succeeded = fields.status === 'succeeded';
+    const captured = fields.captured ?? succeeded;
+    const record: ChargeRecord = {
+      id: fields.id ?? this.newId('ch'),
+      account: fields.account,
+      created: fields.created ?? this.clock.nowSeconds(),
+      amount: fields.amount,
+      amountCaptured: fields.amountCaptured ?? (captured ? fields.amount : 0),
+      amountRefunded: fields.amountRefunded ?? 0,
+      currency: fields.currency.toLowerCase(),
+      status: fields.status,
+      captured,
+      disputed: fields.disputed ?? false,
+      paymentIntent: fields.paymentIntent ?? null,
+      paymentMethod: fields.paymentMethod ?? null,
+      customer: fields.customer ?? null,
+      description: fields.description ?? null,
+      metadata: fields.metadata ?? {},
+      failureCode: fields.failureCode ?? null,
+      failureMessage: fields.failureMessage ?? null,
+      declineCode: fields.declineCode ?? null,
+    };
+    if (fields.omitFields) record.omitFields = fields.omitFields;
+    this.charges.insert(record);
+    return record;
+  }
+
+  /** Refunds `amount` (default: what is left) of a charge; throws a plain Error on an impossible refund. */
+  refund(charge: ChargeRecord, options: { amount?: number; reason?: string | null; metadata?: Record<string, string> } = {}): RefundRecord {
+    const left = charge.amountCaptured - charge.amountRefunded;
+    const amount = options.amount ?? left;
+    if (charge.status !== 'succeeded' || !charge.captured) throw new Error(`charge ${charge.id} has no captured funds to refund`);
+    if (left <= 0) throw new Error(`charge ${charge.id} has already been refunded`);
+    if (!Number.isSafeInteger(amount) || amount < 1 || amount > left) {
+      throw new Error(`refund amount ${amount} is not between 1 and the unrefunded amount ${left} of charge ${charge.id}`);
+    }
+    charge.amountRefunded += amount;
+    const refund: RefundRecord = {
+      id: this.newId('re'),
+      account: charge.account,
+      created: this.clock.nowSeconds(),
+      amount,
+      currency: charge.currency,
+      charge: charge.id,
+      paymentIntent: charge.paymentIntent,
+      reason: options.reason ?? null,
+      metadata: options.metadata ?? {},
+      status: 'succeeded',
+    };
+    this.refunds.set(refund.id, refund);
+    return refund;
+  }
+
+  reset(): void {
+    for (const id of [...this.intents.keys()]) this.intents.delete(id);
+    for (const id of [...this.refunds.keys()]) this.refunds.delete(id);
+    this.charges.clear();
+    this.random = seededRandom(this.seed);
+  }
+}
