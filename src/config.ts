@@ -77,6 +77,7 @@ const envSchema = z.object({
   SWEEPER_SLICE: duration('SWEEPER_SLICE', '1h'),
   SWEEPER_FIRST_RUN_LOOKBACK: duration('SWEEPER_FIRST_RUN_LOOKBACK', '1d'),
   SWEEPER_RETRY_HORIZON: duration('SWEEPER_RETRY_HORIZON', '1d'),
+  SWEEPER_SHUTDOWN_GRACE: duration('SWEEPER_SHUTDOWN_GRACE', '20s'),
   SWEEPER_STRIPE_RATE: positiveInt('SWEEPER_STRIPE_RATE', '20'),
   SWEEPER_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
@@ -107,6 +108,8 @@ export interface Config {
   stripeRatePerSecond: number;
   /** How long after a first attempt callers may still retry; retention must cover 24 h plus this. */
   retryHorizonMs: number;
+  /** After SIGTERM, how long the current slice may take before the process exits anyway. */
+  shutdownGraceMs: number;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -144,6 +147,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     firstRunLookbackMs: e.SWEEPER_FIRST_RUN_LOOKBACK,
     stripeRatePerSecond: e.SWEEPER_STRIPE_RATE,
     retryHorizonMs: e.SWEEPER_RETRY_HORIZON,
+    shutdownGraceMs: e.SWEEPER_SHUTDOWN_GRACE,
   };
 }
 

@@ -4,6 +4,7 @@ import { registerSweepCommands } from './commands/sweep.js';
 import { registerStatusCommands } from './commands/status.js';
 import { registerReport } from './commands/report.js';
 import { registerExpire } from './commands/expire.js';
+import { registerSchedule } from './commands/schedule.js';
 import { ExitCode, reportFatal } from './exit.js';
 
 export function buildProgram(): Command {
@@ -29,6 +30,7 @@ Examples:
   registerStatusCommands(program);
   registerReport(program);
   registerExpire(program);
+  registerSchedule(program);
   return program;
 }
 

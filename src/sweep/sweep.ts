@@ -28,6 +28,7 @@ import { formatShard, scheduledWindow, slicesOf, widen, type Shard, type TimeWin
 export type ChargeSource = (
   account: string,
   window: TimeWindow,
+  signal?: AbortSignal,
 ) => AsyncIterable<{ charges: NormalizedCharge[]; malformed: MalformedCharge[] }>;
 
 export interface SweepDeps {
@@ -163,6 +164,15 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
       await finishRun(deps.pool, runId, { status: report.status, now: deps.clock(), unreconciled: report.unreconciled });
     }
   } catch (error) {
+    if (options.signal?.aborted) {
+      // Asked to stop mid-slice: that slice rolled back; the committed ones stand.
+      report.status = 'interrupted';
+      report.unreconciled = await countOpenFindings(deps.pool, account);
+      if (!options.dryRun) await finishRun(deps.pool, runId, { status: 'interrupted', now: deps.clock(), unreconciled: report.unreconciled });
+      report.duration_ms = Date.now() - t0;
+      log.warn('sweep interrupted; the next run resumes from the last committed slice');
+      return report;
+    }
     log.error({ err: { message: (error as Error)?.message } }, 'sweep failed; the slice in progress was rolled back');
     if (!options.dryRun) {
       await finishRun(deps.pool, runId, { status: 'failed', now: deps.clock(), error: (error as Error)?.message ?? String(error) }).catch(
@@ -172,7 +182,8 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
     throw error;
   }
   report.duration_ms = Date.now() - t0;
-  log.info({ findings: report.findings, repaired: report.repaired, unreconciled: report.unreconciled }, 'sweep finished');
+  if (report.status === 'interrupted') log.warn('sweep interrupted between slices; the next run resumes from here');
+  else log.info({ findings: report.findings, repaired: report.repaired, unreconciled: report.unreconciled }, 'sweep finished');
   return report;
 }
 
@@ -231,7 +242,7 @@ async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceCont
   const charges: NormalizedCharge[] = [];
   let malformed = 0;
   let inSlice = 0;
-  for await (const page of deps.listCharges(run.account, readWindow)) {
+  for await (const page of deps.listCharges(run.account, readWindow, options.signal)) {
     for (const charge of page.charges) {
       charges.push(charge);
       const at = charge.created * 1000;

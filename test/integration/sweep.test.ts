@@ -293,3 +293,28 @@ describe('runs, watermarks and locks', () => {
     expect(await query(`SELECT count(*)::int AS n FROM recon_findings WHERE category = 'duplicate_charge'`)).toEqual([{ n: 1 }]);
   });
 });
+
+describe('stopping', () => {
+  it('an abort mid-run finishes the slice in progress, records the run interrupted and frees the lock', async () => {
+    const controller = new AbortController();
+    const [report] = await sweep(
+      {
+        pool: db.pool,
+        listCharges: memoryChargeSource(() => stripe),
+        clock: () => NOW,
+        logger: silentLogger(),
+        faultPoint: (name) => {
+          if (name === 'slice:1:repaired') controller.abort(); // SIGTERM arrives during slice 1
+        },
+      },
+      { ...baseOptions, mode: 'run', window: undefined, firstRunLookbackMs: 4 * 60 * MIN, signal: controller.signal },
+    );
+    expect(report?.status).toBe('interrupted');
+    const [runRow] = await query<{ status: string; checkpoint: Date }>('SELECT status, checkpoint FROM recon_runs');
+    expect(runRow).toEqual({ status: 'interrupted', checkpoint: new Date('2026-11-10T10:00:00Z') });
+    const lock = await lockAccounts(db.pool, ['platform']);
+    await lock.release();
+    const [next] = await run({ mode: 'run', window: undefined });
+    expect(next?.window?.from).toBe('2026-11-10T09:45:00.000Z'); // watermark 10:00 − 15m overlap
+  });
+});

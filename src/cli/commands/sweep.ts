@@ -7,8 +7,9 @@ import { parseShard, shardOf, type Shard, type TimeWindow } from '../../sweep/wi
 import { parseInstant } from '../../time/instant.js';
 import { ExitCode } from '../exit.js';
 import { UsageError, withDatabase, writeJson } from '../context.js';
+import { installShutdown } from '../shutdown.js';
 
-interface SweepFlags {
+export interface SweepFlags {
   account?: string;
   shard?: string;
   dryRun?: boolean;
@@ -41,7 +42,9 @@ Example:
 Exit codes: 0 reconciled, 1 run failed (the slice in progress rolled back),
 3 unreconciled findings open, 64 bad usage or configuration, 75 another run holds the lock.`,
       ),
-  ).action((flags: SweepFlags) => runSweep('run', flags));
+  ).action(async (flags: SweepFlags) => {
+    process.exitCode = await executeSweep('run', flags, installShutdown(loadConfig().shutdownGraceMs));
+  });
 
   common(
     program
@@ -59,10 +62,13 @@ Example:
 A backfill never moves the scheduled watermark. Killed, it continues from its last
 committed slice when started again with the same range.`,
       ),
-  ).action((flags: SweepFlags) => runSweep('backfill', flags));
+  ).action(async (flags: SweepFlags) => {
+    process.exitCode = await executeSweep('backfill', flags, installShutdown(loadConfig().shutdownGraceMs));
+  });
 }
 
-async function runSweep(mode: 'run' | 'backfill', flags: SweepFlags): Promise<void> {
+/** One sweep as the CLI runs it; returns the exit code. Also what `schedule` runs on each tick. */
+export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, signal?: AbortSignal): Promise<number> {
   const config = loadConfig();
   const apiKey = requireStripeApiKey(config);
   const now = new Date();
@@ -70,7 +76,7 @@ async function runSweep(mode: 'run' | 'backfill', flags: SweepFlags): Promise<vo
   const accounts = selectAccounts(config, flags.account, shard);
   const window = mode === 'backfill' ? backfillWindow(flags, config, now) : undefined;
 
-  const code = await withDatabase(async ({ pool, logger }) => {
+  return withDatabase(async ({ pool, logger }) => {
     if (accounts.length === 0) {
       logger.info({ shard: flags.shard }, 'no account falls in this shard; nothing to do');
       return ExitCode.reconciled;
@@ -85,7 +91,7 @@ async function runSweep(mode: 'run' | 'backfill', flags: SweepFlags): Promise<vo
       pool,
       clock: () => new Date(),
       logger,
-      listCharges: (account, w) => lister.list(account === 'platform' ? null : account, w),
+      listCharges: (account, w, abort) => lister.list(account === 'platform' ? null : account, w, { signal: abort }),
       refund: async (charge, idempotencyKey) => {
         await stripe.refunds.create(
           { charge: charge.id, metadata: { reason: 'duplicate_charge', refunded_by: 'sweeper' } },
@@ -109,15 +115,16 @@ async function runSweep(mode: 'run' | 'backfill', flags: SweepFlags): Promise<vo
       firstRunLookbackMs: config.firstRunLookbackMs,
       refundDuplicates: Boolean(flags.refundDuplicates),
       resume: flags.resume !== false,
+      signal,
     });
     if (process.stderr.isTTY) process.stderr.write('\n');
     for (const report of reports) {
       if (flags.json) writeJson(report);
       else process.stdout.write(formatReport(report));
     }
+    if (reports.some((r) => r.status === 'interrupted')) return ExitCode.failed;
     return reports.some((r) => r.unreconciled > 0) ? ExitCode.unreconciled : ExitCode.reconciled;
   }, config);
-  process.exitCode = code;
 }
 
 function parseShardFlag(text: string): Shard {
