@@ -84,7 +84,9 @@ export function withRetries(fetchPage: FetchChargePage, deps: RetryDeps): FetchC
         });
       }
       counters.retries += 1;
-      await sleep(backoffDelayMs(attempt, policy, random, verdict.retryAfterMs), signal);
+      const delayMs = backoffDelayMs(attempt, policy, random, verdict.retryAfterMs);
+      if (verdict.reason === 'rate_limited') budget.pause(delayMs);
+      await sleep(delayMs, signal);
     }
   };
 }

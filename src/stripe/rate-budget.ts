@@ -40,6 +40,7 @@ export class RateBudget {
   private updatedAt: number;
   private granted = 0;
   private waitedMs = 0;
+  private pauses = 0;
 
   constructor(options: RateBudgetOptions = {}) {
     this.ratePerSecond = options.ratePerSecond ?? DEFAULT_RATE_PER_SECOND;
@@ -56,15 +57,25 @@ export class RateBudget {
 
   /** Takes one token and says how many milliseconds from now it may be spent. */
   reserve(): number {
-    const now = this.clock();
-    const elapsed = Math.max(0, now - this.updatedAt);
-    this.tokens = Math.min(this.burst, this.tokens + (elapsed * this.ratePerSecond) / 1000);
-    this.updatedAt = now;
+    this.refill();
     this.tokens -= 1;
     this.granted += 1;
     const waitMs = this.tokens >= 0 ? 0 : (-this.tokens * 1000) / this.ratePerSecond;
     this.waitedMs += waitMs;
     return waitMs;
+  }
+
+  /**
+   * Holds back every request not yet granted for `ms`: the server said 429, and a
+   * limit is shared, so the whole process slows down rather than only the request
+   * that was refused. Pauses do not add up; the longest wins.
+   */
+  pause(ms: number): void {
+    if (!(ms > 0)) return;
+    this.refill();
+    // With this balance the next reservation waits exactly `ms`, and later ones follow at the normal pace.
+    this.tokens = Math.min(this.tokens, 1 - (ms * this.ratePerSecond) / 1000);
+    this.pauses += 1;
   }
 
   /** Resolves when the caller may send one request. */
@@ -74,7 +85,14 @@ export class RateBudget {
     if (waitMs > 0) await this.sleep(waitMs, signal);
   }
 
-  stats(): { granted: number; waitedMs: number; ratePerSecond: number } {
-    return { granted: this.granted, waitedMs: this.waitedMs, ratePerSecond: this.ratePerSecond };
+  stats(): { granted: number; waitedMs: number; pauses: number; ratePerSecond: number } {
+    return { granted: this.granted, waitedMs: this.waitedMs, pauses: this.pauses, ratePerSecond: this.ratePerSecond };
+  }
+
+  private refill(): void {
+    const now = this.clock();
+    const elapsed = Math.max(0, now - this.updatedAt);
+    this.tokens = Math.min(this.burst, this.tokens + (elapsed * this.ratePerSecond) / 1000);
+    this.updatedAt = now;
   }
 }

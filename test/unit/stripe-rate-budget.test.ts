@@ -74,6 +74,25 @@ describe('RateBudget (token bucket)', () => {
     expect(sleeps).toEqual([100, 200, 300, 400, 500, 600, 700, 800, 900]);
   });
 
+  it('holds everyone back after a pause (a 429), then resumes the normal pace', () => {
+    const time = fakeTime();
+    const budget = new RateBudget({ ratePerSecond: 20, burst: 5, clock: time.clock, sleep: time.sleep });
+    budget.pause(1_000);
+    budget.pause(300); // a shorter pause does not shorten the longer one
+    expect([budget.reserve(), budget.reserve(), budget.reserve()]).toEqual([1_000, 1_050, 1_100]);
+    time.advance(10_000);
+    expect(budget.reserve()).toBe(0);
+    expect(budget.stats().pauses).toBe(2);
+  });
+
+  it('does not pause when the queue already waits longer', () => {
+    const time = fakeTime();
+    const budget = new RateBudget({ ratePerSecond: 10, clock: time.clock, sleep: time.sleep });
+    for (let i = 0; i < 20; i += 1) budget.reserve(); // the last slot is 1.9 s away
+    budget.pause(500);
+    expect(budget.reserve()).toBe(2_000);
+  });
+
   it('rejects nonsense configuration', () => {
     expect(() => new RateBudget({ ratePerSecond: 0 })).toThrow(/positive/);
     expect(() => new RateBudget({ ratePerSecond: Number.NaN })).toThrow(/positive/);
