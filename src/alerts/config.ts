@@ -50,7 +50,7 @@ export function alertConfigFromEnv(env: Env = process.env): AlertConfig {
   if (pagerDutyUrl !== undefined) {
     requireHttpUrl('SWEEPER_PAGERDUTY_URL', pagerDutyUrl, { secret: false });
     // A URL without a key would silently alert nobody.
-    if (routingKey === undefined) throw new ConfigError('SWEEPER_PAGERDUTY_URL is set but SWEEPER_PAGERDUTY_ROUTING_KEY is not');
+    if (routingKey === undefined) throw new ConfigError('SWEEPER_PAGERDUTY_ROUTING_KEY must be set with SWEEPER_PAGERDUTY_URL: without it no alert reaches PagerDuty');
   }
 
   const webhookUrl = get('SWEEPER_WEBHOOK_URL');
@@ -62,7 +62,7 @@ export function alertConfigFromEnv(env: Env = process.env): AlertConfig {
     }
   }
   if (webhookSecret !== undefined) {
-    if (webhookUrl === undefined) throw new ConfigError('SWEEPER_WEBHOOK_SECRET is set but SWEEPER_WEBHOOK_URL is not');
+    if (webhookUrl === undefined) throw new ConfigError('SWEEPER_WEBHOOK_URL must be set with SWEEPER_WEBHOOK_SECRET: the secret signs posts to it');
     if (webhookSecret.length < 16) throw new ConfigError('SWEEPER_WEBHOOK_SECRET must be at least 16 characters');
   }
 

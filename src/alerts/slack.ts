@@ -32,7 +32,9 @@ export function slackSink(args: { webhookUrl: string; fetch: Fetch; timeoutMs: n
  */
 export function slackMessage(ctx: AlertContext): SlackMessage {
   const headline = headlineOf(ctx);
-  const lines = ctx.changes.filter((c) => c.current > 0 || c.change === 'resolved').map(categoryLine);
+  // Critical categories first: they are what the reader must act on.
+  const shown = ctx.changes.filter((c) => c.current > 0 || c.change === 'resolved');
+  const lines = [...shown.filter((c) => severityOf(c.category) === 'critical'), ...shown.filter((c) => severityOf(c.category) !== 'critical')].map(categoryLine);
   const age = oldestAge(ctx);
   const oldest = age ? `Oldest open finding: ${age} old (first seen ${ctx.oldestOpenAt?.toISOString()})` : null;
   const command = reportCommand(ctx.account);
