@@ -62,9 +62,17 @@ export async function expirePartitions(
         if (options.dryRun) continue;
         const parent = quoteIdent(row.parent);
         const part = quoteIdent(row.name);
-        // A detach interrupted earlier is finished first; CONCURRENTLY cannot run in a transaction.
-        await client.query(`ALTER TABLE ${parent} DETACH PARTITION ${part} ${row.pending ? 'FINALIZE' : 'CONCURRENTLY'}`);
-        await client.query(`DROP TABLE ${part}`);
+        // Sweep slices hold this lock shared: a backfill of old days may be writing
+        // into this very partition, and would find it gone mid-slice.
+        const mirror = row.parent === 'stripe_charges';
+        if (mirror) await client.query('SELECT pg_advisory_lock($1, $2)', [LOCK_CLASS, LockObject.partitions]);
+        try {
+          // A detach interrupted earlier is finished first; CONCURRENTLY cannot run in a transaction.
+          await client.query(`ALTER TABLE ${parent} DETACH PARTITION ${part} ${row.pending ? 'FINALIZE' : 'CONCURRENTLY'}`);
+          await client.query(`DROP TABLE ${part}`);
+        } finally {
+          if (mirror) await client.query('SELECT pg_advisory_unlock($1, $2)', [LOCK_CLASS, LockObject.partitions]);
+        }
       }
       const created = options.dryRun
         ? 0

@@ -8,4 +8,6 @@ export const LOCK_CLASS = 0x53574550; // "SWEP"
 export const LockObject = {
   migrate: 1,
   expire: 2,
+  /** Shared by every sweep slice, exclusive while `expire` detaches mirror partitions. */
+  partitions: 3,
 } as const;

@@ -76,15 +76,18 @@ export function describeConnectionError(error: unknown, connectionString: string
 /** Runs `fn` in one transaction on one connection; rolls back on any error. */
 export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  let broken = false;
   try {
     await client.query('BEGIN');
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    await client.query('ROLLBACK').catch(() => {
+      broken = true; // a connection that cannot roll back is not given to anyone else
+    });
     throw error;
   } finally {
-    client.release();
+    client.release(broken);
   }
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { Pool } from '../db/pool.js';
+import { inTransaction, type Pool, type PoolClient } from '../db/pool.js';
 import { ensureDayPartitions, utcDay } from '../db/partitions.js';
+import { LOCK_CLASS, LockObject } from '../db/locks.js';
 import type { Logger } from '../log.js';
 import type { MalformedCharge, NormalizedCharge } from '../stripe/types.js';
 import { emptyCounts, type Category } from './categories.js';
@@ -146,40 +147,47 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
   if (window.resumedFrom) report.resumed_from = window.resumedFrom;
 
   const run = { id: runId, mode: options.mode, account, shard, watermarkShard, window: window.full, startedAt: started, checkpoint: window.start };
-  if (!options.dryRun) await insertRun(deps.pool, run);
   const slices = slicesOf({ from: window.start, to: window.full.to }, options.sliceMs);
-  log.info({ window: report.window, slices: slices.length, start: window.start.toISOString() }, 'sweep started');
-
+  // A real run commits slice by slice. A dry run does everything in one transaction
+  // that it rolls back at the end, so later slices see what earlier ones would have
+  // written and the open count it reports is the one a real run would leave.
+  const dry = options.dryRun ? await deps.pool.connect() : null;
+  const inTx: SliceContext['inTransaction'] = dry ? (fn) => fn(dry) : (fn) => inTransaction(deps.pool, fn);
   try {
+    if (dry) await dry.query('BEGIN');
+    await insertRun(dry ?? deps.pool, run);
+    log.info({ window: report.window, slices: slices.length, start: window.start.toISOString() }, 'sweep started');
     for (const [index, slice] of slices.entries()) {
       if (options.signal?.aborted) {
         report.status = 'interrupted';
         break;
       }
-      await sweepSlice(deps, options, { run, slice, index, report, log, readUntil: started });
+      await sweepSlice(deps, options, { run, slice, index, report, log, readUntil: started, inTransaction: inTx });
       deps.onSlice?.(index + 1, slices.length);
     }
-    report.unreconciled = await countOpenFindings(deps.pool, account);
-    if (!options.dryRun) {
-      await finishRun(deps.pool, runId, { status: report.status, now: deps.clock(), unreconciled: report.unreconciled });
-    }
+    report.unreconciled = await countOpenFindings(dry ?? deps.pool, account);
+    if (!dry) await finishRun(deps.pool, runId, { status: report.status, now: deps.clock(), unreconciled: report.unreconciled });
   } catch (error) {
+    if (dry) throw error;
     if (options.signal?.aborted) {
       // Asked to stop mid-slice: that slice rolled back; the committed ones stand.
       report.status = 'interrupted';
       report.unreconciled = await countOpenFindings(deps.pool, account);
-      if (!options.dryRun) await finishRun(deps.pool, runId, { status: 'interrupted', now: deps.clock(), unreconciled: report.unreconciled });
+      await finishRun(deps.pool, runId, { status: 'interrupted', now: deps.clock(), unreconciled: report.unreconciled });
       report.duration_ms = Date.now() - t0;
       log.warn('sweep interrupted; the next run resumes from the last committed slice');
       return report;
     }
     log.error({ err: { message: (error as Error)?.message } }, 'sweep failed; the slice in progress was rolled back');
-    if (!options.dryRun) {
-      await finishRun(deps.pool, runId, { status: 'failed', now: deps.clock(), error: (error as Error)?.message ?? String(error) }).catch(
-        () => undefined,
-      );
-    }
+    await finishRun(deps.pool, runId, { status: 'failed', now: deps.clock(), error: (error as Error)?.message ?? String(error) }).catch(
+      () => undefined,
+    );
     throw error;
+  } finally {
+    if (dry) {
+      await dry.query('ROLLBACK').catch(() => undefined);
+      dry.release();
+    }
   }
   report.duration_ms = Date.now() - t0;
   if (report.status === 'interrupted') log.warn('sweep interrupted between slices; the next run resumes from here');
@@ -230,6 +238,7 @@ interface SliceContext {
   report: SweepReport;
   log: Logger;
   readUntil: Date;
+  inTransaction: <T>(fn: (client: PoolClient) => Promise<T>) => Promise<T>;
 }
 
 async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceContext): Promise<void> {
@@ -255,14 +264,12 @@ async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceCont
   }
   await fault('listed');
 
-  const client = await deps.pool.connect();
-  let broken = false;
-  try {
-    await client.query('BEGIN');
+  await ctx.inTransaction(async (client) => {
+    // Keeps `expire` from detaching a mirror partition under this slice's inserts.
+    await client.query('SELECT pg_advisory_xact_lock_shared($1, $2)', [LOCK_CLASS, LockObject.partitions]);
     // In the slice's transaction: `expire` may have dropped an old day since the run
     // began (a backfill of old ranges), and a dry run's partitions roll back with it.
     await ensureDayPartitions(client, { from: utcDay(readWindow.from), to: utcDay(readWindow.to) }, ['stripe_charges']);
-    if (options.dryRun) await insertRun(client, run); // rolled back with everything else
     for (let i = 0; i < charges.length; i += INGEST_BATCH) {
       await upsertCharges(client, charges.slice(i, i + INGEST_BATCH), fetchedAt);
     }
@@ -299,19 +306,9 @@ async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceCont
     await fault('before-commit');
     if (options.dryRun) {
       for (const [f, r] of repairs) ctx.log.info({ category: f.category, subject: f.subject, action: r.action }, 'dry run: would repair');
-      await client.query('ROLLBACK');
-    } else {
-      await client.query('COMMIT');
     }
-    await fault('committed');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => {
-      broken = true;
-    });
-    throw error;
-  } finally {
-    client.release(broken);
-  }
+  });
+  await fault('committed');
 }
 
 function dedupe(findings: Finding[]): Finding[] {

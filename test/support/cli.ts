@@ -1,10 +1,11 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 export interface CliResult {
   code: number | null;
+  signal?: NodeJS.Signals | null;
   stdout: string;
   stderr: string;
 }
@@ -14,17 +15,50 @@ export interface CliResult {
  * step), with exactly the environment given: nothing leaks in from the test process.
  */
 export function runCli(args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } as NodeJS.ProcessEnv,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  return startCli(args, env).done;
+}
+
+export interface RunningCli {
+  child: ChildProcess;
+  done: Promise<CliResult>;
+  /** Resolves when a stderr line matches: how a test waits for "the lock is held" without sleeping. */
+  stderrLine(pattern: RegExp): Promise<string>;
+}
+
+export function startCli(args: string[], env: Record<string, string | undefined> = {}): RunningCli {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } as NodeJS.ProcessEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  let stdout = '';
+  let stderr = '';
+  const waiters: Array<{ pattern: RegExp; resolve: (line: string) => void }> = [];
+  child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+    for (const w of [...waiters]) {
+      const line = stderr.split('\n').find((l) => w.pattern.test(l));
+      if (line !== undefined) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(line);
+      }
+    }
+  });
+  const done = new Promise<CliResult>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+  return {
+    child,
+    done,
+    stderrLine(pattern) {
+      const existing = stderr.split('\n').find((l) => pattern.test(l));
+      if (existing !== undefined) return Promise.resolve(existing);
+      return new Promise((resolve, reject) => {
+        waiters.push({ pattern, resolve });
+        void done.then(() => reject(new Error(`process ended before stderr matched ${pattern}:\n${stderr}`)));
+      });
+    },
+  };
 }

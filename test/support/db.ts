@@ -25,7 +25,7 @@ export async function createTestDatabase(options: { poolSize?: number } = {}): P
     url,
     pool,
     async drop({ keep = false } = {}) {
-      await pool.end();
+      if (!pool.ended) await pool.end();
       if (keep) {
         console.error(`test database kept for inspection: ${url}`);
         return;
@@ -54,4 +54,26 @@ async function withAdmin<T>(adminUrl: string, fn: (admin: pg.Client) => Promise<
   } finally {
     await admin.end();
   }
+}
+
+/** A copy of `source` (which must have no open connections), with a pool of its own. */
+export async function cloneDatabase(source: string, options: { poolSize?: number } = {}): Promise<TestDatabase> {
+  const adminUrl = inject('pgAdminUrl');
+  const name = `sweeper_test_${randomBytes(5).toString('hex')}`;
+  await withAdmin(adminUrl, (admin) => admin.query(`CREATE DATABASE ${name} TEMPLATE ${source}`));
+  const url = withDatabase(adminUrl, name);
+  const pool = createPool(url, { max: options.poolSize ?? 4 });
+  return {
+    name,
+    url,
+    pool,
+    async drop({ keep = false } = {}) {
+      if (!pool.ended) await pool.end();
+      if (keep) {
+        console.error(`test database kept for inspection: ${url}`);
+        return;
+      }
+      await withAdmin(adminUrl, (admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+    },
+  };
 }

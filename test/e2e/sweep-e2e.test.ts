@@ -1,0 +1,195 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClaimClient } from '../../src/claims/index.js';
+import { startStripeDouble, type StripeDouble } from '../../src/fakes/stripe-double/index.js';
+import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
+import { createStripeClient } from '../../src/stripe/client.js';
+import { cloneDatabase, createTestDatabase, type TestDatabase } from '../support/db.js';
+import { runCli, startCli } from '../support/cli.js';
+import { tableChecksums } from '../support/checksums.js';
+import { normalizedTables } from '../support/normalized-tables.js';
+import { buildScenario, type Scenario } from '../support/traffic.js';
+import { startGatedProxy } from '../support/gated-proxy.js';
+
+const HOUR = 3_600_000;
+// Three hours back, on an hour boundary: the scenario happens in the first 40 minutes,
+// and the backfill [base, base + 150m) ends at least 30 minutes before now (settled).
+const base = new Date(Math.floor(Date.now() / HOUR) * HOUR - 3 * HOUR);
+const to = new Date(base.getTime() + 150 * 60_000);
+
+let double: StripeDouble;
+let scenarioDb: TestDatabase;
+let scenario: Scenario;
+const clones: TestDatabase[] = [];
+
+function envFor(db: TestDatabase, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    DATABASE_URL: db.url,
+    STRIPE_API_KEY: 'sk_test_e2e',
+    STRIPE_API_BASE: double.url,
+    SWEEPER_SLICE: '30m',
+    SWEEPER_LOG_LEVEL: 'info',
+    ...extra,
+  };
+}
+const backfill = ['backfill', '--from', base.toISOString(), '--to', to.toISOString(), '--json'];
+
+async function clone(): Promise<TestDatabase> {
+  const db = await cloneDatabase(scenarioDb.name);
+  clones.push(db);
+  return db;
+}
+
+beforeAll(async () => {
+  double = await startStripeDouble();
+  scenarioDb = await createTestDatabase();
+  await ensureDayPartitions(scenarioDb.pool, { from: utcDay(new Date(Date.now() - 2 * 86_400_000)), to: utcDay(new Date(Date.now() + 86_400_000)) });
+  scenario = await buildScenario(scenarioDb.pool, double, new Date(base.getTime() + 60_000));
+  await scenarioDb.pool.end(); // a template must have no connections
+}, 120_000);
+
+afterAll(async () => {
+  for (const db of clones) await db.drop();
+  await scenarioDb.drop();
+  await double.close();
+});
+
+describe('sweeper on real traffic against the Stripe double', () => {
+  it('finds every category, repairs what is safe, and exits 3 while findings stay open', async () => {
+    const db = await clone();
+    const result = await runCli(backfill, envFor(db));
+    expect(result.code, result.stderr).toBe(3);
+    const report = JSON.parse(result.stdout);
+    expect(report.findings).toEqual(expect.objectContaining(scenario.expected.findings));
+    expect(report.repaired).toEqual(expect.objectContaining(scenario.expected.repaired));
+    expect(report.unreconciled).toBe(scenario.expected.unreconciled);
+
+    const claim = async (key: string) =>
+      (await db.pool.query(`SELECT status, response_status, request_fingerprint FROM idempotency_keys WHERE key = $1`, [key])).rows[0];
+    const payment = async (where: string, arg: string) =>
+      (await db.pool.query(`SELECT charge_id, status, amount, amount_refunded, disputed FROM payments WHERE ${where} = $1`, [arg])).rows;
+    expect(await claim('crash-after-claim')).toMatchObject({ status: 'released' });
+    expect(await claim('crash-after-stripe')).toMatchObject({ status: 'completed', response_status: 200 });
+    expect(await payment('idempotency_key', 'crash-after-stripe')).toMatchObject([{ status: 'succeeded', amount: 1200 }]);
+    expect(await claim('crash-after-decline')).toMatchObject({ status: 'completed', response_status: 402 });
+    expect(await payment('idempotency_key', 'crash-after-decline')).toMatchObject([{ status: 'failed' }]);
+    expect(await claim('dashboard-1')).toMatchObject({ status: 'completed', request_fingerprint: 'sweeper:recreated' });
+    expect(await payment('idempotency_key', 'dashboard-1')).toMatchObject([{ amount: 4200 }]);
+    expect(await claim('ok-3')).toMatchObject({ status: 'completed', request_fingerprint: 'sweeper:recreated' });
+    expect(await payment('charge_id', scenario.charges.refunded!)).toMatchObject([{ amount_refunded: 400 }]);
+    expect(await payment('charge_id', scenario.charges.disputed!)).toMatchObject([{ disputed: true }]);
+    expect(await payment('charge_id', scenario.charges.second!)).toEqual([]); // a duplicate is never recorded as a payment
+    const open = await db.pool.query(`SELECT category, subject FROM recon_findings WHERE state = 'open' ORDER BY category`);
+    expect(open.rows.map((r) => r.category)).toEqual([
+      'amount_mismatch',
+      'duplicate_charge',
+      'effect_without_charge',
+      'lost_effect',
+      'unattributed_charge',
+    ]);
+
+    // The repaired claims now replay to the caller's retry, with no new Stripe call.
+    const before = double.counters.get('POST /v1/payment_intents');
+    const retry = await createClaimClient({
+      pool: db.pool,
+      stripe: createStripeClient({ apiKey: 'sk_test_e2e', apiBase: double.url }),
+      leaseMs: 120_000,
+      maxAmount: 1_000_000,
+      metadataKeys: { tenantId: 'tenant_id', idempotencyKey: 'idempotency_key' },
+    }).chargeOnce({ tenantId: 'acme', key: 'crash-after-stripe', request: { amount: 1200, currency: 'usd', paymentMethod: 'pm_card_visa' } });
+    expect(retry).toMatchObject({ outcome: 'replayed', status: 200 });
+    expect(double.counters.get('POST /v1/payment_intents')).toBe(before);
+
+    // Running it again changes nothing: no repair, the same findings, last_seen_run moved.
+    const tables = await normalizedTables(db.pool);
+    const again = await runCli([...backfill, '--no-resume'], envFor(db));
+    expect(again.code).toBe(3);
+    const second = JSON.parse(again.stdout);
+    expect(Object.values(second.repaired).every((n) => n === 0)).toBe(true);
+    expect(await normalizedTables(db.pool)).toEqual(tables);
+    const seen = await db.pool.query(`SELECT DISTINCT last_seen_run FROM recon_findings WHERE state = 'open'`);
+    expect(seen.rows).toEqual([{ last_seen_run: second.run_id }]);
+  });
+
+  it('--dry-run changes no table, byte for byte, and reports what it would repair', async () => {
+    const db = await clone();
+    const before = await tableChecksums(db.pool);
+    const result = await runCli([...backfill, '--dry-run'], envFor(db));
+    expect(result.code).toBe(3);
+    expect(JSON.parse(result.stdout)).toMatchObject({ dry_run: true, repaired: scenario.expected.repaired });
+    expect(await tableChecksums(db.pool)).toEqual(before);
+  });
+
+  it('a second run started during the first exits 75 at once; the first is unaffected', async () => {
+    const db = await clone();
+    const proxy = await startGatedProxy(double.url); // holds the first run's Stripe reads
+    try {
+      const first = startCli(backfill, envFor(db, { STRIPE_API_BASE: proxy.url }));
+      await proxy.firstHeld; // the first run holds its lock and waits on Stripe
+      const second = await runCli(backfill, envFor(db));
+      expect(second.code).toBe(75);
+      expect(second.stderr).toMatch(/another sweep is running for account platform/);
+      proxy.open();
+      const done = await first.done;
+      expect(done.code).toBe(3);
+      expect(JSON.parse(done.stdout).repaired).toEqual(expect.objectContaining(scenario.expected.repaired));
+    } finally {
+      proxy.open();
+      await proxy.close();
+    }
+  });
+
+  it('live payment traffic during a sweep yields no finding and no repair for claims in a live lease', async () => {
+    const db = await clone();
+    const live = createClaimClient({
+      pool: db.pool,
+      stripe: createStripeClient({ apiKey: 'sk_test_e2e', apiBase: double.url }),
+      leaseMs: 120_000,
+      maxAmount: 1_000_000,
+      metadataKeys: { tenantId: 'tenant_id', idempotencyKey: 'idempotency_key' },
+    });
+    const sweeping = startCli(['run', '--json'], envFor(db, { SWEEPER_SETTLE: '3m' }));
+    let finished = false;
+    void sweeping.done.then(() => (finished = true));
+    const outcomes: string[] = [];
+    for (let i = 0; !finished || i < 10; i += 1) {
+      const r = await live.chargeOnce({ tenantId: 'live', key: `live-${i}`, request: { amount: 100 + i, currency: 'usd', paymentMethod: 'pm_card_visa' } });
+      outcomes.push(r.outcome);
+    }
+    const result = await sweeping.done;
+    expect(result.code).toBe(3);
+    expect(outcomes.every((o) => o === 'charged')).toBe(true);
+    const touched = await db.pool.query(`SELECT count(*)::int AS n FROM recon_findings WHERE tenant_id = 'live'`);
+    expect(touched.rows[0].n).toBe(0);
+    const claims = await db.pool.query(`SELECT DISTINCT status FROM idempotency_keys WHERE tenant_id = 'live'`);
+    expect(claims.rows).toEqual([{ status: 'completed' }]);
+  });
+});
+
+describe('crash safety', () => {
+  const phases = ['listed', 'ingested', 'judged', 'repaired', 'before-commit', 'committed'];
+  const points = [0, 1, 2, 3].flatMap((slice) => phases.map((phase) => `slice:${slice}:${phase}`));
+
+  it(`a backfill killed with SIGKILL at any of ${points.length} points, then rerun, ends in the same tables`, async () => {
+    const reference = await clone();
+    expect((await runCli(backfill, envFor(reference))).code).toBe(3);
+    const expected = await normalizedTables(reference.pool);
+    expect(expected.repairs).toHaveLength(7);
+
+    const batches = [];
+    for (let i = 0; i < points.length; i += 3) batches.push(points.slice(i, i + 3));
+    for (const batch of batches) {
+      await Promise.all(
+        batch.map(async (point) => {
+          const db = await clone();
+          const killed = await runCli(backfill, envFor(db, { SWEEPER_TEST_CRASH_AT: point }));
+          expect(killed.signal, `${point}: ${killed.stderr.slice(-500)}`).toBe('SIGKILL');
+          const rerun = await runCli(backfill, envFor(db));
+          expect(rerun.code, `${point} rerun: ${rerun.stderr.slice(-500)}`).toBe(3);
+          expect(await normalizedTables(db.pool), point).toEqual(expected);
+          await db.drop();
+          clones.splice(clones.indexOf(db), 1);
+        }),
+      );
+    }
+  }, 600_000);
+});
