@@ -1,0 +1,35 @@
+import { ConfigError } from '../errors.js';
+
+export interface MetricsConfig {
+  /** Base URL of a Prometheus Pushgateway; metrics are PUT under job "sweeper". */
+  pushgatewayUrl: string | undefined;
+  /** A `.prom` file for node_exporter's textfile collector, replaced atomically. */
+  file: string | undefined;
+}
+
+export function metricsConfigFromEnv(env: Readonly<Record<string, string | undefined>> = process.env): MetricsConfig {
+  const get = (name: string) => {
+    const value = env[name]?.trim();
+    return value === undefined || value === '' ? undefined : value;
+  };
+  const pushgatewayUrl = get('SWEEPER_PUSHGATEWAY_URL');
+  if (pushgatewayUrl !== undefined && !isHttpUrl(pushgatewayUrl)) {
+    // The URL may carry basic-auth credentials, so it is not echoed.
+    throw new ConfigError('SWEEPER_PUSHGATEWAY_URL must be an http(s) URL such as http://pushgateway:9091');
+  }
+  const file = get('SWEEPER_METRICS_FILE');
+  // node_exporter's textfile collector reads only *.prom, so any other name would be ignored silently.
+  if (file !== undefined && !file.endsWith('.prom')) {
+    throw new ConfigError(`SWEEPER_METRICS_FILE must name a .prom file in the textfile collector's directory (got "${file}")`);
+  }
+  return { pushgatewayUrl, file };
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.host !== '';
+  } catch {
+    return false;
+  }
+}

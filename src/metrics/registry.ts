@@ -1,0 +1,79 @@
+import { Gauge, Registry } from 'prom-client';
+import { CATEGORIES, type Category } from '../sweep/categories.js';
+import type { MetricsInput } from './input.js';
+
+/** `matched` is not a finding and is never repaired. */
+const FINDING_CATEGORIES: readonly Category[] = CATEGORIES.filter((c) => c !== 'matched');
+
+/**
+ * Everything is a gauge: a batch job's values are facts about its last run or
+ * about the database now, and the Pushgateway / textfile keep only the latest push.
+ * A fresh Registry each time, so nothing leaks between runs or into the global one.
+ */
+export function buildMetricsRegistry(input: MetricsInput): Registry {
+  const registry = new Registry();
+  const gauge = (name: string, help: string, labelNames: string[] = []) => new Gauge({ name, help, labelNames, registers: [registry] });
+
+  const accounts = [
+    ...new Set([
+      ...(input.accounts ?? []),
+      ...Object.keys(input.status.open_findings),
+      ...input.status.watermarks.map((w) => w.account),
+      ...input.reports.map((r) => r.account),
+    ]),
+  ].sort();
+
+  const unreconciled = gauge('sweeper_unreconciled', 'Open (unreconciled) findings.', ['account', 'category']);
+  for (const account of accounts) {
+    const open = input.status.open_findings[account] ?? {};
+    // Zeros are written so an alert on a category clears instead of going stale.
+    const categories = [...new Set([...FINDING_CATEGORIES, ...Object.keys(open)])];
+    for (const category of categories) unreconciled.set({ account, category }, open[category] ?? 0);
+  }
+
+  const lag = gauge('sweeper_watermark_lag_seconds', 'Seconds between now and the scheduled sweep watermark.', ['account']);
+  const lagByAccount = new Map<string, number>();
+  for (const w of input.status.watermarks) lagByAccount.set(w.account, Math.max(lagByAccount.get(w.account) ?? 0, w.lag_seconds));
+  for (const [account, seconds] of [...lagByAccount].sort()) lag.set({ account }, seconds);
+
+  const lastSuccess = gauge('sweeper_last_success_timestamp_seconds', 'Unix time the last scheduled sweep of the account succeeded.', ['account']);
+  for (const [account, at] of [...lastSuccessByAccount(input)].sort()) lastSuccess.set({ account }, at.getTime() / 1000);
+
+  // Dry runs wrote nothing and repaired nothing, so they say nothing about the last run.
+  const runs = input.reports.filter((r) => !r.dry_run);
+  const repairs = gauge('sweeper_repairs_last_run', 'Findings repaired by the last run.', ['account', 'category']);
+  const scanned = gauge('sweeper_charges_scanned_last_run', 'Stripe charges read by the last run.', ['account']);
+  const duration = gauge('sweeper_run_duration_seconds', 'Wall time of the last run.', ['account']);
+  for (const report of runs) {
+    for (const category of FINDING_CATEGORIES) repairs.set({ account: report.account, category }, report.repaired[category] ?? 0);
+    scanned.set({ account: report.account }, report.charges_scanned);
+    duration.set({ account: report.account }, report.duration_ms / 1000);
+  }
+
+  gauge('sweeper_stripe_rate_limited_last_run', 'Stripe 429 (rate limited) answers during the last run.').set(input.stripe429s);
+
+  const claims = input.status.claims;
+  gauge('sweeper_claim_store_size', 'Rows in the idempotency claim store.').set(claims.count);
+  gauge('sweeper_claim_store_in_flight', 'Claims in_flight (an attempt holds or held a lease).').set(claims.in_flight);
+  const oldest = gauge('sweeper_claim_store_oldest_age_seconds', 'Age of the oldest claim: how far expiry is behind.');
+  if (claims.oldest_age_seconds !== null) oldest.set(claims.oldest_age_seconds);
+
+  return registry;
+}
+
+/** Latest of: this process's successful runs, the snapshot's last runs, and the database's record. */
+function lastSuccessByAccount(input: MetricsInput): Map<string, Date> {
+  const latest = new Map<string, Date>();
+  const offer = (account: string, at: Date) => {
+    const seen = latest.get(account);
+    if (!seen || at > seen) latest.set(account, at);
+  };
+  for (const [account, at] of Object.entries(input.lastSuccessAt ?? {})) offer(account, at);
+  for (const run of input.status.last_runs) {
+    if (run.mode === 'run' && run.status === 'succeeded' && run.finished_at) offer(run.account, new Date(run.finished_at));
+  }
+  for (const r of input.reports) {
+    if (r.mode === 'run' && r.status === 'succeeded' && !r.dry_run) offer(r.account, input.now);
+  }
+  return latest;
+}
