@@ -158,7 +158,9 @@ BEGIN
         PERFORM pg_advisory_xact_lock(hashtextextended('sweeper:partitions', 0));
         locked := true;
       END IF;
-      IF to_regclass(quote_ident(part_name)) IS NULL THEN
+      -- A concurrent caller may have created it while we waited for the lock; the
+      -- catalog lookup above may not see that yet, so "already exists" is success.
+      BEGIN
         EXECUTE format('CREATE TABLE %I PARTITION OF %s FOR VALUES FROM (%L) TO (%L)',
                        part_name, p_parent,
                        (day::timestamp AT TIME ZONE 'UTC'), ((day + 1)::timestamp AT TIME ZONE 'UTC'));
@@ -167,7 +169,9 @@ BEGIN
                          part_name, part_name || '_tenant_key');
         END IF;
         created := created + 1;
-      END IF;
+      EXCEPTION WHEN duplicate_table THEN
+        NULL;
+      END;
     END IF;
     day := day + 1;
   END LOOP;

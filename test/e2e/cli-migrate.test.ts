@@ -15,7 +15,7 @@ describe('sweeper migrate (subprocess)', () => {
   it('shows help with an example', async () => {
     const top = await runCli(['--help']);
     expect(top.code).toBe(0);
-    expect(top.stdout).toMatch(/Example:/);
+    expect(top.stdout).toMatch(/Examples?:/);
     const sub = await runCli(['migrate', '--help']);
     expect(sub.code).toBe(0);
     expect(sub.stdout).toMatch(/Example:\s+DATABASE_URL=.* sweeper migrate/);
