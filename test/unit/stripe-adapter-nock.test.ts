@@ -38,8 +38,8 @@ function lister() {
   sleeps = [];
   return createChargeLister({
     stripe,
-    // A budget that never makes anyone wait, so only the retry sleeps are recorded.
-    budget: new RateBudget({ ratePerSecond: 1_000, burst: 1_000, clock: () => 0 }),
+    // The budget's waits (a 429 pauses it) are not real either; only the retry sleeps are recorded.
+    budget: new RateBudget({ ratePerSecond: 1_000, burst: 1_000, clock: () => 0, sleep: async () => undefined }),
     concurrency: 1,
     retry: POLICY,
     random: () => 0.5,

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -60,6 +61,8 @@ export async function startStripeDouble(options: StripeDoubleOptions = {}): Prom
   const keys: KeyPolicy = options.keys ?? {};
   const requestIds = seededRandom((options.seed ?? 1) + 1);
   const closing = new AbortController();
+  // Every request waiting out its latency listens for the close; hundreds at once are normal.
+  setMaxListeners(0, closing.signal);
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const method = req.method ?? 'GET';
