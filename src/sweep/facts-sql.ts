@@ -45,15 +45,15 @@ SELECT row_to_json(sc) AS charge,
  WHERE sc.account = $1 AND sc.created >= $2 AND sc.created < $3
    AND (sc.tenant_id IS NULL OR sc.idempotency_key IS NULL)`;
 
-// Effects without attribution; those whose charge carries attribution are judged in that key's group.
+// Effects without attribution whose charge the mirror does not hold: candidates for
+// effect_without_charge. An effect whose charge is mirrored is judged with that
+// charge, in the charge's slice (as a loose charge or in its key's group), once.
 const LOOSE_EFFECTS_SQL = `
-SELECT row_to_json(p) AS effect,
-       (SELECT row_to_json(sc) FROM stripe_charges sc WHERE sc.charge_id = p.charge_id LIMIT 1) AS charge
+SELECT row_to_json(p) AS effect, NULL::json AS charge
   FROM payments p
  WHERE coalesce(p.account_id, 'platform') = $1 AND p.created_at >= $2 AND p.created_at < $3
    AND (p.tenant_id IS NULL OR p.idempotency_key IS NULL)
-   AND NOT EXISTS (SELECT 1 FROM stripe_charges sc
-                    WHERE sc.charge_id = p.charge_id AND sc.tenant_id IS NOT NULL AND sc.idempotency_key IS NOT NULL)`;
+   AND NOT EXISTS (SELECT 1 FROM stripe_charges sc WHERE sc.charge_id = p.charge_id)`;
 
 type Json = Record<string, unknown>;
 
