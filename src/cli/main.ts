@@ -48,4 +48,7 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-process.exitCode = await main(process.argv);
+const code = await main(process.argv);
+// Exit explicitly once stdout is flushed: a Stripe request abandoned by a shutdown
+// (or a keep-alive socket) must not hold the process open past its answer.
+process.stdout.write('', () => process.exit(code));

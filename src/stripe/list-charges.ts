@@ -60,9 +60,6 @@ export async function* listChargeWindow(
   const controller = new AbortController();
   // Every in-flight wait (budget, backoff) listens on this signal; that many listeners are expected.
   setMaxListeners(concurrency * 4 + 10, controller.signal);
-  const onOuterAbort = () => controller.abort(options.signal?.reason);
-  options.signal?.addEventListener('abort', onOuterAbort, { once: true });
-
   const ready: SubWindowTask[] = [{ gte: range.gte, lt: range.lt }];
   const outbox: ChargeBatch[] = [];
   let running = 0;
@@ -73,6 +70,13 @@ export async function* listChargeWindow(
     wake = undefined;
     resume?.();
   };
+
+  // The caller stopping (SIGTERM) must not wait for requests still on the wire.
+  const onOuterAbort = () => {
+    controller.abort(options.signal?.reason);
+    notify();
+  };
+  options.signal?.addEventListener('abort', onOuterAbort, { once: true });
 
   const fail = (task: SubWindowTask, error: unknown) => {
     if (failure) return;

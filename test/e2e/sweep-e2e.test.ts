@@ -1,4 +1,6 @@
+import { createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifySignature } from '../../src/alerts/index.js';
 import { createClaimClient } from '../../src/claims/index.js';
 import { startStripeDouble, type StripeDouble } from '../../src/fakes/stripe-double/index.js';
 import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
@@ -192,4 +194,63 @@ describe('crash safety', () => {
       );
     }
   }, 600_000);
+});
+
+describe('operating it', () => {
+  it('an alert that cannot be delivered exits 1 and keeps the results; a delivered one is signed', async () => {
+    const received: Array<{ status: number; body: string; signature: string | undefined }> = [];
+    let answer = 500;
+    const receiver = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        received.push({ status: answer, body, signature: req.headers['x-sweeper-signature'] as string | undefined });
+        res.writeHead(answer).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const port = (receiver.address() as { port: number }).port;
+    const secret = 'whsec_e2e_0123456789abcdef';
+    const db = await clone();
+    const env = envFor(db, { SWEEPER_WEBHOOK_URL: `http://127.0.0.1:${port}/hook`, SWEEPER_WEBHOOK_SECRET: secret });
+    try {
+      const failed = await runCli(backfill, env);
+      expect(failed.code).toBe(1);
+      expect(failed.stderr).toMatch(/alert not delivered/);
+      expect(JSON.parse(failed.stdout).unreconciled).toBe(scenario.expected.unreconciled); // results printed
+      const open = await db.pool.query(`SELECT count(*)::int AS n FROM recon_findings WHERE state = 'open'`);
+      expect(open.rows[0].n).toBe(scenario.expected.unreconciled); // and kept
+
+      answer = 200;
+      const delivered = await runCli([...backfill, '--no-resume'], env);
+      expect(delivered.code).toBe(3);
+      const last = received.at(-1)!;
+      expect(verifySignature(secret, last.signature, last.body)).toMatchObject({ valid: true });
+      expect(JSON.parse(last.body)).toMatchObject({ event: 'findings.open', account: 'platform', unreconciled: scenario.expected.unreconciled });
+    } finally {
+      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    }
+  });
+
+  it('SIGTERM mid-run: exits 1 within the grace period, records the run interrupted, frees the lock; the next run completes', async () => {
+    const db = await clone();
+    const proxy = await startGatedProxy(double.url); // Stripe never answers the first run
+    try {
+      const running = startCli(backfill, envFor(db, { STRIPE_API_BASE: proxy.url, SWEEPER_SHUTDOWN_GRACE: '30s' }));
+      await proxy.firstHeld;
+      running.child.kill('SIGTERM');
+      const stopped = await running.done;
+      expect(stopped.code).toBe(1);
+      expect(stopped.stderr).toMatch(/SIGTERM received; finishing the current slice/);
+      expect(stopped.stderr).not.toMatch(/grace period over/); // it stopped by itself, not by the timer
+      const runs = await db.pool.query(`SELECT status FROM recon_runs`);
+      expect(runs.rows).toEqual([{ status: 'interrupted' }]);
+      const next = await runCli(backfill, envFor(db));
+      expect(next.code).toBe(3); // the lock was free and the backfill resumed to the end
+      expect(JSON.parse(next.stdout).repaired).toEqual(expect.objectContaining(scenario.expected.repaired));
+    } finally {
+      proxy.open();
+      await proxy.close();
+    }
+  });
 });

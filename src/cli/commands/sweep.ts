@@ -1,5 +1,10 @@
 import type { Command } from 'commander';
+import { alertConfigFromEnv, createAlerter, type AlertConfig } from '../../alerts/index.js';
 import { loadConfig, requireStripeApiKey, type Config } from '../../config.js';
+import type { Pool } from '../../db/pool.js';
+import type { Logger } from '../../log.js';
+import { metricsConfigFromEnv, publishMetrics, readLastSuccessByAccount } from '../../metrics/index.js';
+import { readStatus } from '../../sweep/status.js';
 import { createChargeLister, createStripeClient, RateBudget } from '../../stripe/index.js';
 import { CATEGORIES } from '../../sweep/categories.js';
 import { sweep, type SweepDeps, type SweepReport } from '../../sweep/sweep.js';
@@ -75,6 +80,8 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
   const shard = flags.shard === undefined ? undefined : parseShardFlag(flags.shard);
   const accounts = selectAccounts(config, flags.account, shard);
   const window = mode === 'backfill' ? backfillWindow(flags, config, now) : undefined;
+  const alertConfig = alertConfigFromEnv();
+  const metricsConfig = metricsConfigFromEnv();
 
   return withDatabase(async ({ pool, logger }) => {
     if (accounts.length === 0) {
@@ -122,9 +129,39 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
       if (flags.json) writeJson(report);
       else process.stdout.write(formatReport(report));
     }
-    if (reports.some((r) => r.status === 'interrupted')) return ExitCode.failed;
+    // The results are committed and printed before anyone is told: a sink that is
+    // down costs exit code 1, never the run's findings.
+    const alertsFailed = flags.dryRun ? 0 : await sendAlerts(pool, alertConfig, reports, logger);
+    if (!flags.dryRun) {
+      const published = await publishMetrics({
+        config: metricsConfig,
+        logger,
+        grouping: shard ? { shard: `${shard.index}_${shard.count}` } : undefined,
+        input: {
+          reports,
+          status: await readStatus(pool, new Date()),
+          stripe429s: lister.counters.rateLimited,
+          now: new Date(),
+          lastSuccessAt: await readLastSuccessByAccount(pool),
+        },
+      });
+      for (const error of published.errors) logger.warn({ error }, 'metrics not published');
+    }
+    if (alertsFailed > 0 || reports.some((r) => r.status === 'interrupted')) return ExitCode.failed;
     return reports.some((r) => r.unreconciled > 0) ? ExitCode.unreconciled : ExitCode.reconciled;
   }, config);
+}
+
+async function sendAlerts(pool: Pool, config: AlertConfig, reports: SweepReport[], logger: Logger): Promise<number> {
+  const alerter = createAlerter({ pool, config, clock: () => new Date(), logger });
+  if (alerter.sinks.length === 0) return 0;
+  let failed = 0;
+  for (const report of reports) {
+    const result = await alerter.notifyAccount({ runId: report.run_id, account: report.account });
+    failed += result.failed;
+    for (const error of result.errors) logger.error({ account: report.account, error }, 'alert not delivered');
+  }
+  return failed;
 }
 
 function parseShardFlag(text: string): Shard {
