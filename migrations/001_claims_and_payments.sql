@@ -139,8 +139,10 @@ END $$;
 
 -- Day partitions, UTC days. Called by `sweeper migrate` and `sweeper expire` for the
 -- whole retention window, past and ahead; serialised so concurrent callers agree.
+-- SECURITY DEFINER: the least-privilege runtime role (jobs/sql/) creates partitions
+-- only through this function, never with DDL rights of its own.
 CREATE FUNCTION sweeper_ensure_day_partitions(p_parent regclass, p_from date, p_to date)
-  RETURNS int LANGUAGE plpgsql AS $$
+  RETURNS int LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
   day date;
   part_name text;

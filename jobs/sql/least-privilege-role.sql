@@ -1,0 +1,26 @@
+-- The role the sweep and the claim library run as: reads and writes rows, creates day
+-- partitions only through the SECURITY DEFINER function sweeper_ensure_day_partitions,
+-- and holds no DDL rights. `sweeper migrate` and `sweeper expire` run as the schema
+-- owner instead. Run as the owner after `sweeper migrate`:
+--   psql "$DATABASE_URL_OWNER" -v runtime_password="'…'" -f jobs/sql/least-privilege-role.sql
+DO $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'sweeper_runtime') THEN
+    CREATE ROLE sweeper_runtime LOGIN;
+  END IF;
+END $$;
+
+REVOKE CREATE ON SCHEMA public FROM sweeper_runtime;
+GRANT USAGE ON SCHEMA public TO sweeper_runtime;
+
+GRANT SELECT, INSERT, UPDATE ON idempotency_keys, payments, stripe_charges,
+      recon_runs, recon_watermarks, recon_findings, alert_state TO sweeper_runtime;
+-- The audit is append-only: insert and read, never change.
+GRANT SELECT, INSERT ON recon_repairs TO sweeper_runtime;
+GRANT SELECT ON sweeper_migrations TO sweeper_runtime;
+GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO sweeper_runtime;
+GRANT EXECUTE ON FUNCTION sweeper_take_claim(text, text, text, text, timestamptz, interval, text),
+                          sweeper_recreate_claim(text, text, text, text, timestamptz, int, jsonb, timestamptz),
+                          sweeper_ensure_day_partitions(regclass, date, date),
+                          sweeper_claim_lock_key(text, text),
+                          sweeper_recreated_fingerprint() TO sweeper_runtime;

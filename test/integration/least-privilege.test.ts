@@ -1,0 +1,58 @@
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPool, type Pool } from '../../src/db/pool.js';
+import { silentLogger } from '../../src/log.js';
+import { sweep } from '../../src/sweep/sweep.js';
+import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { charge, memoryChargeSource, seedClaim } from '../support/scenario.js';
+
+const NOW = new Date('2026-11-10T12:00:00Z');
+let db: TestDatabase;
+let runtime: Pool;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  const sql = await readFile(fileURLToPath(new URL('../../jobs/sql/least-privilege-role.sql', import.meta.url)), 'utf8');
+  await db.pool.query(sql);
+  runtime = createPool(db.url, { max: 4 });
+  runtime.on('connect', (client) => void client.query('SET ROLE sweeper_runtime'));
+});
+afterAll(async () => {
+  await runtime.end();
+  await db.drop();
+});
+
+describe('the least-privilege runtime role', () => {
+  it('cannot run DDL', async () => {
+    await expect(runtime.query('CREATE TABLE sneaky (id int)')).rejects.toMatchObject({ code: '42501' });
+    await expect(runtime.query('DROP TABLE payments')).rejects.toMatchObject({ code: '42501' });
+    await expect(runtime.query('DELETE FROM recon_repairs')).rejects.toMatchObject({ code: '42501' });
+  });
+
+  it('can run a sweep, including creating the day partitions it needs through the definer function', async () => {
+    await db.pool.query(`SELECT sweeper_ensure_day_partitions('idempotency_keys', '2026-11-09', '2026-11-10')`);
+    await seedClaim(db.pool, { tenantId: 'acme', key: 'k1', status: 'in_flight', createdAt: new Date('2026-11-10T09:00:00Z') });
+    const stripe = [charge({ id: 'ch_1', created: Date.parse('2026-11-10T09:00:05Z') / 1000, tenantId: 'acme', idempotencyKey: 'k1' })];
+    const [report] = await sweep(
+      { pool: runtime, listCharges: memoryChargeSource(() => stripe), clock: () => NOW, logger: silentLogger() },
+      {
+        mode: 'backfill',
+        accounts: ['platform'],
+        window: { from: new Date('2026-11-10T08:00:00Z'), to: new Date('2026-11-10T10:00:00Z') },
+        dryRun: false,
+        settleMs: 600_000,
+        overlapMs: 0,
+        sliceMs: 3_600_000,
+        leaseMs: 120_000,
+        retentionMs: 7 * 86_400_000,
+        firstRunLookbackMs: 86_400_000,
+        refundDuplicates: false,
+        resume: false,
+      },
+    );
+    expect(report?.repaired.claim_without_effect).toBe(1);
+    const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM pg_inherits WHERE inhparent = 'stripe_charges'::regclass`);
+    expect(rows[0].n).toBeGreaterThan(0);
+  });
+});
