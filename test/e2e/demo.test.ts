@@ -1,0 +1,36 @@
+import { connect } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { CATEGORIES } from '../../src/sweep/categories.js';
+import { runCli } from '../support/cli.js';
+
+describe('sweeper demo', () => {
+  it('tells the whole story on its own PostgreSQL and Stripe double, exits 0 and cleans up', async () => {
+    // No DATABASE_URL: the demo starts (and removes) its own server, as on a fresh clone.
+    const result = await runCli(['demo', '--seed', '3']);
+    expect(result.code, result.stderr).toBe(0);
+    const out = result.stdout;
+    for (const category of CATEGORIES) expect(out, category).toContain(category);
+    expect(out).toMatch(/a worker killed after Stripe charged/);
+    expect(out).toMatch(/a double click: two identical requests at once → charged \+ replayed, one charge/);
+    expect(out).toMatch(/Left for a person, and why:/);
+    expect(out).toMatch(/"event": "findings.open"/);
+    expect(out).toMatch(/Exit code: 3 \(unreconciled findings are open/);
+    expect(out).toMatch(/3\. The same sweep again:\n {3}repaired 0; matched \d+; still open 5/);
+    expect(out).toMatch(/id,category,state,charge_id,tenant_id,idempotency_key,charge_amount,effect_amount,currency/);
+    expect(out).toMatch(/amount_mismatch,open,ch_\w+,acme,ok-4,4030,4031,usd/); // seed 3 moves every amount by 30
+
+    const port = Number(/on 127\.0\.0\.1:(\d+), removed at the end/.exec(out)?.[1]);
+    expect(port).toBeGreaterThan(0);
+    const refused = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.on('connect', () => (socket.destroy(), resolve(false)));
+      socket.on('error', () => resolve(true));
+    });
+    expect(refused).toBe(true); // the throwaway server is gone
+  });
+
+  it('refuses a bad --seed with exit 64', async () => {
+    const result = await runCli(['demo', '--seed', 'abc']);
+    expect(result.code).toBe(64);
+  });
+});
