@@ -174,32 +174,28 @@ function judgeGroup(group: KeyGroup, ctx: JudgeContext, out: Judgement): void {
     status: claim.status,
   };
 
+  // Stripe has the charge, the claim does not have its effect: record it, complete the claim.
+  const claimWithoutEffect = (charge: ChargeFact): Finding => ({
+    category: 'claim_without_effect',
+    subject,
+    chargeId: charge.id,
+    ...ids,
+    repair: { kind: 'complete_claim', claim: claimVersion, charge },
+    details: { claim: claimSummary(claim), charge: chargeSummary(charge) },
+  });
+
   if (money) {
     if (effectFor(money)) {
       if (clean) out.matched += 1;
       return;
     }
-    out.findings.push({
-      category: 'claim_without_effect',
-      subject,
-      chargeId: money.id,
-      ...ids,
-      repair: { kind: 'complete_claim', claim: claimVersion, charge: money },
-      details: { claim: claimSummary(claim), charge: chargeSummary(money) },
-    });
+    out.findings.push(claimWithoutEffect(money));
     return;
   }
 
   const failed = latest(failedCharges);
   if (failed && claim.status === 'in_flight' && !effectFor(failed)) {
-    out.findings.push({
-      category: 'claim_without_effect',
-      subject,
-      chargeId: failed.id,
-      ...ids,
-      repair: { kind: 'complete_claim', claim: claimVersion, charge: failed },
-      details: { claim: claimSummary(claim), charge: chargeSummary(failed) },
-    });
+    out.findings.push(claimWithoutEffect(failed));
     return;
   }
   if (failed) {

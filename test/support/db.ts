@@ -13,13 +13,21 @@ export interface TestDatabase {
 }
 
 /** A fresh, migrated database of its own for one test file. */
-export async function createTestDatabase(options: { poolSize?: number } = {}): Promise<TestDatabase> {
+export function createTestDatabase(options: { poolSize?: number } = {}): Promise<TestDatabase> {
+  return copyOf(inject('pgTemplate'), options.poolSize ?? 10);
+}
+
+/** A copy of `source` (which must have no open connections), with a pool of its own. */
+export function cloneDatabase(source: string, options: { poolSize?: number } = {}): Promise<TestDatabase> {
+  return copyOf(source, options.poolSize ?? 4);
+}
+
+async function copyOf(source: string, poolSize: number): Promise<TestDatabase> {
   const adminUrl = inject('pgAdminUrl');
-  const template = inject('pgTemplate');
   const name = `sweeper_test_${randomBytes(5).toString('hex')}`;
-  await withAdmin(adminUrl, (admin) => admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`));
+  await withAdmin(adminUrl, (admin) => admin.query(`CREATE DATABASE ${name} TEMPLATE ${source}`));
   const url = withDatabase(adminUrl, name);
-  const pool = createPool(url, { max: options.poolSize ?? 10 });
+  const pool = createPool(url, { max: poolSize });
   return {
     name,
     url,
@@ -56,24 +64,3 @@ async function withAdmin<T>(adminUrl: string, fn: (admin: pg.Client) => Promise<
   }
 }
 
-/** A copy of `source` (which must have no open connections), with a pool of its own. */
-export async function cloneDatabase(source: string, options: { poolSize?: number } = {}): Promise<TestDatabase> {
-  const adminUrl = inject('pgAdminUrl');
-  const name = `sweeper_test_${randomBytes(5).toString('hex')}`;
-  await withAdmin(adminUrl, (admin) => admin.query(`CREATE DATABASE ${name} TEMPLATE ${source}`));
-  const url = withDatabase(adminUrl, name);
-  const pool = createPool(url, { max: options.poolSize ?? 4 });
-  return {
-    name,
-    url,
-    pool,
-    async drop({ keep = false } = {}) {
-      if (!pool.ended) await pool.end();
-      if (keep) {
-        console.error(`test database kept for inspection: ${url}`);
-        return;
-      }
-      await withAdmin(adminUrl, (admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
-    },
-  };
-}
