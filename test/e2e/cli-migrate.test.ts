@@ -21,6 +21,15 @@ describe('sweeper migrate (subprocess)', () => {
     expect(sub.stdout).toMatch(/Example:\s+DATABASE_URL=.* sweeper migrate/);
   });
 
+  it.each(['migrate', 'run', 'backfill', 'status', 'resolve', 'report', 'expire', 'schedule', 'demo'])(
+    '`sweeper %s --help` shows an example',
+    async (command) => {
+      const help = await runCli([command, '--help']);
+      expect(help.code).toBe(0);
+      expect(help.stdout).toMatch(new RegExp(`Example:\\n\\s+.*sweeper ${command}`));
+    },
+  );
+
   it('run by two processes at once, then again, leaves one consistent schema', async () => {
     const [a, b] = await Promise.all([
       runCli(['migrate', '--json'], { DATABASE_URL: db.url }),
