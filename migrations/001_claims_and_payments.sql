@@ -42,16 +42,18 @@ CREATE FUNCTION sweeper_claim_lock_key(p_tenant_id text, p_key text) RETURNS big
 
 -- Cross-partition uniqueness of (tenant_id, key), for every insert whoever makes it:
 -- the claim library, a repair, or a person with psql. Serialising on the key's
--- advisory lock and then looking in every partition is correct under READ COMMITTED
--- (each statement in this function takes a fresh snapshot after the lock is granted,
--- so it sees the row a previous holder committed) and under SERIALIZABLE (SSI aborts
--- the write skew). REPEATABLE READ would look through an old snapshot, so it is refused.
+-- advisory lock and then looking in every partition is correct under READ COMMITTED:
+-- each statement in this function takes a fresh snapshot after the lock is granted,
+-- so it sees the row a previous holder committed. Any other level reads through a
+-- snapshot taken before the lock was granted and could miss a row a READ COMMITTED
+-- writer committed meanwhile (SSI only protects when both sides are SERIALIZABLE),
+-- so only READ COMMITTED is accepted.
 CREATE FUNCTION sweeper_guard_claim_insert() RETURNS trigger
   LANGUAGE plpgsql AS $$
 BEGIN
-  IF current_setting('transaction_isolation') = 'repeatable read' THEN
-    RAISE EXCEPTION 'idempotency_keys inserts must run under READ COMMITTED or SERIALIZABLE'
-      USING ERRCODE = '25001';
+  IF current_setting('transaction_isolation') <> 'read committed' THEN
+    RAISE EXCEPTION 'idempotency_keys inserts must run under READ COMMITTED (this transaction is %)',
+      current_setting('transaction_isolation') USING ERRCODE = '25001';
   END IF;
   PERFORM pg_advisory_xact_lock(sweeper_claim_lock_key(NEW.tenant_id, NEW.key));
   IF EXISTS (SELECT 1 FROM idempotency_keys WHERE tenant_id = NEW.tenant_id AND key = NEW.key) THEN
@@ -94,6 +96,10 @@ CREATE FUNCTION sweeper_take_claim(
 DECLARE
   found_claim idempotency_keys%ROWTYPE;
 BEGIN
+  IF current_setting('transaction_isolation') <> 'read committed' THEN
+    RAISE EXCEPTION 'sweeper_take_claim must run under READ COMMITTED (this transaction is %)',
+      current_setting('transaction_isolation') USING ERRCODE = '25001';
+  END IF;
   PERFORM pg_advisory_xact_lock(sweeper_claim_lock_key(p_tenant_id, p_key));
   SELECT * INTO found_claim FROM idempotency_keys k
    WHERE k.tenant_id = p_tenant_id AND k.key = p_key
@@ -112,10 +118,16 @@ BEGIN
   END IF;
 
   outcome := CASE
+    -- A claim the sweeper re-created accepts any body, but only from the same account:
+    -- a charge made in another (connected) account must not buy replays here.
     WHEN found_claim.request_fingerprint <> p_fingerprint
-         AND found_claim.request_fingerprint <> sweeper_recreated_fingerprint() THEN 'fingerprint_mismatch'
+         AND NOT (found_claim.request_fingerprint = sweeper_recreated_fingerprint()
+                  AND found_claim.account_id IS NOT DISTINCT FROM p_account_id) THEN 'fingerprint_mismatch'
     WHEN found_claim.status = 'completed' THEN 'completed'
     WHEN found_claim.status = 'in_flight' AND found_claim.locked_until > p_now THEN 'in_flight'
+    -- Re-driving needs Stripe to still remember the downstream key (24 h): later, a
+    -- retry could charge a second time. The sweep settles such a claim instead.
+    WHEN p_now - found_claim.created_at >= interval '24 hours' THEN 'retry_window_expired'
     WHEN found_claim.status = 'in_flight' THEN 'stolen'
     ELSE 'retaken'
   END;
@@ -150,6 +162,10 @@ DECLARE
   locked boolean := false;
   parent_name text := (SELECT relname FROM pg_class WHERE oid = p_parent);
 BEGIN
+  IF parent_name NOT IN ('idempotency_keys', 'stripe_charges') OR p_to - p_from > 400 THEN
+    RAISE EXCEPTION 'sweeper_ensure_day_partitions: only idempotency_keys and stripe_charges, at most 400 days'
+      USING ERRCODE = '22023';
+  END IF;
   day := p_from;
   WHILE day <= p_to LOOP
     part_name := parent_name || '_p' || to_char(day, 'YYYYMMDD');
@@ -179,6 +195,7 @@ BEGIN
   END LOOP;
   RETURN created;
 END $$;
+REVOKE EXECUTE ON FUNCTION sweeper_ensure_day_partitions(regclass, date, date) FROM PUBLIC;
 
 CREATE TABLE payments (
   id                bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

@@ -100,6 +100,14 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
         return problem('fingerprint_mismatch', 422, 'this idempotency key was already used with a different request; use a new key');
       case 'completed':
         return { outcome: 'replayed', status: claim.response_status ?? 200, body: claim.response_body };
+      case 'retry_window_expired':
+        // Stripe has forgotten the downstream key: re-driving could charge twice.
+        return problem(
+          'retry_window_expired',
+          409,
+          "this key's first attempt is older than Stripe's 24 h idempotency window and never completed; " +
+            'it cannot be retried safely: check the payment status, then use a new key',
+        );
       case 'in_flight': {
         const waitMs = (claim.locked_until?.getTime() ?? now.getTime()) - now.getTime();
         return {

@@ -2,7 +2,14 @@ import type { Pool, Queryable } from '../db/pool.js';
 import { inTransaction } from '../db/pool.js';
 
 /** What `sweeper_take_claim` found or did; see migrations/001. */
-export type TakeOutcome = 'claimed' | 'stolen' | 'retaken' | 'completed' | 'in_flight' | 'fingerprint_mismatch';
+export type TakeOutcome =
+  | 'claimed'
+  | 'stolen'
+  | 'retaken'
+  | 'completed'
+  | 'in_flight'
+  | 'fingerprint_mismatch'
+  | 'retry_window_expired';
 
 export interface ClaimRow {
   outcome: TakeOutcome;
@@ -15,7 +22,11 @@ export interface ClaimRow {
   downstream_key: string;
 }
 
-/** The attempt that holds a claim: the fence every later write of it checks. */
+/**
+ * The attempt that holds a claim: the fence every later write of it checks is
+ * (tenant, key, attempt, in_flight). Not created_at: a JavaScript Date keeps only
+ * milliseconds, a row written by another client may carry microseconds.
+ */
 export interface HeldClaim {
   tenantId: string;
   key: string;
@@ -82,10 +93,10 @@ export async function completeClaim(
   return inTransaction(pool, async (tx) => {
     const updated = await tx.query(
       `UPDATE idempotency_keys
-          SET status = 'completed', response_status = $5, response_body = $6,
-              completed_at = $7, updated_at = $7, locked_until = NULL
-        WHERE tenant_id = $1 AND key = $2 AND created_at = $3 AND attempt = $4 AND status = 'in_flight'`,
-      [claim.tenantId, claim.key, claim.createdAt, claim.attempt, response.status, JSON.stringify(response.body), now],
+          SET status = 'completed', response_status = $4, response_body = $5,
+              completed_at = $6, updated_at = $6, locked_until = NULL
+        WHERE tenant_id = $1 AND key = $2 AND attempt = $3 AND status = 'in_flight'`,
+      [claim.tenantId, claim.key, claim.attempt, response.status, JSON.stringify(response.body), now],
     );
     // Nothing was written; committing the empty transaction is harmless.
     if (updated.rowCount !== 1) return false;
@@ -98,9 +109,9 @@ export async function completeClaim(
 export async function releaseClaim(db: Queryable, claim: HeldClaim, now: Date): Promise<boolean> {
   const result = await db.query(
     `UPDATE idempotency_keys
-        SET status = 'released', locked_until = NULL, updated_at = $5
-      WHERE tenant_id = $1 AND key = $2 AND created_at = $3 AND attempt = $4 AND status = 'in_flight'`,
-    [claim.tenantId, claim.key, claim.createdAt, claim.attempt, now],
+        SET status = 'released', locked_until = NULL, updated_at = $4
+      WHERE tenant_id = $1 AND key = $2 AND attempt = $3 AND status = 'in_flight'`,
+    [claim.tenantId, claim.key, claim.attempt, now],
   );
   return result.rowCount === 1;
 }

@@ -11,6 +11,7 @@ export const CHARGE_OUTCOMES = [
   'fingerprint_mismatch',
   'transient_failure',
   'superseded',
+  'retry_window_expired',
 ] as const;
 export type ChargeOutcome = (typeof CHARGE_OUTCOMES)[number];
 

@@ -11,6 +11,8 @@ export const STRIPE_IDEMPOTENCY_WINDOW_MS = 24 * 3_600_000;
 
 export interface JudgeContext {
   now: Date;
+  /** The longest claim lease: how long before its claim a key's charge can be. */
+  leaseMs: number;
   /** Claims older than this are legitimately expired; a missing claim is not a finding. */
   retentionStart: Date;
   refundDuplicates: boolean;
@@ -78,12 +80,13 @@ export function isLiveLease(claim: ClaimFact, now: Date): boolean {
   return claim.status === 'in_flight' && claim.lockedUntil !== null && claim.lockedUntil.getTime() > now.getTime();
 }
 
-function judgeGroup(group: KeyGroup, ctx: JudgeContext, out: Judgement): void {
-  const { tenantId, key, claim } = group;
+function judgeGroup(whole: KeyGroup, ctx: JudgeContext, out: Judgement): void {
+  const { tenantId, key, claim } = whole;
   const subject = claimSubject(tenantId, key);
   // A live writer owns this key right now; judging it would race the writer.
   if (claim && isLiveLease(claim, ctx.now)) return;
   out.judgedSubjects.push(subject);
+  const group = claim ? ownedByClaim(whole, claim, ctx, out) : whole;
 
   const moneyCharges = group.charges.filter((c) => MONEY.has(c.status));
   const failedCharges = group.charges.filter((c) => c.status === 'failed');
@@ -92,28 +95,31 @@ function judgeGroup(group: KeyGroup, ctx: JudgeContext, out: Judgement): void {
   let clean = true;
 
   for (const effect of group.effects) {
-    const charge = group.charges.find((c) => c.id === effect.chargeId) ?? null;
+    const charge = whole.charges.find((c) => c.id === effect.chargeId) ?? null;
     out.judgedSubjects.push(effect.chargeId);
     if (!judgeEffectAgainstCharge(effect, charge, out)) clean = false;
   }
 
+  let money = moneyCharges[0] ?? null;
   if (moneyCharges.length >= 2) {
     const keep = moneyCharges.find((c) => effectFor(c)) ?? earliest(moneyCharges);
     const refund = moneyCharges.filter((c) => c !== keep && !c.refunded);
     for (const c of moneyCharges) out.judgedSubjects.push(c.id);
-    out.findings.push({
-      category: 'duplicate_charge',
-      subject,
-      chargeId: keep.id,
-      ...ids,
-      repair: ctx.refundDuplicates && refund.length > 0 ? { kind: 'refund_duplicates', keep, refund } : null,
-      reason: ctx.refundDuplicates ? undefined : 'refunds only with --refund-duplicates',
-      details: { charges: moneyCharges.map(chargeSummary), kept: keep.id },
-    });
-    return;
+    if (refund.length > 0) {
+      out.findings.push({
+        category: 'duplicate_charge',
+        subject,
+        chargeId: keep.id,
+        ...ids,
+        repair: ctx.refundDuplicates ? { kind: 'refund_duplicates', keep, refund } : null,
+        reason: ctx.refundDuplicates ? undefined : 'refunds only with --refund-duplicates',
+        details: { charges: moneyCharges.map(chargeSummary), kept: keep.id },
+      });
+      return;
+    }
+    // Every extra charge is refunded in full: the duplicate is settled. Judge the key by the charge kept.
+    money = keep;
   }
-
-  const money = moneyCharges[0] ?? null;
   if (money) out.judgedSubjects.push(money.id);
 
   if (!claim) {
@@ -296,6 +302,38 @@ function judgeLooseCharge({ charge, effect }: LooseCharge, out: Judgement): void
 function judgeLooseEffect({ effect, charge }: LooseEffect, out: Judgement): void {
   out.judgedSubjects.push(effect.chargeId);
   if (judgeEffectAgainstCharge(effect, charge, out) && charge) out.matched += 1;
+}
+
+/**
+ * The part of a key's history that belongs to its current claim. Charges in another
+ * Stripe account than the claim's cannot be its charges (whoever can charge in a
+ * connected account can write any metadata): they are reported, never used to
+ * repair. Charges and effects from before the claim belong to an earlier use of the
+ * key whose claim has expired, and were judged back then.
+ */
+function ownedByClaim(group: KeyGroup, claim: ClaimFact, ctx: JudgeContext, out: Judgement): KeyGroup {
+  const account = claim.accountId ?? 'platform';
+  const since = claim.createdAt.getTime() - ctx.leaseMs;
+  const current = (at: Date) => at.getTime() >= since;
+  for (const c of group.charges) {
+    if (c.account === account || !MONEY.has(c.status) || group.effects.some((e) => e.chargeId === c.id)) continue;
+    out.judgedSubjects.push(c.id);
+    out.findings.push({
+      category: 'unattributed_charge',
+      subject: c.id,
+      chargeId: c.id,
+      tenantId: c.tenantId,
+      idempotencyKey: c.idempotencyKey,
+      repair: null,
+      reason: `metadata names a claim of account ${account}, but the charge is in ${c.account}`,
+      details: { charge: chargeSummary(c) },
+    });
+  }
+  return {
+    ...group,
+    charges: group.charges.filter((c) => c.account === account && current(c.created)),
+    effects: group.effects.filter((e) => current(e.createdAt)),
+  };
 }
 
 function accountIdOf(charge: ChargeFact): string | null {

@@ -36,9 +36,10 @@ export async function recordFindings(
        ON CONFLICT (category, account, subject) DO UPDATE
           SET last_seen_run = EXCLUDED.last_seen_run, last_seen_at = EXCLUDED.last_seen_at, details = EXCLUDED.details,
               charge_id = EXCLUDED.charge_id,
-              state = CASE WHEN f.state IN ('resolved', 'ignored') THEN f.state ELSE EXCLUDED.state END,
-              closed_at = CASE WHEN f.state IN ('resolved', 'ignored') THEN f.closed_at ELSE EXCLUDED.closed_at END,
-              closed_by = CASE WHEN f.state IN ('resolved', 'ignored') THEN f.closed_by ELSE EXCLUDED.closed_by END
+              -- A person's verdict sticks; the sweeper's own "healed" closure does not.
+              state = CASE WHEN f.state IN ('resolved', 'ignored') AND f.closed_by <> 'sweeper' THEN f.state ELSE EXCLUDED.state END,
+              closed_at = CASE WHEN f.state IN ('resolved', 'ignored') AND f.closed_by <> 'sweeper' THEN f.closed_at ELSE EXCLUDED.closed_at END,
+              closed_by = CASE WHEN f.state IN ('resolved', 'ignored') AND f.closed_by <> 'sweeper' THEN f.closed_by ELSE EXCLUDED.closed_by END
        RETURNING f.id, f.category, f.subject
      )
      INSERT INTO recon_repairs (finding_id, run_id, action, before, after, actor, at)

@@ -4,6 +4,10 @@ import type { ChargeFact } from './facts.js';
 import type { Finding, RepairPlan } from './classify.js';
 
 /**
+ * Claims are fenced on (tenant, key, attempt, status), never on created_at: a
+ * JavaScript Date keeps milliseconds, and a claim written by another client may
+ * carry microseconds, which would make every compare-and-swap miss silently.
+ *
  * Executes planned repairs inside the slice's transaction, one set-based statement
  * per kind of repair. Every claim write is a compare-and-swap on the version the
  * sweep judged, so a live writer that moved the claim since always wins: its repair
@@ -120,7 +124,7 @@ async function completeClaims(
               response_body = CASE WHEN k.status = 'completed' AND k.response_status = 200 AND plan.response_status = 200
                                    THEN k.response_body ELSE plan.response_body END
          FROM plan
-        WHERE k.tenant_id = plan.tenant_id AND k.key = plan.key AND k.created_at = plan.created_at
+        WHERE k.tenant_id = plan.tenant_id AND k.key = plan.key
           AND k.attempt = plan.attempt AND k.status = plan.status
           AND (k.status <> 'in_flight' OR k.locked_until <= $2)
        RETURNING k.tenant_id, k.key, k.response_status
@@ -167,7 +171,7 @@ async function releaseClaims(
     `UPDATE idempotency_keys k
         SET status = 'released', locked_until = NULL, updated_at = $2
        FROM jsonb_to_recordset($1::jsonb) AS plan(tenant_id text, key text, created_at timestamptz, attempt int)
-      WHERE k.tenant_id = plan.tenant_id AND k.key = plan.key AND k.created_at = plan.created_at
+      WHERE k.tenant_id = plan.tenant_id AND k.key = plan.key
         AND k.attempt = plan.attempt AND k.status = 'in_flight' AND k.locked_until <= $2
      RETURNING k.tenant_id, k.key`,
     [JSON.stringify(plan), now],

@@ -279,10 +279,11 @@ async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceCont
     const facts = await loadSliceFacts(client, run.account, slice);
     const judgement = judgeSlice(facts, {
       now,
+      leaseMs: options.leaseMs,
       retentionStart: new Date(now.getTime() - options.retentionMs),
       refundDuplicates: options.refundDuplicates && !options.dryRun,
     });
-    const findings = dedupe(judgement.findings);
+    const findings = capClaimCreation(dedupe(judgement.findings));
     await fault('judged');
     const repairs = await executeRepairs(client, findings, { now, refund: options.dryRun ? undefined : deps.refund });
     await fault('repaired');
@@ -309,6 +310,29 @@ async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceCont
     }
   });
   await fault('committed');
+}
+
+/**
+ * Every claim insert holds an advisory lock until its transaction commits (that is
+ * what makes claims unique across partitions), and PostgreSQL's lock table is
+ * bounded (max_locks_per_transaction × connections, about 6,400 by default). A slice
+ * re-creates at most this many claims; the rest stay open findings that say why,
+ * and a backfill of the range with a smaller SWEEPER_SLICE picks them up.
+ */
+export const MAX_CLAIMS_CREATED_PER_SLICE = 1_000;
+
+function capClaimCreation(findings: Finding[]): Finding[] {
+  let creations = 0;
+  return findings.map((f) => {
+    if (f.repair?.kind !== 'recreate_claim' || !f.repair.withClaim) return f;
+    creations += 1;
+    if (creations <= MAX_CLAIMS_CREATED_PER_SLICE) return f;
+    return {
+      ...f,
+      repair: null,
+      reason: `deferred: more than ${MAX_CLAIMS_CREATED_PER_SLICE} claims to re-create in one slice; backfill this range with a smaller SWEEPER_SLICE`,
+    };
+  });
 }
 
 function dedupe(findings: Finding[]): Finding[] {

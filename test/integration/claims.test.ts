@@ -333,19 +333,51 @@ describe('uniqueness of (tenant_id, key) across day partitions', () => {
     expect(await claimRows('acme', key)).toHaveLength(1);
   });
 
-  it('refuses REPEATABLE READ inserts, whose snapshot could miss a concurrent claim', async () => {
+  it.each(['REPEATABLE READ', 'SERIALIZABLE'])('refuses %s, whose snapshot could miss a claim committed meanwhile', async (level) => {
     const client = await db.pool.connect();
     try {
-      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+      await client.query(`BEGIN ISOLATION LEVEL ${level}`);
       await expect(
         client.query(
           `INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, locked_until, downstream_key, created_at, updated_at)
            VALUES ('acme', 'rr', 'f', 'released', NULL, 'd', '2026-03-16T10:00:00Z', '2026-03-16T10:00:00Z')`,
         ),
       ).rejects.toMatchObject({ code: '25001' });
+      await client.query('ROLLBACK');
+      await client.query(`BEGIN ISOLATION LEVEL ${level}`);
+      await expect(
+        takeClaim(client, { tenantId: 'acme', key: 'rr', fingerprint: 'f', downstreamKey: 'd', now: new Date('2026-03-16T10:00:00Z'), leaseMs: 1000 }),
+      ).rejects.toMatchObject({ code: '25001' });
     } finally {
       await client.query('ROLLBACK');
       client.release();
     }
+  });
+
+  it("a claim the sweeper re-created replays to any body from its own account only", async () => {
+    const key = freshKey();
+    await db.pool.query(
+      `SELECT sweeper_recreate_claim('acme', $1, 'd', 'acct_1Victim', '2026-03-10T11:00:00Z', 200, '{"charge":"ch_x"}', '2026-03-10T11:00:00Z')`,
+      [key],
+    );
+    const take = (accountId: string | null) =>
+      takeClaim(db.pool, { tenantId: 'acme', key, fingerprint: 'any', downstreamKey: 'd', now, leaseMs: LEASE_MS, accountId });
+    expect((await take('acct_1Victim')).outcome).toBe('completed');
+    expect((await take(null)).outcome).toBe('fingerprint_mismatch');
+    expect((await take('acct_1Other')).outcome).toBe('fingerprint_mismatch');
+  });
+});
+
+describe("Stripe's 24 h idempotency window", () => {
+  it('refuses to re-drive a claim whose first attempt is older than 24 h: a retry could charge twice', async () => {
+    const key = freshKey();
+    const stripeCalls = interceptPaymentIntents(() => [500, { error: { type: 'api_error', message: 'down' } }]);
+    const client = claims();
+    expect((await client.chargeOnce({ tenantId: 'acme', key, request: visa() })).outcome).toBe('transient_failure');
+    now = new Date(now.getTime() + 24 * 3_600_000);
+    const late = await client.chargeOnce({ tenantId: 'acme', key, request: visa() });
+    expect(late).toMatchObject({ outcome: 'retry_window_expired', status: 409 });
+    expect(stripeCalls.calls).toHaveLength(1);
+    expect((await claimRows('acme', key))[0]).toMatchObject({ status: 'released', attempt: 1 });
   });
 });

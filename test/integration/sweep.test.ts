@@ -232,6 +232,22 @@ describe('a sweep over every category', () => {
   });
 });
 
+describe('claims written by other clients', () => {
+  it('repairs a claim whose created_at carries microseconds (a JavaScript Date cannot hold them)', async () => {
+    await db.pool.query(
+      `INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, locked_until, attempt, downstream_key,
+                                     created_at, updated_at)
+       VALUES ('acme', 'k-micro', 'fp', 'in_flight', '2026-11-10T09:17:00.654321Z', 1, 'd',
+               '2026-11-10T09:15:00.123456Z', '2026-11-10T09:15:00.123456Z')`,
+    );
+    stripe.push(charge({ id: 'ch_micro', created: secs('10T09:15:01'), ...meta('k-micro') }));
+    const [report] = await run();
+    expect(report!.repaired.claim_without_effect).toBe(3);
+    expect(await query(`SELECT status FROM idempotency_keys WHERE key = 'k-micro'`)).toEqual([{ status: 'completed' }]);
+    expect(await query(`SELECT charge_id FROM payments WHERE idempotency_key = 'k-micro'`)).toEqual([{ charge_id: 'ch_micro' }]);
+  });
+});
+
 describe('runs, watermarks and locks', () => {
   it('a scheduled run advances the watermark to now − settle; a backfill never moves it', async () => {
     const [scheduled] = await run({ mode: 'run', window: undefined });

@@ -3,7 +3,7 @@ import { judgeSlice, type JudgeContext } from '../../src/sweep/classify.js';
 import type { ChargeFact, ClaimFact, EffectFact, KeyGroup } from '../../src/sweep/facts.js';
 
 const NOW = new Date('2026-11-10T12:00:00Z');
-const ctx: JudgeContext = { now: NOW, retentionStart: new Date('2026-11-03T12:00:00Z'), refundDuplicates: false };
+const ctx: JudgeContext = { now: NOW, leaseMs: 120_000, retentionStart: new Date('2026-11-03T12:00:00Z'), refundDuplicates: false };
 const minutesAgo = (m: number) => new Date(NOW.getTime() - m * 60_000);
 
 function claim(over: Partial<ClaimFact> = {}): ClaimFact {
@@ -162,5 +162,39 @@ describe('judgeSlice: what is never judged', () => {
   it('reports every subject it looked at, so healed findings can be closed', () => {
     const j = judge([group({ claim: claim(), charges: [charge()], effects: [effect()] })]);
     expect(j.judgedSubjects).toEqual(expect.arrayContaining(['acme\u241fk1', 'ch_1']));
+  });
+});
+
+describe('judgeSlice: what belongs to a claim', () => {
+  it('a charge in another account than the claim’s is reported, never used to repair the claim', () => {
+    const j = judge([
+      group({
+        claim: claim({ status: 'in_flight', lockedUntil: minutesAgo(58), accountId: null }),
+        charges: [charge({ account: 'acct_evil' })],
+      }),
+    ]);
+    expect(j.findings.map((f) => [f.category, f.repair?.kind ?? null])).toEqual([
+      ['unattributed_charge', null],
+      ['stale_claim', 'release_claim'],
+    ]);
+  });
+
+  it('charges and effects from before the claim belong to an earlier use of the key', () => {
+    const old = minutesAgo(9 * 24 * 60);
+    const j = judge([
+      group({
+        claim: claim(),
+        charges: [charge(), charge({ id: 'ch_old', created: old })],
+        effects: [effect(), effect({ chargeId: 'ch_old_gone', createdAt: old })],
+      }),
+    ]);
+    expect(j).toMatchObject({ findings: [], matched: 1 }); // no duplicate_charge, no effect_without_charge
+  });
+
+  it('a duplicate whose extra charge was refunded in full is settled', () => {
+    const j = judge([
+      group({ claim: claim(), charges: [charge(), charge({ id: 'ch_2', refunded: true, amountRefunded: 1000 })], effects: [effect()] }),
+    ]);
+    expect(j).toMatchObject({ findings: [], matched: 1 });
   });
 });
