@@ -8,7 +8,7 @@
 import { ensureDayPartitions } from '../src/db/partitions.js';
 import { silentLogger } from '../src/log.js';
 import type { NormalizedCharge } from '../src/stripe/types.js';
-import { sweep, type ChargeSource } from '../src/sweep/sweep.js';
+import { sweep, sweepOptions, type ChargeSource } from '../src/sweep/sweep.js';
 import { benchDatabase, countStatements, writeResult } from './support.js';
 
 const CHARGES = Number(process.env.BENCH_CHARGES ?? 100_000);
@@ -90,20 +90,7 @@ try {
   const started = performance.now();
   const [report] = await sweep(
     { pool: db.pool, clock: () => NOW, logger: silentLogger(), listCharges: source },
-    {
-      mode: 'backfill',
-      accounts: ['platform'],
-      window: { from: DAY, to: new Date(DAY.getTime() + 86_400_000) },
-      dryRun: false,
-      settleMs: 600_000,
-      overlapMs: 900_000,
-      sliceMs: 3_600_000,
-      leaseMs: 120_000,
-      retentionMs: 7 * 86_400_000,
-      firstRunLookbackMs: 86_400_000,
-      refundDuplicates: false,
-      resume: false,
-    },
+    sweepOptions({ mode: 'backfill', accounts: ['platform'], window: { from: DAY, to: new Date(DAY.getTime() + 86_400_000) } }),
   );
   const seconds = (performance.now() - started) / 1000;
   if (process.env.BENCH_EXPLAIN) {

@@ -13,7 +13,7 @@ import { silentLogger } from '../src/log.js';
 import { createStripeClient } from '../src/stripe/client.js';
 import { createChargeLister } from '../src/stripe/list-charges.js';
 import { RateBudget } from '../src/stripe/rate-budget.js';
-import { sweep } from '../src/sweep/sweep.js';
+import { sweep, sweepOptions } from '../src/sweep/sweep.js';
 import { benchDatabase, countStatements, writeResult } from './support.js';
 
 const CHARGES = Number(process.env.BENCH_CHARGES ?? 100_000);
@@ -51,20 +51,7 @@ try {
       logger: silentLogger(),
       listCharges: (account, window, signal) => lister.list(account === 'platform' ? null : account, window, { signal }),
     },
-    {
-      mode: 'backfill',
-      accounts: ['platform'],
-      window: { from: FROM, to: TO },
-      dryRun: false,
-      settleMs: 600_000,
-      overlapMs: 900_000,
-      sliceMs: 3_600_000,
-      leaseMs: 120_000,
-      retentionMs: 7 * 86_400_000,
-      firstRunLookbackMs: 86_400_000,
-      refundDuplicates: false,
-      resume: false,
-    },
+    sweepOptions({ mode: 'backfill', accounts: ['platform'], window: { from: FROM, to: TO } }),
   );
   const seconds = (performance.now() - started) / 1000;
   const sql = statements.count();

@@ -16,7 +16,7 @@ import { createChargeLister } from '../stripe/list-charges.js';
 import { RateBudget } from '../stripe/rate-budget.js';
 import { CATEGORIES } from '../sweep/categories.js';
 import { RUNBOOK } from '../sweep/runbook.js';
-import { sweep, type SweepReport } from '../sweep/sweep.js';
+import { sweep, sweepOptions, type SweepReport } from '../sweep/sweep.js';
 
 export interface DemoOptions {
   seed: number;
@@ -132,20 +132,7 @@ async function sweepOnce(pool: Pool, double: StripeDouble, window: { from: Date;
       logger: silentLogger(),
       listCharges: (account, w, signal) => lister.list(account === 'platform' ? null : account, w, { signal }),
     },
-    {
-      mode: 'backfill',
-      accounts: ['platform'],
-      window,
-      dryRun: false,
-      settleMs: 10 * 60_000,
-      overlapMs: 15 * 60_000,
-      sliceMs: 30 * 60_000,
-      leaseMs: 2 * 60_000,
-      retentionMs: 7 * 24 * HOUR,
-      firstRunLookbackMs: 24 * HOUR,
-      refundDuplicates: false,
-      resume: false,
-    },
+    sweepOptions({ mode: 'backfill', accounts: ['platform'], window, sliceMs: 30 * 60_000 }),
   );
 }
 

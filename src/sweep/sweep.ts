@@ -80,6 +80,22 @@ export interface SweepReport {
   resumed_from?: string;
 }
 
+/** The documented defaults (README "Configuration"), for callers that are not the CLI. */
+export function sweepOptions(options: Partial<SweepOptions> & Pick<SweepOptions, 'mode' | 'accounts'>): SweepOptions {
+  return {
+    dryRun: false,
+    settleMs: 10 * 60_000,
+    overlapMs: 15 * 60_000,
+    sliceMs: 3_600_000,
+    leaseMs: 2 * 60_000,
+    retentionMs: 7 * 86_400_000,
+    firstRunLookbackMs: 86_400_000,
+    refundDuplicates: false,
+    resume: false,
+    ...options,
+  };
+}
+
 /** Each batch written to the mirror in one statement: a page or a few. */
 const INGEST_BATCH = 500;
 

@@ -4,7 +4,7 @@ import { downstreamKey } from '../../src/claims/keys.js';
 import { dayOfPartition, expirePartitions } from '../../src/db/expire.js';
 import { ensureDayPartitions } from '../../src/db/partitions.js';
 import { silentLogger } from '../../src/log.js';
-import { sweep } from '../../src/sweep/sweep.js';
+import { sweep, sweepOptions } from '../../src/sweep/sweep.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { runCli } from '../support/cli.js';
 import { charge, memoryChargeSource, seedClaim } from '../support/scenario.js';
@@ -52,20 +52,7 @@ describe('expire', () => {
     );
     const sweeping = sweep(
       { pool: db.pool, listCharges: memoryChargeSource(() => mirror), clock: () => NOW, logger: silentLogger() },
-      {
-        mode: 'backfill',
-        accounts: ['platform'],
-        window: { from: daysAgo(16), to: daysAgo(0.5) },
-        dryRun: false,
-        settleMs: 600_000,
-        overlapMs: 0,
-        sliceMs: 6 * 3_600_000,
-        leaseMs: 120_000,
-        retentionMs: 7 * DAY,
-        firstRunLookbackMs: DAY,
-        refundDuplicates: false,
-        resume: false,
-      },
+      sweepOptions({ mode: 'backfill', accounts: ['platform'], window: { from: daysAgo(16), to: daysAgo(0.5) }, overlapMs: 0, sliceMs: 6 * 3_600_000 }),
     );
     const expiring = expirePartitions(db.pool, { now: NOW, retentionMs: 7 * DAY });
     const [claims, , result] = await Promise.all([traffic, sweeping, expiring]);

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, type Pool } from '../../src/db/pool.js';
 import { silentLogger } from '../../src/log.js';
-import { sweep } from '../../src/sweep/sweep.js';
+import { sweep, sweepOptions } from '../../src/sweep/sweep.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { charge, memoryChargeSource, seedClaim } from '../support/scenario.js';
 
@@ -36,20 +36,11 @@ describe('the least-privilege runtime role', () => {
     const stripe = [charge({ id: 'ch_1', created: Date.parse('2026-11-10T09:00:05Z') / 1000, tenantId: 'acme', idempotencyKey: 'k1' })];
     const [report] = await sweep(
       { pool: runtime, listCharges: memoryChargeSource(() => stripe), clock: () => NOW, logger: silentLogger() },
-      {
+      sweepOptions({
         mode: 'backfill',
         accounts: ['platform'],
         window: { from: new Date('2026-11-10T08:00:00Z'), to: new Date('2026-11-10T10:00:00Z') },
-        dryRun: false,
-        settleMs: 600_000,
-        overlapMs: 0,
-        sliceMs: 3_600_000,
-        leaseMs: 120_000,
-        retentionMs: 7 * 86_400_000,
-        firstRunLookbackMs: 86_400_000,
-        refundDuplicates: false,
-        resume: false,
-      },
+      }),
     );
     expect(report?.repaired.claim_without_effect).toBe(1);
     const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM pg_inherits WHERE inhparent = 'stripe_charges'::regclass`);
