@@ -164,9 +164,9 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
 
   const run = { id: runId, mode: options.mode, account, shard, watermarkShard, window: window.full, startedAt: started, checkpoint: window.start };
   const slices = slicesOf({ from: window.start, to: window.full.to }, options.sliceMs);
-  // A real run commits slice by slice. A dry run does everything in one transaction
-  // that it rolls back at the end, so later slices see what earlier ones would have
-  // written and the open count it reports is the one a real run would leave.
+  // A real run commits slice by slice. A dry run keeps one transaction that it rolls
+  // back at the end, so later slices see the charges earlier ones ingested; each
+  // slice's repairs and findings are undone at once (see sweepSlice).
   const dry = options.dryRun ? await deps.pool.connect() : null;
   const inTx: SliceContext['inTransaction'] = dry ? (fn) => fn(dry) : (fn) => inTransaction(deps.pool, fn);
   try {
@@ -181,7 +181,8 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
       await sweepSlice(deps, options, { run, slice, index, report, log, readUntil: started, inTransaction: inTx });
       deps.onSlice?.(index + 1, slices.length);
     }
-    report.unreconciled = await countOpenFindings(dry ?? deps.pool, account);
+    // A dry run accumulated, slice by slice, how many open findings it would add.
+    report.unreconciled += await countOpenFindings(dry ?? deps.pool, account);
     if (!dry) await finishRun(deps.pool, runId, { status: report.status, now: deps.clock(), unreconciled: report.unreconciled });
   } catch (error) {
     if (dry) throw error;
@@ -301,12 +302,20 @@ async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceCont
     });
     const findings = capClaimCreation(dedupe(judgement.findings));
     await fault('judged');
+    // A dry run repairs and records inside a savepoint that it rolls back at once:
+    // the row and advisory locks those writes took go with it, so live writers wait
+    // milliseconds, not for the whole dry run; the mirror rows stay for later slices.
+    const openBefore = options.dryRun ? await savepointAndCountOpen(client, run.account) : 0;
     const repairs = await executeRepairs(client, findings, { now, refund: options.dryRun ? undefined : deps.refund });
     await fault('repaired');
     // A repair that lost its compare-and-swap to a live writer is no finding: the writer settles it.
     const recorded = findings.filter((f) => !f.repair || repairs.has(f) || f.repair.kind === 'refund_duplicates');
     await recordFindings(client, { account: run.account, runId: run.id, now, findings: recorded, repairs });
     await closeHealedFindings(client, { account: run.account, runId: run.id, now, judgedSubjects: judgement.judgedSubjects, findings: recorded });
+    if (options.dryRun) {
+      report.unreconciled += (await countOpenFindings(client, run.account)) - openBefore;
+      await client.query('ROLLBACK TO SAVEPOINT dry_run_slice');
+    }
 
     report.charges_scanned += inSlice;
     report.malformed_charges += malformed;
@@ -326,6 +335,11 @@ async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceCont
     }
   });
   await fault('committed');
+}
+
+async function savepointAndCountOpen(client: PoolClient, account: string): Promise<number> {
+  await client.query('SAVEPOINT dry_run_slice');
+  return countOpenFindings(client, account);
 }
 
 /**

@@ -200,8 +200,36 @@ describe('a sweep over every category', () => {
   it('--dry-run leaves every table byte for byte as it was and reports what it would do', async () => {
     const before = await tableChecksums(db.pool);
     const [report] = await run({ dryRun: true });
-    expect(report).toMatchObject({ dry_run: true, repaired: { claim_without_effect: 2, stale_claim: 1 } });
+    expect(report).toMatchObject({ dry_run: true, repaired: { claim_without_effect: 2, stale_claim: 1 }, unreconciled: 6 });
     expect(await tableChecksums(db.pool)).toEqual(before);
+  });
+
+  it('--dry-run does not keep the locks of what it would repair once the slice is judged', async () => {
+    const other = await db.pool.connect();
+    const seen: unknown[] = [];
+    try {
+      await sweep(
+        {
+          pool: db.pool,
+          listCharges: memoryChargeSource(() => stripe),
+          clock: () => NOW,
+          logger: silentLogger(),
+          // k-stale (released) and k-ewc (re-created) were repaired in slice 25; slice 26 is under way.
+          faultPoint: async (name) => {
+            if (name !== 'slice:26:judged') return;
+            await other.query('BEGIN');
+            const row = await other.query(`SELECT status FROM idempotency_keys WHERE key = 'k-stale' FOR UPDATE NOWAIT`);
+            const lock = await other.query(`SELECT pg_try_advisory_xact_lock(sweeper_claim_lock_key('acme', 'k-ewc')) AS free`);
+            await other.query('ROLLBACK');
+            seen.push(row.rows[0], lock.rows[0]);
+          },
+        },
+        { ...baseOptions, dryRun: true },
+      );
+      expect(seen).toEqual([{ status: 'in_flight' }, { free: true }]);
+    } finally {
+      other.release();
+    }
   });
 
   it('a live writer wins: a claim stolen between read and repair is left to it', async () => {
