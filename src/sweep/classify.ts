@@ -61,7 +61,8 @@ export interface Finding {
 
 export interface Judgement {
   findings: Finding[];
-  matched: number;
+  /** Charges that agree everywhere (by id, so a run can count each once across slices). */
+  matched: string[];
   /** Every subject looked at: open findings among them that are no longer found get closed. */
   judgedSubjects: string[];
 }
@@ -69,7 +70,7 @@ export interface Judgement {
 const MONEY: ReadonlySet<ChargeFact['status']> = new Set(['succeeded', 'pending']);
 
 export function judgeSlice(facts: SliceFacts, ctx: JudgeContext): Judgement {
-  const out: Judgement = { findings: [], matched: 0, judgedSubjects: [] };
+  const out: Judgement = { findings: [], matched: [], judgedSubjects: [] };
   for (const group of facts.groups) judgeGroup(group, ctx, out);
   for (const loose of facts.looseCharges) judgeLooseCharge(loose, out);
   for (const loose of facts.looseEffects) judgeLooseEffect(loose, out);
@@ -168,7 +169,7 @@ function judgeGroup(whole: KeyGroup, ctx: JudgeContext, out: Judgement): void {
       });
       return;
     }
-    if (clean && money) out.matched += 1;
+    if (clean && money) out.matched.push(money.id);
     return;
   }
 
@@ -192,7 +193,7 @@ function judgeGroup(whole: KeyGroup, ctx: JudgeContext, out: Judgement): void {
 
   if (money) {
     if (effectFor(money)) {
-      if (clean) out.matched += 1;
+      if (clean) out.matched.push(money.id);
       return;
     }
     out.findings.push(claimWithoutEffect(money));
@@ -205,7 +206,7 @@ function judgeGroup(whole: KeyGroup, ctx: JudgeContext, out: Judgement): void {
     return;
   }
   if (failed) {
-    if (clean) out.matched += 1; // a decline, stored on the claim and replayed
+    if (clean) out.matched.push(failed.id); // a decline, stored on the claim and replayed
     return;
   }
 
@@ -283,7 +284,7 @@ function judgeEffectAgainstCharge(effect: EffectFact, charge: ChargeFact | null,
 function judgeLooseCharge({ charge, effect }: LooseCharge, out: Judgement): void {
   out.judgedSubjects.push(charge.id);
   if (effect) {
-    if (judgeEffectAgainstCharge(effect, charge, out)) out.matched += 1;
+    if (judgeEffectAgainstCharge(effect, charge, out)) out.matched.push(charge.id);
     return;
   }
   if (!MONEY.has(charge.status)) return;
@@ -301,7 +302,7 @@ function judgeLooseCharge({ charge, effect }: LooseCharge, out: Judgement): void
 
 function judgeLooseEffect({ effect, charge }: LooseEffect, out: Judgement): void {
   out.judgedSubjects.push(effect.chargeId);
-  if (judgeEffectAgainstCharge(effect, charge, out) && charge) out.matched += 1;
+  if (judgeEffectAgainstCharge(effect, charge, out) && charge) out.matched.push(charge.id);
 }
 
 /**

@@ -164,6 +164,7 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
 
   const run = { id: runId, mode: options.mode, account, shard, watermarkShard, window: window.full, startedAt: started, checkpoint: window.start };
   const slices = slicesOf({ from: window.start, to: window.full.to }, options.sliceMs);
+  const counted = new Set<string>();
   // A real run commits slice by slice. A dry run keeps one transaction that it rolls
   // back at the end, so later slices see the charges earlier ones ingested; each
   // slice's repairs and findings are undone at once (see sweepSlice).
@@ -178,7 +179,7 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
         report.status = 'interrupted';
         break;
       }
-      await sweepSlice(deps, options, { run, slice, index, report, log, readUntil: started, inTransaction: inTx });
+      await sweepSlice(deps, options, { run, slice, index, report, log, readUntil: started, inTransaction: inTx, counted });
       deps.onSlice?.(index + 1, slices.length);
     }
     // A dry run accumulated, slice by slice, how many open findings it would add.
@@ -256,6 +257,14 @@ interface SliceContext {
   log: Logger;
   readUntil: Date;
   inTransaction: <T>(fn: (client: PoolClient) => Promise<T>) => Promise<T>;
+  /** What this run has counted already, across slices. */
+  counted: Set<string>;
+}
+
+function once(seen: Set<string>, id: string): boolean {
+  if (seen.has(id)) return false;
+  seen.add(id);
+  return true;
 }
 
 async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceContext): Promise<void> {
@@ -319,8 +328,10 @@ async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceCont
 
     report.charges_scanned += inSlice;
     report.malformed_charges += malformed;
-    report.findings.matched += judgement.matched;
-    for (const f of recorded) report.findings[f.category] += 1;
+    // A key can be judged in two slices of one run (its charge in one, its claim's
+    // last change in the next): count each subject once per run.
+    for (const id of judgement.matched) if (once(ctx.counted, `matched\u001f${id}`)) report.findings.matched += 1;
+    for (const f of recorded) if (once(ctx.counted, `${f.category}\u001f${f.subject}`)) report.findings[f.category] += 1;
     for (const f of repairs.keys()) report.repaired[f.category] += 1;
     await recordSliceProgress(client, run.id, {
       checkpoint: slice.to,

@@ -68,7 +68,7 @@ const only = (groups: KeyGroup[], over: Partial<JudgeContext> = {}) => {
 describe('judgeSlice: one row of the category table each', () => {
   it('matched: completed claim, effect, agreeing charge', () => {
     const j = judge([group({ claim: claim(), charges: [charge()], effects: [effect()] })]);
-    expect(j).toMatchObject({ findings: [], matched: 1 });
+    expect(j).toMatchObject({ findings: [], matched: ['ch_1'] });
   });
 
   it('claim_without_effect: expired in-flight claim and a succeeded charge → record effect, complete claim', () => {
@@ -156,7 +156,7 @@ describe('judgeSlice: one row of the category table each', () => {
 describe('judgeSlice: what is never judged', () => {
   it('skips a claim in a live lease entirely', () => {
     const j = judge([group({ claim: claim({ status: 'in_flight', lockedUntil: new Date(NOW.getTime() + 1000) }), charges: [charge()] })]);
-    expect(j).toEqual({ findings: [], matched: 0, judgedSubjects: [] });
+    expect(j).toEqual({ findings: [], matched: [], judgedSubjects: [] });
   });
 
   it('reports every subject it looked at, so healed findings can be closed', () => {
@@ -188,13 +188,13 @@ describe('judgeSlice: what belongs to a claim', () => {
         effects: [effect(), effect({ chargeId: 'ch_old_gone', createdAt: old })],
       }),
     ]);
-    expect(j).toMatchObject({ findings: [], matched: 1 }); // no duplicate_charge, no effect_without_charge
+    expect(j).toMatchObject({ findings: [], matched: ['ch_1'] }); // no duplicate_charge, no effect_without_charge
   });
 
   it('a duplicate whose extra charge was refunded in full is settled', () => {
     const j = judge([
       group({ claim: claim(), charges: [charge(), charge({ id: 'ch_2', refunded: true, amountRefunded: 1000 })], effects: [effect()] }),
     ]);
-    expect(j).toMatchObject({ findings: [], matched: 1 });
+    expect(j).toMatchObject({ findings: [], matched: ['ch_1'] });
   });
 });
