@@ -1,4 +1,4 @@
-import type { Pool } from './pool.js';
+import { checkout, type Pool } from './pool.js';
 import { LOCK_CLASS, LockObject } from './locks.js';
 import { DAY_PARTITIONED_TABLES, ensureDayPartitions, partitionDays, utcDay } from './partitions.js';
 import { ConfigError } from '../errors.js';
@@ -39,7 +39,7 @@ export async function expirePartitions(
   options: { now: Date; retentionMs: number; dryRun?: boolean },
 ): Promise<ExpireResult> {
   const keptFrom = utcDay(new Date(options.now.getTime() - options.retentionMs));
-  const client = await pool.connect();
+  const client = await checkout(pool);
   let broken = false;
   try {
     const { rows: lock } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
-import type { Pool, Queryable } from './pool.js';
+import { checkout, type Pool, type Queryable } from './pool.js';
 import { LOCK_CLASS, LockObject } from './locks.js';
 import type { Logger } from '../log.js';
 
@@ -63,7 +63,7 @@ export interface MigrateResult {
  */
 export async function migrate(pool: Pool, options: { dir?: string; logger?: Logger } = {}): Promise<MigrateResult> {
   const files = await readMigrations(options.dir);
-  const client = await pool.connect();
+  const client = await checkout(pool);
   let broken = false;
   try {
     await client.query('SELECT pg_advisory_lock($1, $2)', [LOCK_CLASS, LockObject.migrate]);

@@ -73,9 +73,26 @@ export function describeConnectionError(error: unknown, connectionString: string
   }
 }
 
+/**
+ * Checks a connection out with an 'error' listener attached: if the server drops it
+ * (restart, failover, pg_terminate_backend) the query in flight rejects, and the
+ * event that node-postgres also emits must not crash the process as unhandled.
+ * `onError` lets a holder notice (the sweep's lock connection must).
+ */
+export async function checkout(pool: Pool, onError: (error: Error) => void = () => undefined): Promise<PoolClient> {
+  const client = await pool.connect();
+  client.on('error', onError);
+  const release = client.release.bind(client);
+  client.release = (destroy?: boolean | Error) => {
+    client.off('error', onError);
+    return release(destroy);
+  };
+  return client;
+}
+
 /** Runs `fn` in one transaction on one connection; rolls back on any error. */
 export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
+  const client = await checkout(pool);
   let broken = false;
   try {
     await client.query('BEGIN');

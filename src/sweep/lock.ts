@@ -1,4 +1,4 @@
-import type { Pool, PoolClient } from '../db/pool.js';
+import { checkout, type Pool, type PoolClient, type Queryable } from '../db/pool.js';
 import { LOCK_CLASS } from '../db/locks.js';
 
 /** Another sweep holds an account's lock: exit 75, do not wait. */
@@ -9,6 +9,13 @@ export class SweepLockedError extends Error {
 
 export interface SweepLock {
   release(): Promise<void>;
+  /** Throws when the connection holding the locks died: another run may have them now. */
+  assertHeld(): void;
+  /**
+   * The same, asked of the database inside a slice's transaction just before it
+   * commits: a slice never commits after its run lost the lock.
+   */
+  confirmHeld(db: Queryable): Promise<void>;
 }
 
 /**
@@ -18,9 +25,14 @@ export interface SweepLock {
  * so a killed sweeper never leaves it behind.
  */
 export async function lockAccounts(pool: Pool, accounts: string[]): Promise<SweepLock> {
-  const client: PoolClient = await pool.connect();
+  let lostWith: Error | undefined;
+  const client: PoolClient = await checkout(pool, (error) => {
+    lostWith = error;
+  });
   const taken: string[] = [];
+  let holder = 0;
   try {
+    holder = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid ?? 0;
     for (const account of [...accounts].sort()) {
       const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok', [
         LOCK_CLASS,
@@ -36,7 +48,23 @@ export async function lockAccounts(pool: Pool, accounts: string[]): Promise<Swee
     client.release();
     throw error;
   }
+  const assertHeld = () => {
+    if (lostWith) {
+      throw new Error(`lost the database connection that held the sweep lock (${lostWith.message}); stopping so two runs never overlap`);
+    }
+  };
   return {
+    assertHeld,
+    async confirmHeld(db) {
+      const { rows } = await db.query<{ held: boolean }>(
+        `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = $1 AND granted) AS held`,
+        [holder],
+      );
+      if (!rows[0]?.held) {
+        lostWith ??= new Error('the lock-holding session is gone');
+        assertHeld();
+      }
+    },
     async release() {
       try {
         await unlock(client, taken);

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { inTransaction, type Pool, type PoolClient } from '../db/pool.js';
+import { checkout, inTransaction, type Pool, type PoolClient } from '../db/pool.js';
 import { ensureDayPartitions, utcDay } from '../db/partitions.js';
 import { LOCK_CLASS, LockObject } from '../db/locks.js';
 import type { Logger } from '../log.js';
@@ -9,7 +9,7 @@ import { judgeSlice, type Finding } from './classify.js';
 import type { ChargeFact } from './facts.js';
 import { loadSliceFacts } from './facts-sql.js';
 import { closeHealedFindings, recordFindings } from './findings-store.js';
-import { lockAccounts } from './lock.js';
+import { lockAccounts, type SweepLock } from './lock.js';
 import { upsertCharges } from './mirror.js';
 import { executeRepairs } from './repairs.js';
 import {
@@ -114,7 +114,8 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
     const reports: SweepReport[] = [];
     for (const account of options.accounts) {
       if (options.signal?.aborted) break;
-      reports.push(await sweepAccount(deps, options, account));
+      lock.assertHeld();
+      reports.push(await sweepAccount(deps, options, account, lock));
     }
     return reports;
   } finally {
@@ -122,7 +123,7 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
   }
 }
 
-async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: string): Promise<SweepReport> {
+async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: string, lock: SweepLock): Promise<SweepReport> {
   const started = deps.clock();
   const t0 = Date.now();
   // Shards split the accounts, so each account's watermark is its own whatever the
@@ -168,7 +169,7 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
   // A real run commits slice by slice. A dry run keeps one transaction that it rolls
   // back at the end, so later slices see the charges earlier ones ingested; each
   // slice's repairs and findings are undone at once (see sweepSlice).
-  const dry = options.dryRun ? await deps.pool.connect() : null;
+  const dry = options.dryRun ? await checkout(deps.pool) : null;
   const inTx: SliceContext['inTransaction'] = dry ? (fn) => fn(dry) : (fn) => inTransaction(deps.pool, fn);
   try {
     if (dry) await dry.query('BEGIN');
@@ -179,7 +180,8 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
         report.status = 'interrupted';
         break;
       }
-      await sweepSlice(deps, options, { run, slice, index, report, log, readUntil: started, inTransaction: inTx, counted });
+      lock.assertHeld();
+      await sweepSlice(deps, options, { run, slice, index, report, log, readUntil: started, inTransaction: inTx, counted, lock });
       deps.onSlice?.(index + 1, slices.length);
     }
     // A dry run accumulated, slice by slice, how many open findings it would add.
@@ -259,6 +261,7 @@ interface SliceContext {
   inTransaction: <T>(fn: (client: PoolClient) => Promise<T>) => Promise<T>;
   /** What this run has counted already, across slices. */
   counted: Set<string>;
+  lock: SweepLock;
 }
 
 function once(seen: Set<string>, id: string): boolean {
@@ -340,6 +343,7 @@ async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceCont
       repaired: report.repaired,
     });
     if (run.mode === 'run') await advanceWatermark(client, run.account, run.watermarkShard, slice.to, run.id, now);
+    await ctx.lock.confirmHeld(client);
     await fault('before-commit');
     if (options.dryRun) {
       for (const [f, r] of repairs) ctx.log.info({ category: f.category, subject: f.subject, action: r.action }, 'dry run: would repair');

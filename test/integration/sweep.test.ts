@@ -319,6 +319,72 @@ describe('runs, watermarks and locks', () => {
     );
   });
 
+  it('the database connection dying mid-slice fails the run, rolls the slice back and keeps the watermark', async () => {
+    const killer = await db.pool.connect();
+    try {
+      const error = await sweep(
+        {
+          pool: db.pool,
+          listCharges: memoryChargeSource(() => stripe),
+          clock: () => NOW,
+          logger: silentLogger(),
+          faultPoint: async (name) => {
+            if (name !== 'slice:2:judged') return;
+            // The slice's own connection is the one idle inside a transaction right now.
+            await killer.query(
+              `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                WHERE datname = current_database() AND state = 'idle in transaction' AND pid <> pg_backend_pid()`,
+            );
+          },
+        },
+        { ...baseOptions, mode: 'run', window: undefined, firstRunLookbackMs: 4 * 60 * MIN },
+      ).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(Error);
+      const [runRow] = await query<{ status: string; checkpoint: Date }>('SELECT status, checkpoint FROM recon_runs');
+      expect(runRow).toEqual({ status: 'failed', checkpoint: new Date('2026-11-10T10:00:00Z') });
+      expect((await query<{ watermark: Date }>('SELECT watermark FROM recon_watermarks'))[0]?.watermark).toEqual(
+        new Date('2026-11-10T10:00:00Z'),
+      );
+      // Slice 2 (10:00–11:00) rolled back: nothing it judged was recorded.
+      expect(await query(`SELECT count(*)::int AS n FROM recon_findings WHERE subject IN ('ch_amount', 'ch_drift')`)).toEqual([{ n: 0 }]);
+      const next = await run({ mode: 'run', window: undefined });
+      expect(next[0]?.findings.amount_mismatch).toBe(1); // the next run does that slice again
+    } finally {
+      killer.release();
+    }
+  });
+
+  it('a run whose lock connection dies stops before committing another slice', async () => {
+    const killer = await db.pool.connect();
+    try {
+      const error = await sweep(
+        {
+          pool: db.pool,
+          listCharges: memoryChargeSource(() => stripe),
+          clock: () => NOW,
+          logger: silentLogger(),
+          faultPoint: async (name) => {
+            if (name !== 'slice:1:repaired') return;
+            await killer.query(
+              // The run's lock session: holds an advisory lock of our class and is idle (the slice is not).
+              `SELECT pg_terminate_backend(l.pid) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                WHERE l.locktype = 'advisory' AND l.classid = $1 AND l.granted AND a.state = 'idle'`,
+              [0x53574550],
+            );
+          },
+        },
+        { ...baseOptions, mode: 'run', window: undefined, firstRunLookbackMs: 4 * 60 * MIN },
+      ).catch((e: unknown) => e);
+      expect((error as Error).message).toMatch(/lost the database connection that held the sweep lock/);
+      // Slice 0 committed; slice 1, in progress when the lock went, rolled back.
+      expect((await query<{ watermark: Date }>('SELECT watermark FROM recon_watermarks'))[0]?.watermark).toEqual(
+        new Date('2026-11-10T09:00:00Z'),
+      );
+    } finally {
+      killer.release();
+    }
+  });
+
   it('an unfinished backfill resumes from its last committed slice', async () => {
     let slices = 0;
     const failOnce = async function* (account: string, window: { from: Date; to: Date }) {
