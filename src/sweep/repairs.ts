@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/pool.js';
+import { inTransaction, type Pool, type Queryable } from '../db/pool.js';
 import { downstreamKey } from '../claims/keys.js';
 import type { ChargeFact } from './facts.js';
 import type { Finding, RepairPlan } from './classify.js';
@@ -23,7 +23,6 @@ export interface RepairOutcome {
 
 export interface RepairContext {
   now: Date;
-  refund?: (charge: ChargeFact, idempotencyKey: string) => Promise<void>;
 }
 
 type Of<K extends RepairPlan['kind']> = Extract<RepairPlan, { kind: K }>;
@@ -37,7 +36,8 @@ export async function executeRepairs(db: Queryable, findings: Finding[], ctx: Re
   await releaseClaims(db, byKind('release_claim'), ctx.now, done);
   await recreateClaims(db, byKind('recreate_claim'), ctx.now, done);
   await updateEffects(db, byKind('update_effect'), ctx.now, done);
-  await refundDuplicates(byKind('refund_duplicates'), ctx, done);
+  // Refunds are calls to Stripe: made after the slice commits (refundAfterCommit), never
+  // while this transaction holds claim locks.
   return done;
 }
 
@@ -296,19 +296,43 @@ export function refundIdempotencyKey(chargeId: string): string {
   return `sweeper_refund_v1_${chargeId}`;
 }
 
-async function refundDuplicates(
-  findings: Array<Finding & { repair: Of<'refund_duplicates'> }>,
-  ctx: RepairContext,
-  done: Map<Finding, RepairOutcome>,
+export type RefundFinding = Finding & { repair: Of<'refund_duplicates'> };
+
+export function isRefund(f: Finding): f is RefundFinding {
+  return f.repair?.kind === 'refund_duplicates';
+}
+
+/**
+ * After the slice committed the duplicate as an open finding: refund the extra
+ * charges (a deterministic idempotency key per charge, so a crash here and a rerun
+ * refund once), then mark the finding repaired with its audit row. If a refund fails
+ * the finding stays open and the error ends the run.
+ */
+export async function refundAfterCommit(
+  pool: Pool,
+  finding: RefundFinding,
+  args: { account: string; runId: string; now: Date; refund: (charge: ChargeFact, idempotencyKey: string) => Promise<void> },
 ): Promise<void> {
-  if (findings.length === 0 || !ctx.refund) return;
-  for (const finding of findings) {
-    for (const charge of finding.repair.refund) await ctx.refund(charge, refundIdempotencyKey(charge.id));
-    done.set(finding, {
-      finding,
-      action: 'refund_duplicates',
-      before: { kept: finding.repair.keep.id, charges: finding.repair.refund.map((c) => c.id) },
-      after: { refunded: finding.repair.refund.map((c) => ({ charge: c.id, amount: c.amount - c.amountRefunded })) },
-    });
-  }
+  const { keep, refund } = finding.repair;
+  for (const charge of refund) await args.refund(charge, refundIdempotencyKey(charge.id));
+  await inTransaction(pool, async (tx) => {
+    const { rows } = await tx.query<{ id: number }>(
+      `UPDATE recon_findings SET state = 'repaired', closed_at = $4, closed_by = 'sweeper', last_seen_run = $3
+        WHERE category = 'duplicate_charge' AND account = $1 AND subject = $2 RETURNING id`,
+      [args.account, finding.subject, args.runId, args.now],
+    );
+    const id = rows[0]?.id;
+    if (id === undefined) return;
+    await tx.query(
+      `INSERT INTO recon_repairs (finding_id, run_id, action, before, after, actor, at)
+       VALUES ($1, $2, 'refund_duplicates', $3, $4, 'sweeper', $5)`,
+      [
+        id,
+        args.runId,
+        JSON.stringify({ kept: keep.id, charges: refund.map((c) => c.id) }),
+        JSON.stringify({ refunded: refund.map((c) => ({ charge: c.id, amount: c.amount - c.amountRefunded, idempotency_key: refundIdempotencyKey(c.id) })) }),
+        args.now,
+      ],
+    );
+  });
 }

@@ -11,7 +11,7 @@ import { loadSliceFacts } from './facts-sql.js';
 import { closeHealedFindings, recordFindings } from './findings-store.js';
 import { lockAccounts, type SweepLock } from './lock.js';
 import { upsertCharges } from './mirror.js';
-import { executeRepairs } from './repairs.js';
+import { executeRepairs, isRefund, refundAfterCommit, type RefundFinding } from './repairs.js';
 import {
   advanceWatermark,
   countOpenFindings,
@@ -293,6 +293,7 @@ async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceCont
   }
   await fault('listed');
 
+  const refunds: RefundFinding[] = [];
   await ctx.inTransaction(async (client) => {
     // Keeps `expire` from detaching a mirror partition under this slice's inserts.
     await client.query('SELECT pg_advisory_xact_lock_shared($1, $2)', [LOCK_CLASS, LockObject.partitions]);
@@ -310,7 +311,7 @@ async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceCont
       now,
       leaseMs: options.leaseMs,
       retentionStart: new Date(now.getTime() - options.retentionMs),
-      refundDuplicates: options.refundDuplicates && !options.dryRun,
+      refundDuplicates: options.refundDuplicates,
     });
     const findings = capClaimCreation(dedupe(judgement.findings));
     await fault('judged');
@@ -318,10 +319,11 @@ async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceCont
     // the row and advisory locks those writes took go with it, so live writers wait
     // milliseconds, not for the whole dry run; the mirror rows stay for later slices.
     const openBefore = options.dryRun ? await savepointAndCountOpen(client, run.account) : 0;
-    const repairs = await executeRepairs(client, findings, { now, refund: options.dryRun ? undefined : deps.refund });
+    const repairs = await executeRepairs(client, findings, { now });
     await fault('repaired');
     // A repair that lost its compare-and-swap to a live writer is no finding: the writer settles it.
-    const recorded = findings.filter((f) => !f.repair || repairs.has(f) || f.repair.kind === 'refund_duplicates');
+    const recorded = findings.filter((f) => !f.repair || repairs.has(f) || isRefund(f));
+    refunds.push(...recorded.filter(isRefund));
     await recordFindings(client, { account: run.account, runId: run.id, now, findings: recorded, repairs });
     await closeHealedFindings(client, { account: run.account, runId: run.id, now, judgedSubjects: judgement.judgedSubjects, findings: recorded });
     if (options.dryRun) {
@@ -350,6 +352,15 @@ async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceCont
     }
   });
   await fault('committed');
+  for (const finding of refunds) {
+    if (options.dryRun) {
+      report.repaired.duplicate_charge += 1; // would refund
+      continue;
+    }
+    if (!deps.refund) throw new Error('--refund-duplicates needs a Stripe client that can create refunds');
+    await refundAfterCommit(deps.pool, finding, { account: run.account, runId: run.id, now: deps.clock(), refund: deps.refund });
+    report.repaired.duplicate_charge += 1;
+  }
 }
 
 async function savepointAndCountOpen(client: PoolClient, account: string): Promise<number> {

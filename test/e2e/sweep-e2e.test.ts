@@ -254,3 +254,21 @@ describe('operating it', () => {
     }
   });
 });
+
+// Last: it refunds a charge in the shared Stripe double, which the tests above rely on.
+describe('refunding duplicates', () => {
+  it('--refund-duplicates refunds the extra charge at Stripe once, and the duplicate is settled', async () => {
+    const db = await clone();
+    const result = await runCli([...backfill, '--refund-duplicates'], envFor(db));
+    expect(result.code, result.stderr).toBe(3); // the other open findings remain
+    expect(JSON.parse(result.stdout).repaired.duplicate_charge).toBe(1);
+    const refunds = double.refunds(scenario.charges.second);
+    expect(refunds).toHaveLength(1);
+    expect(double.charge(scenario.charges.second!)?.refunded).toBe(true);
+    const again = await runCli([...backfill, '--no-resume', '--refund-duplicates'], envFor(db));
+    expect(JSON.parse(again.stdout).findings.duplicate_charge).toBe(0);
+    expect(double.refunds(scenario.charges.second)).toHaveLength(1);
+    const state = await db.pool.query(`SELECT state FROM recon_findings WHERE category = 'duplicate_charge'`);
+    expect(state.rows).toEqual([{ state: 'repaired' }]);
+  });
+});

@@ -260,6 +260,46 @@ describe('a sweep over every category', () => {
   });
 });
 
+describe('--refund-duplicates', () => {
+  it('refunds the extra charge after the slice committed, with a key derived from the charge, once', async () => {
+    const calls: Array<{ charge: string; key: string; committedAsOpen: unknown }> = [];
+    const refund = async (c: { id: string }, key: string) => {
+      // The finding is committed (open) before Stripe is called: a crash here loses nothing.
+      const seen = await db.pool.query(`SELECT state FROM recon_findings WHERE category = 'duplicate_charge'`);
+      calls.push({ charge: c.id, key, committedAsOpen: seen.rows[0]?.state });
+    };
+    const deps = { pool: db.pool, listCharges: memoryChargeSource(() => stripe), clock: () => NOW, logger: silentLogger(), refund };
+    const [report] = await sweep(deps, { ...baseOptions, refundDuplicates: true });
+    expect(calls).toEqual([{ charge: 'ch_dup2', key: 'sweeper_refund_v1_ch_dup2', committedAsOpen: 'open' }]);
+    expect(report).toMatchObject({ repaired: { duplicate_charge: 1 }, unreconciled: 5 });
+    expect(await query(`SELECT state FROM recon_findings WHERE category = 'duplicate_charge'`)).toEqual([{ state: 'repaired' }]);
+    expect(await query(`SELECT r.action FROM recon_repairs r JOIN recon_findings f ON f.id = r.finding_id WHERE f.category = 'duplicate_charge'`)).toEqual([
+      { action: 'refund_duplicates' },
+    ]);
+
+    // Stripe now shows the extra charge refunded: the duplicate is settled, nothing is refunded again.
+    stripe = stripe.map((c) => (c.id === 'ch_dup2' ? { ...c, refunded: true, amountRefunded: c.amount } : c));
+    const [again] = await sweep(deps, { ...baseOptions, refundDuplicates: true });
+    expect(calls).toHaveLength(1);
+    expect(again?.findings.duplicate_charge).toBe(0);
+    expect(await query(`SELECT state FROM recon_findings WHERE category = 'duplicate_charge'`)).toEqual([{ state: 'repaired' }]);
+  });
+
+  it('a refund that Stripe refuses ends the run with the duplicate still open', async () => {
+    const deps = {
+      pool: db.pool,
+      listCharges: memoryChargeSource(() => stripe),
+      clock: () => NOW,
+      logger: silentLogger(),
+      refund: async () => {
+        throw new Error('The provided key does not have the required permissions (rak_refund_write)');
+      },
+    };
+    await expect(sweep(deps, { ...baseOptions, refundDuplicates: true })).rejects.toThrow(/rak_refund_write/);
+    expect(await query(`SELECT state FROM recon_findings WHERE category = 'duplicate_charge'`)).toEqual([{ state: 'open' }]);
+  });
+});
+
 describe('claims written by other clients', () => {
   it('repairs a claim whose created_at carries microseconds (a JavaScript Date cannot hold them)', async () => {
     await db.pool.query(
