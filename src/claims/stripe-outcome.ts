@@ -12,7 +12,10 @@ export type FailureKind = 'transient' | 'deterministic';
 
 export function classifyStripeFailure(error: unknown): FailureKind {
   if (error instanceof Stripe.errors.StripeCardError) return 'deterministic';
-  if (error instanceof Stripe.errors.StripeIdempotencyError) return 'deterministic';
+  // Our downstream key was used before with other parameters (e.g. the metadata key
+  // names changed): a charge may exist. Not an answer to replay; release, and the
+  // sweep completes the claim from the charge if there is one.
+  if (error instanceof Stripe.errors.StripeIdempotencyError) return 'transient';
   if (error instanceof Stripe.errors.StripeInvalidRequestError) {
     // 409 lock_timeout / idempotency_key_in_use: a concurrent request with our key.
     return (error.statusCode ?? 400) === 409 || (error.statusCode ?? 400) >= 500 ? 'transient' : 'deterministic';

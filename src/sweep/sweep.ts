@@ -278,6 +278,7 @@ async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceCont
   const readWindow = widen(slice, options.leaseMs, ctx.readUntil);
   const fetchedAt = deps.clock();
   const charges: NormalizedCharge[] = [];
+  const unreadable: MalformedCharge[] = [];
   let malformed = 0;
   let inSlice = 0;
   for await (const page of deps.listCharges(run.account, readWindow, options.signal)) {
@@ -288,6 +289,7 @@ async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceCont
     }
     for (const bad of page.malformed) {
       malformed += 1;
+      unreadable.push(bad);
       ctx.log.warn({ charge: bad.id, problem: bad.problem }, 'Stripe returned a charge the sweep cannot judge');
     }
   }
@@ -313,7 +315,7 @@ async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceCont
       retentionStart: new Date(now.getTime() - options.retentionMs),
       refundDuplicates: options.refundDuplicates,
     });
-    const findings = capClaimCreation(dedupe(judgement.findings));
+    const findings = capClaimCreation(dedupe([...judgement.findings, ...unreadable.flatMap(unjudgeable)]));
     await fault('judged');
     // A dry run repairs and records inside a savepoint that it rolls back at once:
     // the row and advisory locks those writes took go with it, so live writers wait
@@ -389,6 +391,28 @@ function capClaimCreation(findings: Finding[]): Finding[] {
       reason: `deferred: more than ${MAX_CLAIMS_CREATED_PER_SLICE} claims to re-create in one slice; backfill this range with a smaller SWEEPER_SLICE`,
     };
   });
+}
+
+/**
+ * A charge Stripe returned without what reconciliation needs cannot be judged, but it
+ * may be money: it stays an open finding until it reads well (then it is judged as
+ * any other charge, and this finding heals). One with no id cannot even be named; it
+ * is logged and counted in `malformed_charges`.
+ */
+function unjudgeable(bad: MalformedCharge): Finding[] {
+  if (!bad.id) return [];
+  return [
+    {
+      category: 'unattributed_charge',
+      subject: bad.id,
+      chargeId: bad.id,
+      tenantId: null,
+      idempotencyKey: null,
+      repair: null,
+      reason: `Stripe returned this charge without what the sweep needs (${bad.problem}); it cannot be judged`,
+      details: { malformed: bad.problem },
+    },
+  ];
 }
 
 function dedupe(findings: Finding[]): Finding[] {

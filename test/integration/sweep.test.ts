@@ -300,6 +300,23 @@ describe('--refund-duplicates', () => {
   });
 });
 
+describe('charges Stripe returned malformed', () => {
+  it('become open findings that say why, and are counted', async () => {
+    const withMalformed = async function* (account: string, window: { from: Date; to: Date }) {
+      yield* memoryChargeSource(() => stripe)(account, window);
+      yield { charges: [], malformed: [{ id: 'ch_broken', account: null, problem: 'amount is missing' }, { id: null, account: null, problem: 'id is missing' }] };
+    };
+    const [report] = await sweep(
+      { pool: db.pool, listCharges: withMalformed, clock: () => NOW, logger: silentLogger() },
+      { ...baseOptions },
+    );
+    expect(report!.malformed_charges).toBeGreaterThanOrEqual(2);
+    expect(await query(`SELECT state, details->>'reason' AS reason FROM recon_findings WHERE subject = 'ch_broken'`)).toEqual([
+      { state: 'open', reason: "Stripe returned this charge without what the sweep needs (amount is missing); it cannot be judged" },
+    ]);
+  });
+});
+
 describe('claims written by other clients', () => {
   it('repairs a claim whose created_at carries microseconds (a JavaScript Date cannot hold them)', async () => {
     await db.pool.query(

@@ -37,7 +37,7 @@ describe('classifyStripeFailure', () => {
   it.each([
     [new Stripe.errors.StripeCardError(raw('card_error', 402)), 'deterministic'],
     [new Stripe.errors.StripeInvalidRequestError(raw('invalid_request_error', 400)), 'deterministic'],
-    [new Stripe.errors.StripeIdempotencyError(raw('idempotency_error', 400)), 'deterministic'],
+    [new Stripe.errors.StripeIdempotencyError(raw('idempotency_error', 400)), 'transient'],
     [new Stripe.errors.StripeInvalidRequestError(raw('invalid_request_error', 409)), 'transient'],
     [new Stripe.errors.StripeRateLimitError(raw('rate_limit_error', 429)), 'transient'],
     [new Stripe.errors.StripeAPIError(raw('api_error', 500)), 'transient'],
