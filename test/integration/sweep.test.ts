@@ -317,6 +317,20 @@ describe('charges Stripe returned malformed', () => {
   });
 });
 
+describe('Stripe Connect', () => {
+  it('judges each account on its own: a connected account\'s crashed charge is repaired there, with its own watermark', async () => {
+    await seedClaim(db.pool, { tenantId: 'acme', key: 'k-connect', status: 'in_flight', createdAt: at('10T09:05:00'), accountId: 'acct_1Connected' });
+    stripe.push(charge({ id: 'ch_connect', account: 'acct_1Connected', created: secs('10T09:05:01'), ...meta('k-connect') }));
+    const reports = await run({ mode: 'run', window: undefined, accounts: ['platform', 'acct_1Connected'] });
+    expect(reports.map((r) => [r.account, r.repaired.claim_without_effect])).toEqual([
+      ['platform', 2],
+      ['acct_1Connected', 1],
+    ]);
+    expect(await query(`SELECT account_id FROM payments WHERE charge_id = 'ch_connect'`)).toEqual([{ account_id: 'acct_1Connected' }]);
+    expect(await query(`SELECT account FROM recon_watermarks ORDER BY account`)).toEqual([{ account: 'acct_1Connected' }, { account: 'platform' }]);
+  });
+});
+
 describe('claims written by other clients', () => {
   it('repairs a claim whose created_at carries microseconds (a JavaScript Date cannot hold them)', async () => {
     await db.pool.query(
