@@ -1,3 +1,5 @@
+import type { PaymentEffect } from '../claims/claim-store.js';
+
 /** What the sweep knows about one claim, charge or effect when it judges them. */
 
 export interface ClaimFact {
@@ -30,19 +32,8 @@ export interface ChargeFact {
   idempotencyKey: string | null;
 }
 
-export interface EffectFact {
-  chargeId: string;
-  tenantId: string | null;
-  idempotencyKey: string | null;
-  accountId: string | null;
-  paymentIntentId: string | null;
-  amount: number;
-  currency: string;
-  status: 'succeeded' | 'failed' | 'pending';
-  amountRefunded: number;
-  disputed: boolean;
-  createdAt: Date;
-}
+/** A payment row as the sweep reads it: the same shape the claim library writes. */
+export type EffectFact = PaymentEffect;
 
 /** Everything about one (tenant, key): its claim, the charges Stripe has for it, the local effects. */
 export interface KeyGroup {
