@@ -40,7 +40,7 @@ Examples:
 // A reader that goes away (`sweeper report | head`) must not crash the command
 // before it has cleaned up; what it would still print has nowhere to go.
 process.stdout.on('error', (error: NodeJS.ErrnoException) => {
-  if (error.code !== 'EPIPE') throw error;
+  if (error.code !== 'EPIPE' && error.code !== 'ERR_STREAM_DESTROYED') throw error;
 });
 
 async function main(argv: string[]): Promise<number> {

@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { pipeline } from 'node:stream/promises';
 import type { Writable } from 'node:stream';
 import { stringify } from 'csv-stringify';
 import type { Queryable } from '../db/pool.js';
@@ -50,13 +51,14 @@ export async function* findingRows(db: Queryable, filter: ReportFilter): AsyncGe
       `SELECT f.id, f.category, f.state, f.account, f.charge_id, f.tenant_id, f.idempotency_key,
               (f.details #>> '{charge,amount}')::bigint AS charge_amount,
               (f.details #>> '{effect,amount}')::bigint AS effect_amount,
-              coalesce(f.details #>> '{charge,amount_refunded}', f.details #>> '{effect,amount_refunded}') AS amount_refunded,
+              coalesce(f.details #>> '{charge,amount_refunded}', f.details #>> '{effect,amount_refunded}')::bigint AS amount_refunded,
               coalesce(f.details #>> '{charge,currency}', f.details #>> '{effect,currency}') AS currency,
               f.details #>> '{charge,status}' AS charge_status,
               to_char(f.first_seen_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS first_seen_at,
               to_char(f.last_seen_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS last_seen_at,
               f.first_seen_run, f.last_seen_run,
-              (SELECT r.action FROM recon_repairs r WHERE r.finding_id = f.id ORDER BY r.id DESC LIMIT 1) AS repair,
+              (SELECT r.action FROM recon_repairs r WHERE r.finding_id = f.id AND r.actor = 'sweeper'
+                ORDER BY r.id DESC LIMIT 1) AS repair,
               f.closed_by, f.note, f.details ->> 'reason' AS reason
          FROM recon_findings f
         WHERE f.id > $1
@@ -84,13 +86,16 @@ export async function writeReport(
   let count = 0;
   if (format === 'csv') {
     const csv = stringify({ header: true, columns: [...REPORT_COLUMNS] });
-    const piping = pipeTo(csv, out);
-    for await (const row of findingRows(db, filter)) {
-      count += 1;
-      if (!csv.write(row)) await once(csv, 'drain');
-    }
-    csv.end();
-    await piping;
+    const produce = async () => {
+      for await (const row of findingRows(db, filter)) {
+        count += 1;
+        if (!csv.write(row)) await once(csv, 'drain');
+      }
+      csv.end();
+    };
+    // pipeline() owns both streams' errors (a closed reader, a file that cannot be
+    // written): they reject here instead of escaping as uncaught exceptions.
+    await Promise.all([pipeline(csv, out, { end: false }), produce()]);
     return count;
   }
   await write(out, '[');
@@ -103,19 +108,7 @@ export async function writeReport(
 }
 
 async function write(out: Writable, chunk: string): Promise<void> {
+  // A reader that went away: stop producing (the caller treats EPIPE as an end).
+  if (out.destroyed) throw Object.assign(new Error('output closed'), { code: 'EPIPE' });
   if (!out.write(chunk)) await once(out, 'drain');
-}
-
-function pipeTo(source: NodeJS.ReadableStream, out: Writable): Promise<void> {
-  return new Promise((resolve, reject) => {
-    source.on('data', (chunk: Buffer) => {
-      if (!out.write(chunk)) {
-        source.pause();
-        out.once('drain', () => source.resume());
-      }
-    });
-    source.on('end', resolve);
-    source.on('error', reject);
-    out.on('error', reject);
-  });
 }

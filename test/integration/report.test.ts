@@ -6,7 +6,7 @@ import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPORT_COLUMNS, writeReport } from '../../src/report/findings-report.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { runCli } from '../support/cli.js';
+import { runCli, startCli } from '../support/cli.js';
 
 let db: TestDatabase;
 const N = 4_500; // more than two pages of the keyset pagination
@@ -98,5 +98,16 @@ describe('findings report', () => {
     expect(bad.code).toBe(64);
     expect(bad.stderr).toMatch(/--status closed: expected one of open, repaired, resolved, ignored/);
     expect((await runCli(['report', '--format', 'xml'], { DATABASE_URL: db.url })).code).toBe(64);
+    const nowhere = await runCli(['report', '--out', '/nonexistent-dir/x.csv'], { DATABASE_URL: db.url });
+    expect(nowhere.code).toBe(64);
+    expect(nowhere.stderr.trim().split('\n')).toEqual(['sweeper: --out /nonexistent-dir/x.csv: cannot write there (ENOENT)']);
+  });
+
+  it.each(['csv', 'json'])('a reader that goes away (`sweeper report | head`) ends the %s report quietly', async (format) => {
+    const running = startCli(['report', '--format', format], { DATABASE_URL: db.url, SWEEPER_LOG_LEVEL: 'warn' });
+    running.child.stdout?.once('data', () => running.child.stdout?.destroy());
+    const result = await running.done;
+    expect(result.code).toBe(0);
+    expect(result.stderr).not.toMatch(/Error|EPIPE/);
   });
 });

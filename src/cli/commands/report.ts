@@ -1,4 +1,5 @@
 import { createWriteStream } from 'node:fs';
+import { once } from 'node:events';
 import { rename, rm } from 'node:fs/promises';
 import { finished } from 'node:stream/promises';
 import type { Command } from 'commander';
@@ -35,14 +36,23 @@ export function registerReport(program: Command): void {
       if (format !== 'csv' && format !== 'json') throw new UsageError(`--format ${format}: expected csv or json`);
       await withDatabase(async ({ pool, logger }) => {
         if (!flags.out) {
-          const rows = await writeReport(pool, filter, format, process.stdout);
-          logger.info({ rows }, 'report written');
+          try {
+            const rows = await writeReport(pool, filter, format, process.stdout);
+            logger.info({ rows }, 'report written');
+          } catch (error) {
+            // The reader went away (`sweeper report | head`): that is an end, not a failure.
+            if ((error as NodeJS.ErrnoException).code !== 'EPIPE') throw error;
+          }
           return;
         }
         // Written beside the target and renamed, so a reader never sees half a report.
         const temp = `${flags.out}.tmp-${process.pid}`;
         const file = createWriteStream(temp);
+        const opened = once(file, 'open');
         try {
+          await opened.catch((error: NodeJS.ErrnoException) => {
+            throw new UsageError(`--out ${flags.out}: cannot write there (${error.code ?? error.message})`);
+          });
           const rows = await writeReport(pool, filter, format, file);
           file.end();
           await finished(file);
