@@ -22,6 +22,11 @@ export function assertSafeRetention(retentionMs: number, retryHorizonMs: number)
   }
 }
 
+export class ExpireLockedError extends Error {
+  override readonly name = 'ExpireLockedError';
+  readonly exitCode = 75;
+}
+
 export interface ExpireResult {
   dropped: string[];
   created: number;
@@ -46,7 +51,7 @@ export async function expirePartitions(
       LOCK_CLASS,
       LockObject.expire,
     ]);
-    if (!lock[0]?.ok) return { dropped: [], created: 0, keptFrom };
+    if (!lock[0]?.ok) throw new ExpireLockedError('another `sweeper expire` is running; this one stops (it does not wait)');
     try {
       const { rows } = await client.query<{ parent: string; name: string; pending: boolean }>(
         `SELECT p.relname AS parent, c.relname AS name, i.inhdetachpending AS pending

@@ -60,27 +60,32 @@ export class FindingNotFoundError extends Error {
   readonly exitCode = 64;
 }
 
-/** A person closes a finding; the audit keeps who, when and why. */
+/** A person closes an open finding; the audit keeps who, when and why. */
 export async function resolveFinding(
   db: Queryable,
   args: { id: number; note: string; actor: string; now: Date; state?: 'resolved' | 'ignored' },
 ): Promise<{ previous: string }> {
   const state = args.state ?? 'resolved';
-  const { rows } = await db.query<{ id: number; previous: string }>(
-    `WITH before AS (SELECT id, state FROM recon_findings WHERE id = $1 FOR UPDATE),
-          updated AS (
-            UPDATE recon_findings f SET state = $2, closed_at = $3, closed_by = $4, note = $5
-              FROM before WHERE f.id = before.id RETURNING f.id, before.state AS previous
-          ),
-          audit AS (
-            INSERT INTO recon_repairs (finding_id, run_id, action, before, after, actor, at)
-            SELECT id, NULL, $2, jsonb_build_object('state', previous), jsonb_build_object('state', $2::text, 'note', $5::text), $4, $3
-              FROM updated
-          )
-     SELECT id, previous FROM updated`,
+  const { rows } = await db.query<{ id: number }>(
+    `WITH updated AS (
+       UPDATE recon_findings SET state = $2, closed_at = $3, closed_by = $4, note = $5
+        WHERE id = $1 AND state = 'open' RETURNING id
+     ), audit AS (
+       INSERT INTO recon_repairs (finding_id, run_id, action, before, after, actor, at)
+       SELECT id, NULL, $2, jsonb_build_object('state', 'open'), jsonb_build_object('state', $2::text, 'note', $5::text), $4, $3
+         FROM updated
+     )
+     SELECT id FROM updated`,
     [args.id, state, args.now, args.actor, args.note],
   );
-  const row = rows[0];
-  if (!row) throw new FindingNotFoundError(`no finding with id ${args.id}: see \`sweeper status\` or \`sweeper report\``);
-  return { previous: row.previous };
+  if (rows[0]) return { previous: 'open' };
+  const found = await db.query<{ state: string; closed_by: string | null }>(
+    'SELECT state, closed_by FROM recon_findings WHERE id = $1',
+    [args.id],
+  );
+  const finding = found.rows[0];
+  if (!finding) throw new FindingNotFoundError(`no finding with id ${args.id}: see \`sweeper status\` or \`sweeper report\``);
+  throw new FindingNotFoundError(
+    `finding ${args.id} is already ${finding.state}${finding.closed_by ? ` (by ${finding.closed_by})` : ''}: only open findings are resolved`,
+  );
 }

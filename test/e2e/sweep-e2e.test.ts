@@ -110,6 +110,20 @@ describe('sweeper on real traffic against the Stripe double', () => {
     expect(await normalizedTables(db.pool)).toEqual(tables);
     const seen = await db.pool.query(`SELECT DISTINCT last_seen_run FROM recon_findings WHERE state = 'open'`);
     expect(seen.rows).toEqual([{ last_seen_run: second.run_id }]);
+
+    // A person closes one; status and the audit show it; it cannot be closed twice.
+    const { rows: [lost] } = await db.pool.query(`SELECT id FROM recon_findings WHERE category = 'lost_effect'`);
+    const resolved = await runCli(['resolve', String(lost.id), '--note', 'order cancelled, customer told', '--actor', 'alice'], envFor(db));
+    expect([resolved.code, resolved.stdout.trim()]).toEqual([0, `finding ${lost.id}: open → resolved`]);
+    const audit = await db.pool.query(`SELECT action, actor, after ->> 'note' AS note FROM recon_repairs WHERE finding_id = $1`, [lost.id]);
+    expect(audit.rows).toEqual([{ action: 'resolved', actor: 'alice', note: 'order cancelled, customer told' }]);
+    const twice = await runCli(['resolve', String(lost.id), '--note', 'again'], envFor(db));
+    expect([twice.code, twice.stderr.trim()]).toEqual([64, `sweeper: finding ${lost.id} is already resolved (by alice): only open findings are resolved`]);
+    const { rows: [repaired] } = await db.pool.query(`SELECT id FROM recon_findings WHERE state = 'repaired' LIMIT 1`);
+    expect((await runCli(['resolve', String(repaired.id), '--note', 'x'], envFor(db))).code).toBe(64);
+    const status = JSON.parse((await runCli(['status', '--json'], envFor(db))).stdout);
+    expect(status.unreconciled).toBe(scenario.expected.unreconciled - 1);
+    expect(status.open_findings.platform.lost_effect).toBeUndefined();
   });
 
   it('--dry-run changes no table, byte for byte, and reports what it would repair', async () => {

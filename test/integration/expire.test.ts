@@ -75,6 +75,15 @@ describe('expire', () => {
     const result = await runCli(['expire'], { DATABASE_URL: db.url, SWEEPER_RETENTION: '36h' });
     expect(result.code).toBe(64);
     expect(result.stderr).toMatch(/SWEEPER_RETENTION 36h is shorter than Stripe's 24h idempotency window plus SWEEPER_RETRY_HORIZON 1d/);
+    const held = await db.pool.connect();
+    try {
+      await held.query('SELECT pg_advisory_lock($1, 2)', [0x53574550]); // another expire is running
+      const locked = await runCli(['expire'], { DATABASE_URL: db.url });
+      expect([locked.code, locked.stderr.trim()]).toEqual([75, 'sweeper: another `sweeper expire` is running; this one stops (it does not wait)']);
+    } finally {
+      await held.query('SELECT pg_advisory_unlock_all()');
+      held.release();
+    }
     const before = await partitions();
     const dry = await runCli(['expire', '--dry-run', '--json'], { DATABASE_URL: db.url });
     expect(dry.code).toBe(0);
