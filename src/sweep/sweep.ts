@@ -76,7 +76,9 @@ export interface SweepReport {
   repaired: Record<Category, number>;
   unreconciled: number;
   duration_ms: number;
-  status: 'succeeded' | 'interrupted';
+  status: 'succeeded' | 'interrupted' | 'failed';
+  /** Why the account's sweep failed (status `failed`). */
+  error?: string;
   resumed_from?: string;
 }
 
@@ -112,15 +114,56 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
   const lock = await lockAccounts(deps.pool, options.accounts);
   try {
     const reports: SweepReport[] = [];
+    const failures: Error[] = [];
     for (const account of options.accounts) {
       if (options.signal?.aborted) break;
       lock.assertHeld();
-      reports.push(await sweepAccount(deps, options, account, lock));
+      try {
+        reports.push(await sweepAccount(deps, options, account, lock));
+      } catch (error) {
+        lock.assertHeld(); // a lost lock stops everything, at once
+        // One account failing (its Stripe key lacks access, say) must not hide the
+        // others' committed results: record it and go on; the whole sweep fails at the end.
+        const failure = error instanceof Error ? error : new Error(String(error));
+        failures.push(failure);
+        reports.push(failedReport(options, account, failure));
+      }
     }
+    if (failures.length > 0) throw new SweepFailedError(failures[0]!.message, reports);
     return reports;
   } finally {
     await lock.release();
   }
+}
+
+/** Some accounts failed; `reports` holds every account's report, the failed ones included. */
+export class SweepFailedError extends Error {
+  override readonly name = 'SweepFailedError';
+  readonly exitCode = 1;
+  constructor(
+    message: string,
+    readonly reports: SweepReport[],
+  ) {
+    super(message);
+  }
+}
+
+function failedReport(options: SweepOptions, account: string, error: Error): SweepReport {
+  return {
+    run_id: (error as { runId?: string }).runId ?? '',
+    mode: options.mode,
+    account,
+    window: null,
+    dry_run: options.dryRun,
+    charges_scanned: 0,
+    malformed_charges: 0,
+    findings: emptyCounts(),
+    repaired: emptyCounts(),
+    unreconciled: 0,
+    duration_ms: 0,
+    status: 'failed',
+    error: error.message,
+  };
 }
 
 async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: string, lock: SweepLock): Promise<SweepReport> {
@@ -202,6 +245,7 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
     await finishRun(deps.pool, runId, { status: 'failed', now: deps.clock(), error: (error as Error)?.message ?? String(error) }).catch(
       () => undefined,
     );
+    if (error instanceof Error) Object.assign(error, { runId });
     throw error;
   } finally {
     if (dry) {

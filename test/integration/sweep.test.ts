@@ -3,7 +3,7 @@ import { ensureDayPartitions } from '../../src/db/partitions.js';
 import { silentLogger } from '../../src/log.js';
 import type { NormalizedCharge } from '../../src/stripe/types.js';
 import { lockAccounts, SweepLockedError } from '../../src/sweep/lock.js';
-import { sweep, type SweepOptions } from '../../src/sweep/sweep.js';
+import { sweep, SweepFailedError, type SweepOptions } from '../../src/sweep/sweep.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { charge, memoryChargeSource, seedClaim, seedEffect } from '../support/scenario.js';
 import { tableChecksums } from '../support/checksums.js';
@@ -388,6 +388,26 @@ describe('runs, watermarks and locks', () => {
     expect((await query<{ watermark: Date }>('SELECT watermark FROM recon_watermarks'))[0]?.watermark).toEqual(
       new Date('2026-11-10T10:00:00Z'),
     );
+  });
+
+  it('one account failing does not hide the others: every report comes back with the error', async () => {
+    const source = async function* (account: string, window: { from: Date; to: Date }) {
+      if (account === 'acct_1Broken') throw new Error('The provided key does not have access to account acct_1Broken');
+      yield* memoryChargeSource(() => stripe)(account, window);
+    };
+    const error = await sweep(
+      { pool: db.pool, listCharges: source, clock: () => NOW, logger: silentLogger() },
+      { ...baseOptions, accounts: ['acct_1Broken', 'platform'] },
+    ).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SweepFailedError);
+    const reports = (error as SweepFailedError).reports;
+    expect(reports.map((r) => [r.account, r.status])).toEqual([
+      ['acct_1Broken', 'failed'],
+      ['platform', 'succeeded'],
+    ]);
+    expect(reports[0]?.error).toMatch(/does not have access/);
+    expect(reports[0]?.run_id).toMatch(/^run_/);
+    expect(reports[1]?.repaired.claim_without_effect).toBe(2);
   });
 
   it('the database connection dying mid-slice fails the run, rolls the slice back and keeps the watermark', async () => {

@@ -7,7 +7,7 @@ import { metricsConfigFromEnv, publishMetrics, readLastSuccessByAccount } from '
 import { readStatus } from '../../sweep/status.js';
 import { createChargeLister, createStripeClient, RateBudget } from '../../stripe/index.js';
 import { CATEGORIES } from '../../sweep/categories.js';
-import { sweep, type SweepDeps, type SweepReport } from '../../sweep/sweep.js';
+import { sweep, SweepFailedError, type SweepDeps, type SweepReport } from '../../sweep/sweep.js';
 import { parseShard, shardOf, type Shard, type TimeWindow } from '../../sweep/window.js';
 import { parseInstant } from '../../time/instant.js';
 import { ExitCode } from '../exit.js';
@@ -108,22 +108,56 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
       faultPoint: crashPointFromEnv(),
       onSlice: process.stderr.isTTY ? (done, total) => process.stderr.write(`\rslice ${done}/${total}`) : undefined,
     };
-    const reports = await sweep(deps, {
-      mode,
-      accounts,
-      shard,
-      window,
-      dryRun: Boolean(flags.dryRun),
-      settleMs: config.settleMs,
-      overlapMs: config.overlapMs,
-      sliceMs: config.sliceMs,
-      leaseMs: config.claimLeaseMs,
-      retentionMs: config.retentionMs,
-      firstRunLookbackMs: config.firstRunLookbackMs,
-      refundDuplicates: Boolean(flags.refundDuplicates),
-      resume: flags.resume !== false,
-      signal,
-    });
+    // Metrics go out whatever happened (a failed run shows as a stale last-success);
+    // publishing must never replace the run's own error.
+    const publish = async (done: SweepReport[]): Promise<void> => {
+      try {
+        const published = await publishMetrics({
+          config: metricsConfig,
+          logger,
+          grouping: shard ? { shard: `${shard.index}_${shard.count}` } : undefined,
+          input: {
+            reports: done,
+            status: await readStatus(pool, new Date()),
+            stripe429s: lister.counters.rateLimited,
+            now: new Date(),
+            accounts,
+            lastSuccessAt: await readLastSuccessByAccount(pool),
+          },
+        });
+        for (const error of published.errors) logger.warn({ error }, 'metrics not published');
+      } catch (error) {
+        logger.warn({ error: (error as Error)?.message }, 'metrics not published');
+      }
+    };
+    let reports: SweepReport[] = [];
+    let failure: Error | undefined;
+    try {
+      reports = await sweep(deps, {
+        mode,
+        accounts,
+        shard,
+        window,
+        dryRun: Boolean(flags.dryRun),
+        settleMs: config.settleMs,
+        overlapMs: config.overlapMs,
+        sliceMs: config.sliceMs,
+        leaseMs: config.claimLeaseMs,
+        retentionMs: config.retentionMs,
+        firstRunLookbackMs: config.firstRunLookbackMs,
+        refundDuplicates: Boolean(flags.refundDuplicates),
+        resume: flags.resume !== false,
+        signal,
+      });
+    } catch (error) {
+      if (!(error instanceof SweepFailedError)) {
+        // Not when locked out (75): the run holding the lock publishes for these accounts.
+        if (!flags.dryRun && (error as { exitCode?: number }).exitCode !== ExitCode.locked) await publish(reports);
+        throw error;
+      }
+      reports = error.reports;
+      failure = error;
+    }
     if (process.stderr.isTTY) process.stderr.write('\n');
     for (const report of reports) {
       if (flags.json) writeJson(report);
@@ -131,24 +165,15 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
     }
     // The results are committed and printed before anyone is told: a sink that is
     // down costs exit code 1, never the run's findings.
-    const alertsFailed = flags.dryRun ? 0 : await sendAlerts(pool, alertConfig, reports, logger);
-    if (!flags.dryRun) {
-      const published = await publishMetrics({
-        config: metricsConfig,
-        logger,
-        grouping: shard ? { shard: `${shard.index}_${shard.count}` } : undefined,
-        input: {
-          reports,
-          status: await readStatus(pool, new Date()),
-          stripe429s: lister.counters.rateLimited,
-          now: new Date(),
-          lastSuccessAt: await readLastSuccessByAccount(pool),
-        },
-      });
-      for (const error of published.errors) logger.warn({ error }, 'metrics not published');
+    const alertsFailed = flags.dryRun ? 0 : await sendAlerts(pool, alertConfig, reports.filter((r) => r.status !== 'failed'), logger);
+    if (!flags.dryRun) await publish(reports);
+    if (failure) {
+      process.stderr.write(`sweeper: ${failure.message.split('\n')[0]}\n`);
+      return ExitCode.failed;
     }
-    if (alertsFailed > 0 || reports.some((r) => r.status === 'interrupted')) return ExitCode.failed;
+    if (alertsFailed > 0 || signal?.aborted || reports.some((r) => r.status !== 'succeeded')) return ExitCode.failed;
     return reports.some((r) => r.unreconciled > 0) ? ExitCode.unreconciled : ExitCode.reconciled;
+
   }, config);
 }
 
@@ -201,6 +226,7 @@ function crashPointFromEnv(): ((name: string) => void) | undefined {
 }
 
 export function formatReport(r: SweepReport): string {
+  if (r.status === 'failed') return `${r.mode} ${r.run_id || '(no run)'}  account ${r.account}  FAILED: ${r.error ?? 'unknown error'}\n\n`;
   const lines = [
     `${r.mode} ${r.run_id}  account ${r.account}${r.dry_run ? '  (dry run: nothing written)' : ''}`,
     `window ${r.window ? `${r.window.from} → ${r.window.to}` : '(nothing settled yet)'}   charges scanned ${r.charges_scanned}`,
