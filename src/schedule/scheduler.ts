@@ -8,7 +8,8 @@ export interface SchedulerOptions {
   expireCron: string;
   timezone?: string;
   sweepOnce: () => Promise<unknown>;
-  expireOnce: () => Promise<unknown>;
+  /** null: this process does not expire (it runs without the schema owner's rights). */
+  expireOnce: (() => Promise<unknown>) | null;
   logger: Logger;
   /** node-cron's `schedule`, replaceable in tests so ticks need no waiting. */
   schedule?: (expression: string, fn: () => Promise<void>, options: { timezone?: string }) => { stop(): unknown };
@@ -50,14 +51,18 @@ export function withoutOverlap(name: string, job: () => Promise<unknown>, logger
 export function startScheduler(options: SchedulerOptions): RunningScheduler {
   const schedule = options.schedule ?? ((expr, fn, opts) => cron.schedule(expr, fn, opts));
   const sweepJob = withoutOverlap('sweep', options.sweepOnce, options.logger);
-  const expireJob = withoutOverlap('expire', options.expireOnce, options.logger);
+  const expireJob = options.expireOnce ? withoutOverlap('expire', options.expireOnce, options.logger) : null;
   const tz = options.timezone ? { timezone: options.timezone } : {};
-  const tasks = [schedule(options.cron, sweepJob.tick, tz), schedule(options.expireCron, expireJob.tick, tz)];
-  options.logger.info({ cron: options.cron, expire_cron: options.expireCron, timezone: options.timezone ?? 'local' }, 'scheduler started');
+  const tasks = [schedule(options.cron, sweepJob.tick, tz)];
+  if (expireJob) tasks.push(schedule(options.expireCron, expireJob.tick, tz));
+  options.logger.info(
+    { cron: options.cron, expire_cron: expireJob ? options.expireCron : null, timezone: options.timezone ?? 'local' },
+    'scheduler started',
+  );
   return {
     async stop() {
       for (const task of tasks) task.stop();
-      await Promise.all([sweepJob.idle(), expireJob.idle()]);
+      await Promise.all([sweepJob.idle(), expireJob?.idle()]);
     },
   };
 }

@@ -34,6 +34,9 @@ describe('sweeper run/backfill: bad usage', () => {
     ['malformed SWEEPER_ACCOUNTS', ['run'], { SWEEPER_ACCOUNTS: 'platform,bob' }, /SWEEPER_ACCOUNTS must be/],
     ['settle shorter than the lease', ['run'], { SWEEPER_SETTLE: '1m' }, /SWEEPER_SETTLE \(1m\) must be at least SWEEPER_CLAIM_LEASE/],
     ['missing required flag', ['backfill', '--from', '2026-11-01'], {}, /required option '--to <time>' not specified/],
+    ['schedule without STRIPE_API_KEY', ['schedule'], { STRIPE_API_KEY: undefined }, /STRIPE_API_KEY is not set/],
+    ['schedule with a bad cron', ['schedule', '--cron', 'every minute'], {}, /--cron "every minute" is not a valid cron expression/],
+    ['schedule with a bad alert setting', ['schedule'], { SWEEPER_WEBHOOK_URL: 'http://127.0.0.1:9/hook' }, /SWEEPER_WEBHOOK_SECRET/],
   ];
 
   it.each(cases)('%s → exit 64, nothing written', async (_name, args, overrides, message) => {

@@ -55,6 +55,24 @@ describe('withoutOverlap', () => {
 });
 
 describe('startScheduler', () => {
+  it('with expiry off (the runtime role cannot drop partitions) schedules only the sweep', async () => {
+    const { logger } = logLines();
+    const scheduled: string[] = [];
+    const scheduler = startScheduler({
+      cron: '*/5 * * * *',
+      expireCron: '17 3 * * *',
+      logger,
+      sweepOnce: async () => undefined,
+      expireOnce: null,
+      schedule: (expr) => {
+        scheduled.push(expr);
+        return { stop: () => undefined };
+      },
+    });
+    expect(scheduled).toEqual(['*/5 * * * *']);
+    await scheduler.stop();
+  });
+
   it('schedules the sweep and the daily expiry, and stop() waits for the run in progress', async () => {
     const { logger } = logLines();
     const scheduled: Array<{ expr: string; fn: () => Promise<void>; stopped: boolean; tz?: string }> = [];

@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
-import { loadConfig } from '../../config.js';
+import { alertConfigFromEnv } from '../../alerts/index.js';
+import { loadConfig, requireStripeApiKey } from '../../config.js';
+import { metricsConfigFromEnv } from '../../metrics/index.js';
 import { assertSafeRetention, expirePartitions } from '../../db/expire.js';
 import { createLogger } from '../../log.js';
 import { isValidCron, startScheduler } from '../../schedule/scheduler.js';
@@ -14,6 +16,7 @@ export function registerSchedule(program: Command): void {
     .option('--cron <expr>', 'when to sweep (cron, 5 or 6 fields)', '*/15 * * * *')
     .option('--expire-cron <expr>', 'when to expire old partitions', '17 3 * * *')
     .option('--tz <zone>', 'IANA time zone for the cron expressions, e.g. Europe/Berlin (default: local)')
+    .option('--no-expire', 'do not run expiry (when this process runs as the least-privilege role: expiry needs the schema owner)')
     .addHelpText(
       'after',
       `
@@ -21,15 +24,23 @@ Example:
   sweeper schedule --cron "*/10 * * * *" --tz UTC
 
 For Kubernetes prefer the CronJob in jobs/; this is for a VM or a long-running pod.
-SIGTERM stops ticking, lets a running sweep finish its slice, and exits.`,
+SIGTERM stops ticking, lets a running sweep finish its slice, and exits.
+Expiry drops partitions, which needs the schema owner: run this as the owner, or
+pass --no-expire and run \`sweeper expire\` as the owner elsewhere.`,
     )
-    .action(async (flags: { cron: string; expireCron: string; tz?: string }) => {
+    .action(async (flags: { cron: string; expireCron: string; tz?: string; expire: boolean }) => {
       for (const [name, expr] of [['--cron', flags.cron], ['--expire-cron', flags.expireCron]] as const) {
         if (!isValidCron(expr)) throw new UsageError(`${name} "${expr}" is not a valid cron expression`);
       }
       if (flags.tz && !isValidTimeZone(flags.tz)) throw new UsageError(`--tz ${flags.tz}: not an IANA time zone`);
+      // Everything a tick will need is checked now: a bad setting exits 64 at start,
+      // not as a log line every 15 minutes.
       const config = loadConfig();
-      assertSafeRetention(config.retentionMs, config.retryHorizonMs);
+      requireStripeApiKey(config);
+      alertConfigFromEnv();
+      metricsConfigFromEnv();
+      if (flags.expire) assertSafeRetention(config.retentionMs, config.retryHorizonMs);
+      await withDatabase(async () => undefined, config); // reachable, migrated
       const logger = createLogger({ level: config.logLevel });
       const signal = installShutdown(config.shutdownGraceMs);
       const scheduler = startScheduler({
@@ -41,11 +52,13 @@ SIGTERM stops ticking, lets a running sweep finish its slice, and exits.`,
           const code = await executeSweep('run', {}, signal);
           logger.info({ exit_code: code }, 'scheduled sweep finished');
         },
-        expireOnce: () =>
-          withDatabase(async ({ pool }) => {
-            const result = await expirePartitions(pool, { now: new Date(), retentionMs: config.retentionMs });
-            logger.info(result, 'scheduled expiry finished');
-          }, config),
+        expireOnce: flags.expire
+          ? () =>
+              withDatabase(async ({ pool }) => {
+                const result = await expirePartitions(pool, { now: new Date(), retentionMs: config.retentionMs });
+                logger.info(result, 'scheduled expiry finished');
+              }, config)
+          : null,
       });
       await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
       await scheduler.stop();
