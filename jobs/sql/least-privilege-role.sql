@@ -1,8 +1,13 @@
 -- The role the sweep and the claim library run as: reads and writes rows, creates day
 -- partitions only through the SECURITY DEFINER function sweeper_ensure_day_partitions,
 -- and holds no DDL rights. `sweeper migrate` and `sweeper expire` run as the schema
--- owner instead. Run as the owner after `sweeper migrate`:
---   psql "$DATABASE_URL_OWNER" -v runtime_password="'…'" -f jobs/sql/least-privilege-role.sql
+-- owner instead. Run as the owner after `sweeper migrate`, then give the role a
+-- password (kept out of this file and of shell history by psql's prompt):
+--   psql "$DATABASE_URL_OWNER" -f jobs/sql/least-privilege-role.sql
+--   psql "$DATABASE_URL_OWNER" -c '\password sweeper_runtime'
+-- On PostgreSQL 14 and older every role may create tables in schema public unless
+-- CREATE was revoked from PUBLIC (15 does that by default): check before you rely
+-- on "no DDL".
 DO $$
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'sweeper_runtime') THEN

@@ -36,6 +36,7 @@ describe('Kubernetes manifests', () => {
       'backfill-job.yaml',
       'cronjob.yaml',
       'maintenance-cronjob.yaml',
+      'migrate-job.yaml',
       'sharded-cronjob.yaml',
     ]);
     for (const { file, doc } of workloads) {
