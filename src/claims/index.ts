@@ -1,3 +1,4 @@
+import { loadConfig } from '../config.js';
 export { createClaimClient } from './charge-once.js';
 export type { ClaimClient, ClaimClientDeps, ChargeOnceInput, ChargeResult, ChargeResponseBody } from './charge-once.js';
 export { ClaimValidationError } from './validate.js';
@@ -6,3 +7,19 @@ export { ClaimCounters, CHARGE_OUTCOMES, SUPPRESSED_OUTCOMES } from './counters.
 export type { ChargeOutcome } from './counters.js';
 export { downstreamKey, requestFingerprint } from './keys.js';
 export { insertPayment, type PaymentEffect } from './claim-store.js';
+
+
+/**
+ * The claim library's settings from the same environment the sweep reads
+ * (SWEEPER_CLAIM_LEASE, SWEEPER_MAX_AMOUNT, SWEEPER_METADATA_*), so the payment
+ * service and the sweeper agree on the lease and the metadata names. Throws a
+ * ConfigError naming a bad variable.
+ */
+export function claimSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): {
+  leaseMs: number;
+  maxAmount: number;
+  metadataKeys: { tenantId: string; idempotencyKey: string };
+} {
+  const config = loadConfig(env);
+  return { leaseMs: config.claimLeaseMs, maxAmount: config.maxAmount, metadataKeys: config.metadataKeys };
+}

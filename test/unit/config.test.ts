@@ -64,3 +64,13 @@ describe('loadConfig', () => {
     expect(text).toMatch(/sweeper:\*\*\*@db:5432/);
   });
 });
+
+describe('claimSettingsFromEnv', () => {
+  it('gives the claim library the lease, maximum and metadata names the sweeper uses', async () => {
+    const { claimSettingsFromEnv } = await import('../../src/claims/index.js');
+    expect(
+      claimSettingsFromEnv({ SWEEPER_CLAIM_LEASE: '90s', SWEEPER_MAX_AMOUNT: '5000', SWEEPER_METADATA_TENANT_KEY: 'shop', SWEEPER_SETTLE: '5m' }),
+    ).toEqual({ leaseMs: 90_000, maxAmount: 5000, metadataKeys: { tenantId: 'shop', idempotencyKey: 'idempotency_key' } });
+    expect(() => claimSettingsFromEnv({ SWEEPER_MAX_AMOUNT: 'lots' })).toThrow(/SWEEPER_MAX_AMOUNT/);
+  });
+});
