@@ -460,7 +460,7 @@ describe('runs, watermarks and locks', () => {
               // The run's lock session: holds an advisory lock of our class and is idle (the slice is not).
               `SELECT pg_terminate_backend(l.pid) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
                 WHERE l.locktype = 'advisory' AND l.classid = $1 AND l.granted AND a.state = 'idle'
-                  AND a.datname = current_database()`, -- other test files run beside this one
+                  AND a.datname = current_database()`, // other test files run beside this one
               [0x53574550],
             );
           },
