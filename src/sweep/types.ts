@@ -1,0 +1,80 @@
+import type { Pool } from '../db/pool.js';
+import type { Logger } from '../log.js';
+import type { MalformedCharge, NormalizedCharge } from '../stripe/types.js';
+import type { Category } from './categories.js';
+import type { ChargeFact } from './facts.js';
+import type { RunMode } from './runs-store.js';
+import type { Shard, TimeWindow } from './window.js';
+
+/** Pages of one account's charges created in `[from, to)`; throws if the window cannot be read completely. */
+export type ChargeSource = (
+  account: string,
+  window: TimeWindow,
+  signal?: AbortSignal,
+) => AsyncIterable<{ charges: NormalizedCharge[]; malformed: MalformedCharge[] }>;
+
+export interface SweepDeps {
+  pool: Pool;
+  listCharges: ChargeSource;
+  clock: () => Date;
+  logger: Logger;
+  /** Needed only with `refundDuplicates`. */
+  refund?: (charge: ChargeFact, idempotencyKey: string) => Promise<void>;
+  /** Crash and race tests: called at named points (`slice:N:phase`); may kill the process. */
+  faultPoint?: (name: string) => void | Promise<void>;
+  onSlice?: (done: number, total: number) => void;
+}
+
+export interface SweepOptions {
+  mode: RunMode;
+  accounts: string[];
+  shard?: Shard;
+  /** Backfill only. */
+  window?: TimeWindow;
+  dryRun: boolean;
+  settleMs: number;
+  overlapMs: number;
+  sliceMs: number;
+  /** The longest claim lease: how far around a slice charges are read to judge it. */
+  leaseMs: number;
+  retentionMs: number;
+  firstRunLookbackMs: number;
+  refundDuplicates: boolean;
+  /** Backfill: continue an unfinished backfill of the same range (default true). */
+  resume: boolean;
+  signal?: AbortSignal;
+}
+
+export interface SweepReport {
+  run_id: string;
+  mode: RunMode;
+  account: string;
+  window: { from: string; to: string } | null;
+  dry_run: boolean;
+  charges_scanned: number;
+  malformed_charges: number;
+  findings: Record<Category, number>;
+  repaired: Record<Category, number>;
+  unreconciled: number;
+  duration_ms: number;
+  status: 'succeeded' | 'interrupted' | 'failed';
+  /** Why the account's sweep failed (status `failed`). */
+  error?: string;
+  resumed_from?: string;
+}
+
+/** The documented defaults (README "Configuration"), for callers that are not the CLI. */
+export function sweepOptions(options: Partial<SweepOptions> & Pick<SweepOptions, 'mode' | 'accounts'>): SweepOptions {
+  return {
+    dryRun: false,
+    settleMs: 10 * 60_000,
+    overlapMs: 15 * 60_000,
+    sliceMs: 3_600_000,
+    leaseMs: 2 * 60_000,
+    retentionMs: 7 * 86_400_000,
+    firstRunLookbackMs: 86_400_000,
+    refundDuplicates: false,
+    resume: false,
+    ...options,
+  };
+}
