@@ -1,4 +1,5 @@
 import type { PaymentEffect } from '../claims/claim-store.js';
+import type { NormalizedCharge } from '../stripe/types.js';
 
 /** What the sweep knows about one claim, charge or effect when it judges them. */
 
@@ -15,22 +16,12 @@ export interface ClaimFact {
   downstreamKey: string;
 }
 
-export interface ChargeFact {
-  id: string;
+/** A mirrored charge: the lister's NormalizedCharge, with `created` a Date and the platform named. */
+export type ChargeFact = Omit<NormalizedCharge, 'created' | 'account' | 'livemode'> & {
+  /** `platform` or `acct_…`. */
   account: string;
   created: Date;
-  amount: number;
-  amountCaptured: number;
-  amountRefunded: number;
-  currency: string;
-  status: 'succeeded' | 'failed' | 'pending';
-  captured: boolean;
-  refunded: boolean;
-  disputed: boolean;
-  paymentIntent: string | null;
-  tenantId: string | null;
-  idempotencyKey: string | null;
-}
+};
 
 /** A payment row as the sweep reads it: the same shape the claim library writes. */
 export type EffectFact = PaymentEffect;

@@ -62,34 +62,12 @@ export class SweepFailedError extends Error {
 }
 
 function failedReport(options: SweepOptions, account: string, error: Error): SweepReport {
-  return {
-    run_id: (error as { runId?: string }).runId ?? '',
-    mode: options.mode,
-    account,
-    window: null,
-    dry_run: options.dryRun,
-    charges_scanned: 0,
-    malformed_charges: 0,
-    findings: emptyCounts(),
-    repaired: emptyCounts(),
-    unreconciled: 0,
-    duration_ms: 0,
-    status: 'failed',
-    error: error.message,
-  };
+  const runId = (error as { runId?: string }).runId ?? '';
+  return { ...emptyReport(options, account, runId), status: 'failed', error: error.message };
 }
 
-async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: string, lock: SweepLock): Promise<SweepReport> {
-  const started = deps.clock();
-  const t0 = Date.now();
-  // Shards split the accounts, so each account's watermark is its own whatever the
-  // shard count: re-sharding must not restart anyone from scratch. The shard is kept
-  // on the run for the record.
-  const shard = formatShard(options.shard);
-  const watermarkShard = '';
-  const runId = newRunId(started);
-  const log = deps.logger.child({ run_id: runId, account, mode: options.mode, dry_run: options.dryRun });
-  const report: SweepReport = {
+function emptyReport(options: SweepOptions, account: string, runId: string): SweepReport {
+  return {
     run_id: runId,
     mode: options.mode,
     account,
@@ -103,6 +81,19 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
     duration_ms: 0,
     status: 'succeeded',
   };
+}
+
+async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: string, lock: SweepLock): Promise<SweepReport> {
+  const started = deps.clock();
+  const t0 = Date.now();
+  // Shards split the accounts, so each account's watermark is its own whatever the
+  // shard count: re-sharding must not restart anyone from scratch. The shard is kept
+  // on the run for the record.
+  const shard = formatShard(options.shard);
+  const watermarkShard = '';
+  const runId = newRunId(started);
+  const log = deps.logger.child({ run_id: runId, account, mode: options.mode, dry_run: options.dryRun });
+  const report = emptyReport(options, account, runId);
 
   if (!options.dryRun) {
     const abandoned = await markAbandonedRuns(deps.pool, account, started);
