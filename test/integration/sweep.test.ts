@@ -3,7 +3,7 @@ import { ensureDayPartitions } from '../../src/db/partitions.js';
 import { silentLogger } from '../../src/log.js';
 import type { NormalizedCharge } from '../../src/stripe/types.js';
 import { lockAccounts, SweepLockedError } from '../../src/sweep/lock.js';
-import { sweep, SweepFailedError, type SweepOptions } from '../../src/sweep/sweep.js';
+import { sweep, SweepFailedError, type SweepDeps, type SweepOptions } from '../../src/sweep/sweep.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { charge, memoryChargeSource, seedClaim, seedEffect } from '../support/scenario.js';
 import { tableChecksums } from '../support/checksums.js';
@@ -32,11 +32,16 @@ let db: TestDatabase;
 let stripe: NormalizedCharge[];
 const listCalls = { count: 0 };
 
-function run(options: Partial<SweepOptions> = {}, clock = () => NOW) {
+/** A sweep of the scenario's Stripe at NOW, with any dependency or option replaced. */
+function sweepWith(deps: Partial<SweepDeps> = {}, options: Partial<SweepOptions> = {}) {
   return sweep(
-    { pool: db.pool, listCharges: memoryChargeSource(() => stripe, listCalls), clock, logger: silentLogger() },
+    { pool: db.pool, listCharges: memoryChargeSource(() => stripe, listCalls), clock: () => NOW, logger: silentLogger(), ...deps },
     { ...baseOptions, ...options },
   );
+}
+
+function run(options: Partial<SweepOptions> = {}, clock = () => NOW) {
+  return sweepWith({ clock }, options);
 }
 
 const meta = (key: string) => ({ tenantId: 'acme', idempotencyKey: key });
@@ -208,12 +213,8 @@ describe('a sweep over every category', () => {
     const other = await db.pool.connect();
     const seen: unknown[] = [];
     try {
-      await sweep(
+      await sweepWith(
         {
-          pool: db.pool,
-          listCharges: memoryChargeSource(() => stripe),
-          clock: () => NOW,
-          logger: silentLogger(),
           // k-stale (released) and k-ewc (re-created) were repaired in slice 25; slice 26 is under way.
           faultPoint: async (name) => {
             if (name !== 'slice:26:judged') return;
@@ -224,7 +225,7 @@ describe('a sweep over every category', () => {
             seen.push(row.rows[0], lock.rows[0]);
           },
         },
-        { ...baseOptions, dryRun: true },
+        { dryRun: true },
       );
       expect(seen).toEqual([{ status: 'in_flight' }, { free: true }]);
     } finally {
@@ -235,12 +236,8 @@ describe('a sweep over every category', () => {
   it('a live writer wins: a claim stolen between read and repair is left to it', async () => {
     // The writer re-took k-stale (attempt 2) after the sweep judged attempt 1 and before it repaired.
     let raced = false;
-    const [report] = await sweep(
+    const [report] = await sweepWith(
       {
-        pool: db.pool,
-        listCharges: memoryChargeSource(() => stripe),
-        clock: () => NOW,
-        logger: silentLogger(),
         faultPoint: async (name) => {
           if (name.endsWith(':judged') && !raced) {
             raced = true;
@@ -250,7 +247,7 @@ describe('a sweep over every category', () => {
           }
         },
       },
-      { ...baseOptions },
+      {},
     );
     expect(raced).toBe(true);
     expect(report!.repaired.stale_claim).toBe(0);
@@ -268,8 +265,7 @@ describe('--refund-duplicates', () => {
       const seen = await db.pool.query(`SELECT state FROM recon_findings WHERE category = 'duplicate_charge'`);
       calls.push({ charge: c.id, key, committedAsOpen: seen.rows[0]?.state });
     };
-    const deps = { pool: db.pool, listCharges: memoryChargeSource(() => stripe), clock: () => NOW, logger: silentLogger(), refund };
-    const [report] = await sweep(deps, { ...baseOptions, refundDuplicates: true });
+    const [report] = await sweepWith({ refund }, { refundDuplicates: true });
     expect(calls).toEqual([{ charge: 'ch_dup2', key: 'sweeper_refund_v1_ch_dup2', committedAsOpen: 'open' }]);
     expect(report).toMatchObject({ repaired: { duplicate_charge: 1 }, unreconciled: 5 });
     expect(await query(`SELECT state FROM recon_findings WHERE category = 'duplicate_charge'`)).toEqual([{ state: 'repaired' }]);
@@ -279,23 +275,17 @@ describe('--refund-duplicates', () => {
 
     // Stripe now shows the extra charge refunded: the duplicate is settled, nothing is refunded again.
     stripe = stripe.map((c) => (c.id === 'ch_dup2' ? { ...c, refunded: true, amountRefunded: c.amount } : c));
-    const [again] = await sweep(deps, { ...baseOptions, refundDuplicates: true });
+    const [again] = await sweepWith({ refund }, { refundDuplicates: true });
     expect(calls).toHaveLength(1);
     expect(again?.findings.duplicate_charge).toBe(0);
     expect(await query(`SELECT state FROM recon_findings WHERE category = 'duplicate_charge'`)).toEqual([{ state: 'repaired' }]);
   });
 
   it('a refund that Stripe refuses ends the run with the duplicate still open', async () => {
-    const deps = {
-      pool: db.pool,
-      listCharges: memoryChargeSource(() => stripe),
-      clock: () => NOW,
-      logger: silentLogger(),
-      refund: async () => {
-        throw new Error('The provided key does not have the required permissions (rak_refund_write)');
-      },
+    const refund = async () => {
+      throw new Error('The provided key does not have the required permissions (rak_refund_write)');
     };
-    await expect(sweep(deps, { ...baseOptions, refundDuplicates: true })).rejects.toThrow(/rak_refund_write/);
+    await expect(sweepWith({ refund }, { refundDuplicates: true })).rejects.toThrow(/rak_refund_write/);
     expect(await query(`SELECT state FROM recon_findings WHERE category = 'duplicate_charge'`)).toEqual([{ state: 'open' }]);
   });
 });
@@ -306,9 +296,9 @@ describe('charges Stripe returned malformed', () => {
       yield* memoryChargeSource(() => stripe)(account, window);
       yield { charges: [], malformed: [{ id: 'ch_broken', account: null, problem: 'amount is missing' }, { id: null, account: null, problem: 'id is missing' }] };
     };
-    const [report] = await sweep(
-      { pool: db.pool, listCharges: withMalformed, clock: () => NOW, logger: silentLogger() },
-      { ...baseOptions },
+    const [report] = await sweepWith(
+      { listCharges: withMalformed },
+      {},
     );
     expect(report!.malformed_charges).toBeGreaterThanOrEqual(2);
     expect(await query(`SELECT state, details->>'reason' AS reason FROM recon_findings WHERE subject = 'ch_broken'`)).toEqual([
@@ -378,9 +368,9 @@ describe('runs, watermarks and locks', () => {
       if (slices === 3) throw new Error('Stripe is down');
       yield* memoryChargeSource(() => stripe)(account, window);
     };
-    const error = await sweep(
-      { pool: db.pool, listCharges: failing, clock: () => NOW, logger: silentLogger() },
-      { ...baseOptions, mode: 'run', window: undefined, firstRunLookbackMs: 4 * 60 * MIN },
+    const error = await sweepWith(
+      { listCharges: failing },
+      { mode: 'run', window: undefined, firstRunLookbackMs: 4 * 60 * MIN },
     ).catch((e: unknown) => e);
     expect((error as Error).message).toBe('Stripe is down');
     const [runRow] = await query<{ status: string; checkpoint: Date; error: string }>('SELECT status, checkpoint, error FROM recon_runs');
@@ -395,9 +385,9 @@ describe('runs, watermarks and locks', () => {
       if (account === 'acct_1Broken') throw new Error('The provided key does not have access to account acct_1Broken');
       yield* memoryChargeSource(() => stripe)(account, window);
     };
-    const error = await sweep(
-      { pool: db.pool, listCharges: source, clock: () => NOW, logger: silentLogger() },
-      { ...baseOptions, accounts: ['acct_1Broken', 'platform'] },
+    const error = await sweepWith(
+      { listCharges: source },
+      { accounts: ['acct_1Broken', 'platform'] },
     ).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SweepFailedError);
     const reports = (error as SweepFailedError).reports;
@@ -413,12 +403,8 @@ describe('runs, watermarks and locks', () => {
   it('the database connection dying mid-slice fails the run, rolls the slice back and keeps the watermark', async () => {
     const killer = await db.pool.connect();
     try {
-      const error = await sweep(
+      const error = await sweepWith(
         {
-          pool: db.pool,
-          listCharges: memoryChargeSource(() => stripe),
-          clock: () => NOW,
-          logger: silentLogger(),
           faultPoint: async (name) => {
             if (name !== 'slice:2:judged') return;
             // The slice's own connection is the one idle inside a transaction right now.
@@ -428,7 +414,7 @@ describe('runs, watermarks and locks', () => {
             );
           },
         },
-        { ...baseOptions, mode: 'run', window: undefined, firstRunLookbackMs: 4 * 60 * MIN },
+        { mode: 'run', window: undefined, firstRunLookbackMs: 4 * 60 * MIN },
       ).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(Error);
       const [runRow] = await query<{ status: string; checkpoint: Date }>('SELECT status, checkpoint FROM recon_runs');
@@ -448,12 +434,8 @@ describe('runs, watermarks and locks', () => {
   it('a run whose lock connection dies stops before committing another slice', async () => {
     const killer = await db.pool.connect();
     try {
-      const error = await sweep(
+      const error = await sweepWith(
         {
-          pool: db.pool,
-          listCharges: memoryChargeSource(() => stripe),
-          clock: () => NOW,
-          logger: silentLogger(),
           faultPoint: async (name) => {
             if (name !== 'slice:1:repaired') return;
             await killer.query(
@@ -465,7 +447,7 @@ describe('runs, watermarks and locks', () => {
             );
           },
         },
-        { ...baseOptions, mode: 'run', window: undefined, firstRunLookbackMs: 4 * 60 * MIN },
+        { mode: 'run', window: undefined, firstRunLookbackMs: 4 * 60 * MIN },
       ).catch((e: unknown) => e);
       expect((error as Error).message).toMatch(/lost the database connection that held the sweep lock/);
       // Slice 0 committed; slice 1, in progress when the lock went, rolled back.
@@ -484,9 +466,9 @@ describe('runs, watermarks and locks', () => {
       if (slices === 27) throw new Error('connection reset');
       yield* memoryChargeSource(() => stripe)(account, window);
     };
-    await sweep(
-      { pool: db.pool, listCharges: failOnce, clock: () => NOW, logger: silentLogger() },
-      { ...baseOptions, resume: true },
+    await sweepWith(
+      { listCharges: failOnce },
+      { resume: true },
     ).catch(() => undefined);
     const [failed] = await query<{ checkpoint: Date }>(`SELECT checkpoint FROM recon_runs WHERE status = 'failed'`);
     expect(failed?.checkpoint).toEqual(at('10T10:00:00'));
@@ -499,17 +481,13 @@ describe('runs, watermarks and locks', () => {
 describe('stopping', () => {
   it('an abort mid-run finishes the slice in progress, records the run interrupted and frees the lock', async () => {
     const controller = new AbortController();
-    const [report] = await sweep(
+    const [report] = await sweepWith(
       {
-        pool: db.pool,
-        listCharges: memoryChargeSource(() => stripe),
-        clock: () => NOW,
-        logger: silentLogger(),
         faultPoint: (name) => {
           if (name === 'slice:1:repaired') controller.abort(); // SIGTERM arrives during slice 1
         },
       },
-      { ...baseOptions, mode: 'run', window: undefined, firstRunLookbackMs: 4 * 60 * MIN, signal: controller.signal },
+      { mode: 'run', window: undefined, firstRunLookbackMs: 4 * 60 * MIN, signal: controller.signal },
     );
     expect(report?.status).toBe('interrupted');
     const [runRow] = await query<{ status: string; checkpoint: Date }>('SELECT status, checkpoint FROM recon_runs');
