@@ -70,17 +70,12 @@ type Json = Record<string, unknown>;
 
 export async function loadSliceFacts(db: Queryable, account: string, slice: TimeWindow): Promise<SliceFacts> {
   const args = [account, slice.from, slice.to];
-  // Today's partitions fill faster than autovacuum analyzes them; planned from stale
-  // statistics, a per-key probe can become a scan of the whole day, per key. Every
-  // probe here has a selective index. (SET LOCAL: this transaction; undone below.)
-  await db.query('SET LOCAL enable_seqscan = off');
   const groups = await db.query<{ tenant_id: string; key: string; claim: Json | null; charges: Json[]; effects: Json[] }>(
     GROUPS_SQL,
     args,
   );
   const looseCharges = await db.query<{ charge: Json; effect: Json | null }>(LOOSE_CHARGES_SQL, args);
   const looseEffects = await db.query<{ effect: Json; charge: Json | null }>(LOOSE_EFFECTS_SQL, args);
-  await db.query('SET LOCAL enable_seqscan = on');
   return {
     groups: groups.rows.map((r) => ({
       tenantId: r.tenant_id,
