@@ -11,7 +11,7 @@ describe('sweeper demo', () => {
     const out = result.stdout;
     for (const category of CATEGORIES) expect(out, category).toContain(category);
     expect(out).toMatch(/a worker killed after Stripe charged/);
-    expect(out).toMatch(/a double click: two identical requests at once → charged \+ replayed, one charge/);
+    expect(out).toMatch(/a double click: two identical requests at once → charged \+ in_progress; its retry → replayed, one charge/);
     expect(out).toMatch(/Left for a person, and why:/);
     expect(out).toMatch(/"event": "findings.open"/);
     expect(out).toMatch(/Exit code: 3 \(unreconciled findings are open/);
