@@ -15,8 +15,10 @@ beforeAll(async () => {
   db = await createTestDatabase();
   const sql = await readFile(fileURLToPath(new URL('../../jobs/sql/least-privilege-role.sql', import.meta.url)), 'utf8');
   await db.pool.query(sql);
-  runtime = createPool(db.url, { max: 4 });
-  runtime.on('connect', (client) => void client.query('SET ROLE sweeper_runtime'));
+  // The role is set at connection start-up, before any query can be sent on it.
+  const url = new URL(db.url);
+  url.searchParams.set('options', '-c role=sweeper_runtime');
+  runtime = createPool(url.toString(), { max: 4 });
 });
 afterAll(async () => {
   await runtime.end();
@@ -25,6 +27,7 @@ afterAll(async () => {
 
 describe('the least-privilege runtime role', () => {
   it('cannot run DDL', async () => {
+    expect((await runtime.query('SELECT current_user AS u')).rows[0].u).toBe('sweeper_runtime');
     await expect(runtime.query('CREATE TABLE sneaky (id int)')).rejects.toMatchObject({ code: '42501' });
     await expect(runtime.query('DROP TABLE payments')).rejects.toMatchObject({ code: '42501' });
     await expect(runtime.query('DELETE FROM recon_repairs')).rejects.toMatchObject({ code: '42501' });
