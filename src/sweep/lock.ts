@@ -60,10 +60,10 @@ export async function lockAccounts(pool: Pool, accounts: string[]): Promise<Swee
         `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = $1 AND granted) AS held`,
         [holder],
       );
-      if (!rows[0]?.held) {
-        lostWith ??= new Error('the lock-holding session is gone');
-        assertHeld();
-      }
+      if (!rows[0]?.held) lostWith ??= new Error('the lock-holding session is gone');
+      // A session being terminated still shows its locks until its backend exits; the
+      // connection's error event may already have told us it is gone.
+      assertHeld();
     },
     async release() {
       try {

@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool } from '../../src/db/pool.js';
+import { partitionDays, utcDay } from '../../src/db/partitions.js';
 import { createEmptyDatabase } from '../support/db.js';
 import { runCli } from '../support/cli.js';
+
+const DAY_MS = 86_400_000;
 
 describe('sweeper migrate (subprocess)', () => {
   let db: { url: string; drop(): Promise<void> };
@@ -31,6 +34,7 @@ describe('sweeper migrate (subprocess)', () => {
   );
 
   it('run by two processes at once, then again, leaves one consistent schema', async () => {
+    const startedAt = new Date();
     const [a, b] = await Promise.all([
       runCli(['migrate', '--json'], { DATABASE_URL: db.url }),
       runCli(['migrate', '--json'], { DATABASE_URL: db.url }),
@@ -46,11 +50,22 @@ describe('sweeper migrate (subprocess)', () => {
     try {
       const migrations = await pool.query('SELECT id FROM sweeper_migrations ORDER BY id');
       expect(migrations.rows.map((r) => r.id)).toEqual(Array.from({ length: ja.version }, (_, i) => i + 1));
-      // The retention window (default 7 days) has its partitions, behind and ahead.
-      const parts = await pool.query(
-        `SELECT count(*)::int AS n FROM pg_inherits WHERE inhparent = 'idempotency_keys'::regclass`,
+      // The retention window (default 7 days) has its partitions, behind and ahead: one per
+      // day, with no gap, 15 days — 16 if midnight UTC passed while the three runs ran.
+      const from = partitionDays(startedAt, 7 * DAY_MS).from;
+      const to = partitionDays(new Date(), 7 * DAY_MS).to;
+      const parts = await pool.query<{ day: string }>(
+        `SELECT to_char(lower_bound, 'YYYY-MM-DD') AS day
+           FROM (SELECT (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'FROM \\(''([^'']+)''\\)'))[1]::timestamptz
+                        AT TIME ZONE 'UTC' AS lower_bound
+                   FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                  WHERE i.inhparent = 'idempotency_keys'::regclass) bounds
+          ORDER BY 1`,
       );
-      expect(parts.rows[0].n).toBe(15);
+      const expected: string[] = [];
+      for (let day = Date.parse(from); day <= Date.parse(to); day += DAY_MS) expected.push(utcDay(new Date(day)));
+      expect(parts.rows.map((r) => r.day)).toEqual(expected);
+      expect(expected.length).toBeGreaterThanOrEqual(15);
     } finally {
       await pool.end();
     }

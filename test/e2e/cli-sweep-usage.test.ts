@@ -21,7 +21,8 @@ describe('sweeper run/backfill: bad usage', () => {
     await db.drop();
   });
 
-  const future = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+  // Far enough ahead that no midnight passing during the run can make it "not settled yet".
+  const future = '2999-01-01';
   const cases: Array<[string, string[], Record<string, string | undefined>, RegExp]> = [
     ['--from after --to', ['backfill', '--from', '2026-11-05', '--to', '2026-11-01'], {}, /--from 2026-11-05 must be before --to/],
     ['unparseable --from', ['backfill', '--from', 'last week', '--to', '2026-11-01'], {}, /--from last week: not a time/],

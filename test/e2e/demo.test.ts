@@ -1,4 +1,6 @@
+import { readdir } from 'node:fs/promises';
 import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { CATEGORIES } from '../../src/sweep/categories.js';
 import { runCli } from '../support/cli.js';
@@ -6,6 +8,8 @@ import { runCli } from '../support/cli.js';
 describe('sweeper demo', () => {
   it('tells the whole story on its own PostgreSQL and Stripe double, exits 0 and cleans up', async () => {
     // No DATABASE_URL: the demo starts (and removes) its own server, as on a fresh clone.
+    const serverDirs = async () => (await readdir(tmpdir())).filter((name) => name.startsWith('sweeper-pg-'));
+    const before = await serverDirs();
     const result = await runCli(['demo', '--seed', '3']);
     expect(result.code, result.stderr).toBe(0);
     const out = result.stdout;
@@ -27,6 +31,7 @@ describe('sweeper demo', () => {
       socket.on('error', () => resolve(true));
     });
     expect(refused).toBe(true); // the throwaway server is gone
+    expect(await serverDirs()).toEqual(before); // and so is its data directory
   });
 
   it('refuses a bad --seed with exit 64', async () => {

@@ -345,7 +345,8 @@ describe('control hooks', () => {
   });
 
   it('limits an endpoint to a request rate, answering 429 rate_limit_error without Stripe-Should-Retry', async () => {
-    double.setRateLimit('GET /v1/charges', { perSecond: 1, burst: 2 });
+    // So slow a refill that no stall of a loaded machine can earn a third token mid-test.
+    double.setRateLimit('GET /v1/charges', { perSecond: 0.001, burst: 2 });
     const answers = [];
     for (let i = 0; i < 3; i += 1) answers.push(await raw('/v1/charges', { headers: { Authorization: 'Bearer sk_test_x' } }));
     expect(answers.map((a) => a.status)).toEqual([200, 200, 429]);

@@ -440,7 +440,9 @@ describe('runs, watermarks and locks', () => {
             if (name !== 'slice:1:repaired') return;
             await killer.query(
               // The run's lock session: holds an advisory lock of our class and is idle (the slice is not).
-              `SELECT pg_terminate_backend(l.pid) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+              // With a timeout, pg_terminate_backend waits until the backend has exited, so its
+              // lock is gone from pg_locks before the slice asks (PostgreSQL 14+).
+              `SELECT pg_terminate_backend(l.pid, 10000) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
                 WHERE l.locktype = 'advisory' AND l.classid = $1 AND l.granted AND a.state = 'idle'
                   AND a.datname = current_database()`, // other test files run beside this one
               [0x53574550],
