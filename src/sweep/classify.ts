@@ -65,12 +65,14 @@ export interface Judgement {
   matched: string[];
   /** Every subject looked at: open findings among them that are no longer found get closed. */
   judgedSubjects: string[];
+  /** Keys not judged because a writer holds them in a live lease: to be judged again later. */
+  deferred: string[];
 }
 
 const MONEY: ReadonlySet<ChargeFact['status']> = new Set(['succeeded', 'pending']);
 
 export function judgeSlice(facts: SliceFacts, ctx: JudgeContext): Judgement {
-  const out: Judgement = { findings: [], matched: [], judgedSubjects: [] };
+  const out: Judgement = { findings: [], matched: [], judgedSubjects: [], deferred: [] };
   for (const group of facts.groups) judgeGroup(group, ctx, out);
   for (const loose of facts.looseCharges) judgeLooseCharge(loose, out);
   for (const loose of facts.looseEffects) judgeLooseEffect(loose, out);
@@ -85,7 +87,10 @@ function judgeGroup(whole: KeyGroup, ctx: JudgeContext, out: Judgement): void {
   const { tenantId, key, claim } = whole;
   const subject = claimSubject(tenantId, key);
   // A live writer owns this key right now; judging it would race the writer.
-  if (claim && isLiveLease(claim, ctx.now)) return;
+  if (claim && isLiveLease(claim, ctx.now)) {
+    out.deferred.push(subject);
+    return;
+  }
   out.judgedSubjects.push(subject);
   const group = claim ? ownedByClaim(whole, claim, ctx, out) : whole;
 

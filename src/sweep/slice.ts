@@ -41,6 +41,11 @@ export interface SliceContext {
   /** What this run has counted already, across slices. */
   counted: Set<string>;
   lock: SweepLock;
+  /**
+   * The start of the first slice that deferred a key in a live lease: the watermark
+   * goes no further this run, so the next run judges that key again.
+   */
+  watermarkHold: { at: Date | null };
 }
 
 function once(seen: Set<string>, id: string): boolean {
@@ -125,7 +130,20 @@ export async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: Sl
       findings: report.findings,
       repaired: report.repaired,
     });
-    if (run.mode === 'run') await advanceWatermark(client, run.account, run.watermarkShard, slice.to, run.id, now);
+    if (judgement.deferred.length > 0) {
+      ctx.watermarkHold.at ??= slice.from;
+      // Settle is at least one lease, so with one lease setting and agreeing clocks no
+      // settled key can be in a live lease: seeing one means they disagree.
+      ctx.log.warn(
+        { slice: { from: slice.from.toISOString(), to: slice.to.toISOString() }, deferred: judgement.deferred.length, example: judgement.deferred[0] },
+        'keys in a live lease inside the settled window were not judged; the watermark stays at ' +
+          `${ctx.watermarkHold.at.toISOString()} until their leases end. Check that the claim library's lease is ` +
+          'SWEEPER_CLAIM_LEASE (claimSettingsFromEnv) and that app servers and this job agree on the time',
+      );
+    }
+    if (run.mode === 'run') {
+      await advanceWatermark(client, run.account, run.watermarkShard, ctx.watermarkHold.at ?? slice.to, run.id, now);
+    }
     await ctx.lock.confirmHeld(client);
     await fault('before-commit');
     if (options.dryRun) {

@@ -113,6 +113,7 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
   const run = { id: runId, mode: options.mode, account, shard, watermarkShard, window: window.full, startedAt: started, checkpoint: window.start };
   const slices = slicesOf({ from: window.start, to: window.full.to }, options.sliceMs);
   const counted = new Set<string>();
+  const watermarkHold = { at: null as Date | null };
   // A real run commits slice by slice. A dry run keeps one transaction that it rolls
   // back at the end, so later slices see the charges earlier ones ingested; each
   // slice's repairs and findings are undone at once (see sweepSlice).
@@ -128,7 +129,7 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
         break;
       }
       lock.assertHeld();
-      await sweepSlice(deps, options, { run, slice, index, report, log, readUntil: started, inTransaction: inTx, counted, lock });
+      await sweepSlice(deps, options, { run, slice, index, report, log, readUntil: started, inTransaction: inTx, counted, lock, watermarkHold });
       deps.onSlice?.(index + 1, slices.length);
     }
     // A dry run accumulated, slice by slice, how many open findings it would add.

@@ -339,6 +339,7 @@ describe('claims written by other clients', () => {
 
 describe('runs, watermarks and locks', () => {
   it('a scheduled run advances the watermark to now − settle; a backfill never moves it', async () => {
+    await db.pool.query(`DELETE FROM idempotency_keys WHERE key = 'k-live'`); // see the next test
     const [scheduled] = await run({ mode: 'run', window: undefined });
     expect(scheduled?.window).toEqual({ from: '2026-11-09T12:00:00.000Z', to: '2026-11-10T11:50:00.000Z' });
     const watermark = async () => (await query<{ watermark: Date }>('SELECT watermark FROM recon_watermarks'))[0]?.watermark;
@@ -347,6 +348,26 @@ describe('runs, watermarks and locks', () => {
     expect(await watermark()).toEqual(new Date('2026-11-10T11:50:00Z'));
     const [next] = await run({ mode: 'run', window: undefined }, () => new Date(NOW.getTime() + 60 * MIN));
     expect(next?.window).toEqual({ from: '2026-11-10T11:35:00.000Z', to: '2026-11-10T12:50:00.000Z' });
+  });
+
+  it('a key in a live lease inside the settled window holds the watermark at its slice until the lease ends', async () => {
+    // k-live (10:50, lease until NOW + 1 min) is settled by time but still leased: a
+    // claim library with a longer lease than the sweeper's, or a clock behind.
+    const watermark = async () => (await query<{ watermark: Date }>('SELECT watermark FROM recon_watermarks'))[0]?.watermark;
+    const live = `SELECT status FROM idempotency_keys WHERE key = 'k-live'`;
+    const [first] = await run({ mode: 'run', window: undefined });
+    expect(first?.window?.to).toBe('2026-11-10T11:50:00.000Z');
+    expect(await watermark()).toEqual(new Date('2026-11-10T10:00:00Z')); // the start of k-live's slice
+    expect(await query(live)).toEqual([{ status: 'in_flight' }]);
+    expect(await query(`SELECT count(*)::int AS n FROM recon_findings WHERE idempotency_key = 'k-live'`)).toEqual([{ n: 0 }]);
+
+    // The lease has ended and nobody finished the attempt: the next run judges it.
+    const later = () => new Date(NOW.getTime() + 2 * MIN);
+    const [second] = await run({ mode: 'run', window: undefined }, later);
+    expect(second?.window).toEqual({ from: '2026-11-10T09:45:00.000Z', to: '2026-11-10T11:52:00.000Z' });
+    expect(await query(live)).toEqual([{ status: 'released' }]);
+    expect(await query(`SELECT category FROM recon_findings WHERE idempotency_key = 'k-live'`)).toEqual([{ category: 'stale_claim' }]);
+    expect(await watermark()).toEqual(new Date('2026-11-10T11:52:00Z'));
   });
 
   it('a second sweep while the lock is held stops at once with exit code 75', async () => {

@@ -154,9 +154,15 @@ describe('judgeSlice: one row of the category table each', () => {
 });
 
 describe('judgeSlice: what is never judged', () => {
-  it('skips a claim in a live lease entirely', () => {
+  it('skips a claim in a live lease entirely, and says it deferred it', () => {
     const j = judge([group({ claim: claim({ status: 'in_flight', lockedUntil: new Date(NOW.getTime() + 1000) }), charges: [charge()] })]);
-    expect(j).toEqual({ findings: [], matched: [], judgedSubjects: [] });
+    expect(j).toEqual({ findings: [], matched: [], judgedSubjects: [], deferred: ['acme\u241fk1'] });
+  });
+
+  it('judges a claim whose lease ended exactly now', () => {
+    const j = judge([group({ claim: claim({ status: 'in_flight', lockedUntil: NOW }) })]);
+    expect(j.deferred).toEqual([]);
+    expect(j.findings.map((f) => f.category)).toEqual(['stale_claim']);
   });
 
   it('reports every subject it looked at, so healed findings can be closed', () => {
