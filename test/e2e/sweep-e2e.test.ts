@@ -11,6 +11,7 @@ import { tableChecksums } from '../support/checksums.js';
 import { normalizedTables } from '../support/normalized-tables.js';
 import { buildScenario, type Scenario } from '../support/traffic.js';
 import { startGatedProxy } from '../support/gated-proxy.js';
+import { deferred } from '../support/stripe-nock.js';
 
 const HOUR = 3_600_000;
 // Three hours back, on an hour boundary: the scenario happens in the first 40 minutes,
@@ -178,6 +179,75 @@ describe('sweeper on real traffic against the Stripe double', () => {
     expect(touched.rows[0].n).toBe(0);
     const claims = await db.pool.query(`SELECT DISTINCT status FROM idempotency_keys WHERE tenant_id = 'live'`);
     expect(claims.rows).toEqual([{ status: 'completed' }]);
+  });
+});
+
+describe('a claim library whose lease disagrees with the sweeper', () => {
+  it('keys it holds inside the settled window are neither judged nor repaired, and are judged once it lets go', async () => {
+    const db = await clone();
+    // The app servers' library leases for an hour and its clock is 10 minutes behind:
+    // its in-flight claims (and the charge one of them made) sit inside the window
+    // [.., now − 3m) while their leases are live.
+    const behind = new Date(Date.now() - 10 * 60_000);
+    double.clock.set(behind);
+    const paused = (point: 'afterClaim' | 'afterStripeCall') => {
+      const reached = deferred();
+      const resume = deferred();
+      const client = createClaimClient({
+        pool: db.pool,
+        stripe: createStripeClient({ apiKey: 'sk_test_e2e', apiBase: double.url }),
+        leaseMs: HOUR,
+        maxAmount: 1_000_000,
+        metadataKeys: { tenantId: 'tenant_id', idempotencyKey: 'idempotency_key' },
+        clock: () => behind,
+        hooks: { [point]: async () => (reached.resolve(), resume.promise) },
+      });
+      const attempt = client.chargeOnce({ tenantId: 'skewed', key: point, request: { amount: 777, currency: 'usd', paymentMethod: 'pm_card_visa' } });
+      return { reached: reached.promise, resume: resume.resolve, attempt };
+    };
+    const beforeStripe = paused('afterClaim');
+    const afterStripe = paused('afterStripeCall');
+    try {
+      await Promise.all([beforeStripe.reached, afterStripe.reached]);
+      const claims = async () =>
+        (await db.pool.query(`SELECT key, status FROM idempotency_keys WHERE tenant_id = 'skewed' ORDER BY key`)).rows;
+      const touched = async () =>
+        (
+          await db.pool.query(
+            `SELECT (SELECT count(*) FROM recon_findings WHERE tenant_id = 'skewed')::int AS findings,
+                    (SELECT count(*) FROM payments WHERE tenant_id = 'skewed')::int AS payments`,
+          )
+        ).rows[0];
+      const watermark = async () => (await db.pool.query(`SELECT watermark FROM recon_watermarks`)).rows[0]?.watermark as Date;
+
+      const first = await runCli(['run', '--json'], envFor(db, { SWEEPER_SETTLE: '3m' }));
+      expect(first.code, first.stderr).toBe(3);
+      expect(first.stderr).toMatch(/keys in a live lease inside the settled window were not judged/);
+      expect(await claims()).toEqual([
+        { key: 'afterClaim', status: 'in_flight' },
+        { key: 'afterStripeCall', status: 'in_flight' },
+      ]);
+      expect(await touched()).toEqual({ findings: 0, payments: 0 }); // the charge made at Stripe is not "repaired" under the writer
+      expect((await watermark()).getTime()).toBeLessThanOrEqual(behind.getTime());
+
+      beforeStripe.resume();
+      afterStripe.resume();
+      expect((await beforeStripe.attempt).outcome).toBe('charged');
+      expect((await afterStripe.attempt).outcome).toBe('charged');
+      expect(await touched()).toEqual({ findings: 0, payments: 2 });
+
+      // Settled now: the next run judges them (matched, nothing to do) and moves on.
+      const second = await runCli(['run', '--json'], envFor(db, { SWEEPER_SETTLE: '3m' }));
+      expect(second.code, second.stderr).toBe(3); // the scenario's findings, still open
+      expect(second.stderr).not.toMatch(/keys in a live lease/);
+      expect(await touched()).toEqual({ findings: 0, payments: 2 });
+      expect((await watermark()).getTime()).toBeGreaterThan(Date.now() - 4 * 60_000);
+    } finally {
+      beforeStripe.resume();
+      afterStripe.resume();
+      await Promise.allSettled([beforeStripe.attempt, afterStripe.attempt]);
+      double.clock.useRealTime();
+    }
   });
 });
 
