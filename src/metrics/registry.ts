@@ -44,9 +44,11 @@ export function buildMetricsRegistry(input: MetricsInput): Registry {
   const repairs = gauge('sweeper_repairs_last_run', 'Findings repaired by the last run.', ['account', 'category']);
   const scanned = gauge('sweeper_charges_scanned_last_run', 'Stripe charges read by the last run.', ['account']);
   const duration = gauge('sweeper_run_duration_seconds', 'Wall time of the last run.', ['account']);
+  const deferred = gauge('sweeper_deferred_keys_last_run', 'Keys the last run left to a later one because a live writer held them.', ['account']);
   for (const report of runs) {
     for (const category of FINDING_CATEGORIES) repairs.set({ account: report.account, category }, report.repaired[category] ?? 0);
     scanned.set({ account: report.account }, report.charges_scanned);
+    deferred.set({ account: report.account }, report.deferred_keys);
     duration.set({ account: report.account }, report.duration_ms / 1000);
   }
 

@@ -107,8 +107,10 @@ export async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: Sl
     const openBefore = options.dryRun ? await savepointAndCountOpen(client, run.account) : 0;
     const repairs = await executeRepairs(client, findings, { now });
     await fault('repaired');
-    // A repair that lost its compare-and-swap to a live writer is no finding: the writer settles it.
+    // A repair that lost its compare-and-swap to a live writer is no finding: the writer
+    // settles it, or, if it dies, a later run must judge the key again (deferred).
     const recorded = findings.filter((f) => !f.repair || repairs.has(f) || isRefund(f));
+    const lostToWriter = findings.filter((f) => f.repair && !repairs.has(f) && !isRefund(f)).map((f) => f.subject);
     refunds.push(...recorded.filter(isRefund));
     await recordFindings(client, { account: run.account, runId: run.id, now, findings: recorded, repairs });
     await closeHealedFindings(client, { account: run.account, runId: run.id, now, judgedSubjects: judgement.judgedSubjects, findings: recorded });
@@ -124,26 +126,17 @@ export async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: Sl
     for (const id of judgement.matched) if (once(ctx.counted, `matched\u001f${id}`)) report.findings.matched += 1;
     for (const f of recorded) if (once(ctx.counted, `${f.category}\u001f${f.subject}`)) report.findings[f.category] += 1;
     for (const f of repairs.keys()) report.repaired[f.category] += 1;
+    const deferred = [...judgement.deferred, ...lostToWriter];
+    for (const subject of deferred) if (once(ctx.counted, `deferred\u001f${subject}`)) report.deferred_keys += 1;
+    if (deferred.length > 0) holdAt(ctx, slice, deferred);
+    const reached = ctx.watermarkHold.at ?? slice.to;
     await recordSliceProgress(client, run.id, {
-      checkpoint: slice.to,
+      checkpoint: reached,
       chargesScanned: report.charges_scanned,
       findings: report.findings,
       repaired: report.repaired,
     });
-    if (judgement.deferred.length > 0) {
-      ctx.watermarkHold.at ??= slice.from;
-      // Settle is at least one lease, so with one lease setting and agreeing clocks no
-      // settled key can be in a live lease: seeing one means they disagree.
-      ctx.log.warn(
-        { slice: { from: slice.from.toISOString(), to: slice.to.toISOString() }, deferred: judgement.deferred.length, example: judgement.deferred[0] },
-        'keys in a live lease inside the settled window were not judged; the watermark stays at ' +
-          `${ctx.watermarkHold.at.toISOString()} until their leases end. Check that the claim library's lease is ` +
-          'SWEEPER_CLAIM_LEASE (claimSettingsFromEnv) and that app servers and this job agree on the time',
-      );
-    }
-    if (run.mode === 'run') {
-      await advanceWatermark(client, run.account, run.watermarkShard, ctx.watermarkHold.at ?? slice.to, run.id, now);
-    }
+    if (run.mode === 'run') await advanceWatermark(client, run.account, run.watermarkShard, reached, run.id, now);
     await ctx.lock.confirmHeld(client);
     await fault('before-commit');
     if (options.dryRun) {
@@ -160,6 +153,25 @@ export async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: Sl
     await refundAfterCommit(deps.pool, finding, { account: run.account, runId: run.id, now: deps.clock(), refund: deps.refund });
     report.repaired.duplicate_charge += 1;
   }
+}
+
+/**
+ * Keys a live writer holds were not judged: this run goes no further than the start of
+ * the first slice that deferred one (watermark, or a backfill's resume checkpoint), so
+ * a later run judges them again. Settle is at least one lease, so with one lease
+ * setting and agreeing clocks no settled key is in a live lease: it means they disagree.
+ */
+function holdAt(ctx: SliceContext, slice: TimeWindow, deferred: string[]): void {
+  ctx.watermarkHold.at ??= slice.from;
+  const then =
+    ctx.run.mode === 'run'
+      ? `this run's watermark goes no further than ${ctx.watermarkHold.at.toISOString()}, so the next run judges them again`
+      : 'they are counted in deferred_keys: run this backfill again once their leases have ended';
+  ctx.log.warn(
+    { slice: { from: slice.from.toISOString(), to: slice.to.toISOString() }, deferred: deferred.length, example: deferred[0] },
+    `keys held by a live writer inside the settled window were not judged; ${then}. If this repeats, check that the ` +
+      "claim library's lease is SWEEPER_CLAIM_LEASE (claimSettingsFromEnv) and that app servers and this job agree on the time",
+  );
 }
 
 async function savepointAndCountOpen(client: PoolClient, account: string): Promise<number> {

@@ -53,6 +53,8 @@ export interface SweepReport {
   dry_run: boolean;
   charges_scanned: number;
   malformed_charges: number;
+  /** Keys not judged because a live writer held them (see README "Finding categories"). */
+  deferred_keys: number;
   findings: Record<Category, number>;
   repaired: Record<Category, number>;
   unreconciled: number;

@@ -222,7 +222,8 @@ describe('a claim library whose lease disagrees with the sweeper', () => {
 
       const first = await runCli(['run', '--json'], envFor(db, { SWEEPER_SETTLE: '3m' }));
       expect(first.code, first.stderr).toBe(3);
-      expect(first.stderr).toMatch(/keys in a live lease inside the settled window were not judged/);
+      expect(first.stderr).toMatch(/keys held by a live writer inside the settled window were not judged/);
+      expect(JSON.parse(first.stdout).deferred_keys).toBe(2);
       expect(await claims()).toEqual([
         { key: 'afterClaim', status: 'in_flight' },
         { key: 'afterStripeCall', status: 'in_flight' },
@@ -236,11 +237,17 @@ describe('a claim library whose lease disagrees with the sweeper', () => {
       expect((await afterStripe.attempt).outcome).toBe('charged');
       expect(await touched()).toEqual({ findings: 0, payments: 2 });
 
-      // Settled now: the next run judges them (matched, nothing to do) and moves on.
+      // Settled now, the next run judges them. To see that it does, one payment row is
+      // lost first: the sweep must find that key's charge without its effect and repair it.
+      await db.pool.query(`DELETE FROM payments WHERE tenant_id = 'skewed' AND idempotency_key = 'afterStripeCall'`);
       const second = await runCli(['run', '--json'], envFor(db, { SWEEPER_SETTLE: '3m' }));
       expect(second.code, second.stderr).toBe(3); // the scenario's findings, still open
-      expect(second.stderr).not.toMatch(/keys in a live lease/);
-      expect(await touched()).toEqual({ findings: 0, payments: 2 });
+      expect(second.stderr).not.toMatch(/held by a live writer/);
+      expect(JSON.parse(second.stdout).deferred_keys).toBe(0);
+      expect(await touched()).toEqual({ findings: 1, payments: 2 });
+      expect((await db.pool.query(`SELECT category, state FROM recon_findings WHERE tenant_id = 'skewed'`)).rows).toEqual([
+        { category: 'claim_without_effect', state: 'repaired' },
+      ]);
       expect((await watermark()).getTime()).toBeGreaterThan(Date.now() - 4 * 60_000);
     } finally {
       beforeStripe.resume();

@@ -62,7 +62,7 @@ beforeAll(async () => {
   await seed();
   input = {
     reports: [
-      { account: ACCT, mode: 'run', dry_run: false, status: 'succeeded', charges_scanned: 321, repaired: { ...emptyCounts(), orphan_charge: 1 }, duration_ms: 2_250 },
+      { account: ACCT, mode: 'run', dry_run: false, status: 'succeeded', charges_scanned: 321, deferred_keys: 0, repaired: { ...emptyCounts(), orphan_charge: 1 }, duration_ms: 2_250 },
     ],
     status: await readStatus(db.pool, NOW),
     stripe429s: 3,
@@ -104,6 +104,7 @@ describe('textfile for node_exporter', () => {
     expect(sample(text, 'sweeper_repairs_last_run', `{account="${ACCT}",category="orphan_charge"}`)).toBe('1');
     expect(sample(text, 'sweeper_charges_scanned_last_run', `{account="${ACCT}"}`)).toBe('321');
     expect(sample(text, 'sweeper_run_duration_seconds', `{account="${ACCT}"}`)).toBe('2.25');
+    expect(sample(text, 'sweeper_deferred_keys_last_run', `{account="${ACCT}"}`)).toBe('0');
     expect(sample(text, 'sweeper_stripe_rate_limited_last_run')).toBe('3');
     expect(sample(text, 'sweeper_last_success_timestamp_seconds', '{account="platform"}')).toBe(String(Date.parse('2026-11-10T10:00:00Z') / 1000));
     expect(sample(text, 'sweeper_last_success_timestamp_seconds', `{account="${ACCT}"}`)).toBe(String(NOW.getTime() / 1000));

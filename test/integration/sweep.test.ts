@@ -252,6 +252,7 @@ describe('a sweep over every category', () => {
     expect(raced).toBe(true);
     expect(report!.repaired.stale_claim).toBe(0);
     expect(report!.findings.stale_claim).toBe(1); // only the 24 h one: the raced claim is no finding
+    expect(report!.deferred_keys).toBe(2); // k-stale, left to its writer, and k-live (a live lease)
     const [claim] = await query(`SELECT status, attempt FROM idempotency_keys WHERE key = 'k-stale'`);
     expect(claim).toEqual({ status: 'in_flight', attempt: 2 });
   });
@@ -357,6 +358,7 @@ describe('runs, watermarks and locks', () => {
     const live = `SELECT status FROM idempotency_keys WHERE key = 'k-live'`;
     const [first] = await run({ mode: 'run', window: undefined });
     expect(first?.window?.to).toBe('2026-11-10T11:50:00.000Z');
+    expect(first?.deferred_keys).toBe(1);
     expect(await watermark()).toEqual(new Date('2026-11-10T10:00:00Z')); // the start of k-live's slice
     expect(await query(live)).toEqual([{ status: 'in_flight' }]);
     expect(await query(`SELECT count(*)::int AS n FROM recon_findings WHERE idempotency_key = 'k-live'`)).toEqual([{ n: 0 }]);
@@ -365,9 +367,19 @@ describe('runs, watermarks and locks', () => {
     const later = () => new Date(NOW.getTime() + 2 * MIN);
     const [second] = await run({ mode: 'run', window: undefined }, later);
     expect(second?.window).toEqual({ from: '2026-11-10T09:45:00.000Z', to: '2026-11-10T11:52:00.000Z' });
+    expect(second?.deferred_keys).toBe(0);
     expect(await query(live)).toEqual([{ status: 'released' }]);
     expect(await query(`SELECT category FROM recon_findings WHERE idempotency_key = 'k-live'`)).toEqual([{ category: 'stale_claim' }]);
     expect(await watermark()).toEqual(new Date('2026-11-10T11:52:00Z'));
+  });
+
+  it('a backfill counts keys held by a live writer in deferred_keys and checkpoints before them', async () => {
+    const [report] = await run(); // 09T08:00 → 10T11:00; k-live is in the last slice, 10:00–11:00
+    expect(report).toMatchObject({ status: 'succeeded', deferred_keys: 1 });
+    expect(await query(`SELECT status, checkpoint FROM recon_runs`)).toEqual([
+      { status: 'succeeded', checkpoint: new Date('2026-11-10T10:00:00Z') },
+    ]);
+    expect(await query(`SELECT count(*)::int AS n FROM recon_watermarks`)).toEqual([{ n: 0 }]);
   });
 
   it('a second sweep while the lock is held stops at once with exit code 75', async () => {

@@ -9,7 +9,7 @@ const NOW = new Date('2026-11-10T12:00:00Z');
 const ACCT = 'acct_1Nv0FGQ9RKHgCVdK';
 
 function report(over: Partial<SweepReportLike>): SweepReportLike {
-  return { account: 'platform', mode: 'run', dry_run: false, status: 'succeeded', charges_scanned: 0, repaired: emptyCounts(), duration_ms: 0, ...over };
+  return { account: 'platform', mode: 'run', dry_run: false, status: 'succeeded', charges_scanned: 0, deferred_keys: 0, repaired: emptyCounts(), duration_ms: 0, ...over };
 }
 
 function input(over: Partial<MetricsInput> = {}): MetricsInput {
@@ -39,7 +39,7 @@ describe('metrics registry', () => {
       input({
         accounts: ['platform', ACCT],
         reports: [
-          report({ account: ACCT, charges_scanned: 1200, duration_ms: 4500, repaired: { ...emptyCounts(), stale_claim: 2, orphan_charge: 1 } }),
+          report({ account: ACCT, charges_scanned: 1200, deferred_keys: 2, duration_ms: 4500, repaired: { ...emptyCounts(), stale_claim: 2, orphan_charge: 1 } }),
         ],
         status: {
           watermarks: [
@@ -83,6 +83,7 @@ describe('metrics registry', () => {
       ...repairs,
       `sweeper_charges_scanned_last_run{account="${ACCT}"} 1200`,
       `sweeper_run_duration_seconds{account="${ACCT}"} 4.5`,
+      `sweeper_deferred_keys_last_run{account="${ACCT}"} 2`,
       'sweeper_stripe_rate_limited_last_run 4',
       'sweeper_claim_store_size 5000',
       'sweeper_claim_store_in_flight 7',

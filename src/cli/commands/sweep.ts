@@ -239,6 +239,11 @@ export function formatReport(r: SweepReport): string {
     if (found === 0 && repaired === 0) continue;
     lines.push(`  ${category.padEnd(24)}${String(found).padStart(8)}${String(repaired).padStart(14)}`);
   }
-  lines.push('', `unreconciled (open findings): ${r.unreconciled}`, '');
+  lines.push('', `unreconciled (open findings): ${r.unreconciled}`);
+  if (r.deferred_keys > 0) {
+    const later = r.mode === 'run' ? 'the next run judges them' : 'run this backfill again once their leases end';
+    lines.push(`deferred (held by a live writer, not judged): ${r.deferred_keys}: ${later}`);
+  }
+  lines.push('');
   return `${lines.join('\n')}\n`;
 }
