@@ -42,8 +42,9 @@ export interface SliceContext {
   counted: Set<string>;
   lock: SweepLock;
   /**
-   * The start of the first slice that deferred a key in a live lease: the watermark
-   * goes no further this run, so the next run judges that key again.
+   * The start of the first slice that deferred a key (a live lease, or a repair lost
+   * to a writer): the watermark or checkpoint goes no further this run, so a later
+   * run judges that key again.
    */
   watermarkHold: { at: Date | null };
 }
