@@ -7,7 +7,8 @@ import { requestFingerprint } from '../../src/claims/keys.js';
 import { ensureDayPartitions } from '../../src/db/partitions.js';
 import { createStripeClient } from '../../src/stripe/client.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { cardDeclined, deferred, interceptPaymentIntents, succeededIntent } from '../support/stripe-nock.js';
+import { deferred } from '../support/promises.js';
+import { cardDeclined, interceptPaymentIntents, succeededIntent } from '../support/stripe-nock.js';
 
 const LEASE_MS = 60_000;
 const METADATA_KEYS = { tenantId: 'tenant_id', idempotencyKey: 'idempotency_key' };

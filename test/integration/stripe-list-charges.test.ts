@@ -8,6 +8,7 @@ import type { RetryPolicy } from '../../src/stripe/backoff.js';
 import { RateBudget } from '../../src/stripe/rate-budget.js';
 import type { ChargeWindow } from '../../src/stripe/window.js';
 import type { MalformedCharge, NormalizedCharge } from '../../src/stripe/types.js';
+import { failure } from '../support/promises.js';
 
 const FROM = new Date('2026-03-01T00:00:00Z');
 const TO = new Date('2026-03-02T00:00:00Z');
@@ -65,15 +66,6 @@ async function listAll(l: ChargeLister, account: string | null, window: ChargeWi
 }
 
 const seeded = (account: string | null, window: ChargeWindow = WINDOW) => double.chargeIds(account, window).sort();
-
-async function failure(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error('expected the listing to fail');
-}
 
 describe('windowed listing through the SDK against the double', () => {
   it('lists exactly the seeded set across a burst of 1,000 charges in one second', async () => {

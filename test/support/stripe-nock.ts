@@ -90,12 +90,3 @@ function headerValue(value: unknown): string | undefined {
   if (Array.isArray(value)) return String(value[0]);
   return value === undefined ? undefined : String(value);
 }
-
-/** A promise with its resolve function outside, for holding a reply until a test says so. */
-export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}

@@ -5,6 +5,7 @@ import { IncompleteWindowError, InvalidStripeKeyError, MissingStripePermissionEr
 import { createChargeLister } from '../../src/stripe/list-charges.js';
 import { RateBudget } from '../../src/stripe/rate-budget.js';
 import { STRIPE_ORIGIN } from '../support/stripe-nock.js';
+import { failure } from '../support/promises.js';
 
 // SDK retries on, as in production: the lister must switch them off per request and retry itself.
 const stripe = createStripeClient({ apiKey: 'sk_test_adapter', maxNetworkRetries: 2 });
@@ -53,15 +54,6 @@ async function listAll(l: ReturnType<typeof lister>, account: string | null = nu
   const ids: string[] = [];
   for await (const batch of l.list(account, { from: FROM, to: TO })) ids.push(...batch.charges.map((c) => c.id));
   return ids;
-}
-
-async function failure(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error('expected the listing to fail');
 }
 
 const charges = () => nock(STRIPE_ORIGIN).get('/v1/charges').query(true);
