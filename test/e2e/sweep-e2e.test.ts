@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifySignature } from '../../src/alerts/index.js';
-import { createClaimClient } from '../../src/claims/index.js';
+import { createClaimClient, type ClaimClientDeps } from '../../src/claims/index.js';
 import { startStripeDouble, type StripeDouble } from '../../src/fakes/stripe-double/index.js';
 import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
 import { createStripeClient } from '../../src/stripe/client.js';
@@ -11,7 +11,7 @@ import { tableChecksums } from '../support/checksums.js';
 import { normalizedTables } from '../support/normalized-tables.js';
 import { buildScenario, type Scenario } from '../support/traffic.js';
 import { startGatedProxy } from '../support/gated-proxy.js';
-import { deferred } from '../support/stripe-nock.js';
+import { deferred } from '../support/promises.js';
 
 const HOUR = 3_600_000;
 // Three hours back, on an hour boundary: the scenario happens in the first 40 minutes,
@@ -35,6 +35,18 @@ function envFor(db: TestDatabase, extra: Record<string, string> = {}): Record<st
   };
 }
 const backfill = ['backfill', '--from', base.toISOString(), '--to', to.toISOString(), '--json'];
+
+/** The claim library as payment code would set it up, against the double. */
+function paymentCode(db: TestDatabase, options: Partial<ClaimClientDeps> = {}) {
+  return createClaimClient({
+    pool: db.pool,
+    stripe: createStripeClient({ apiKey: 'sk_test_e2e', apiBase: double.url }),
+    leaseMs: 120_000,
+    maxAmount: 1_000_000,
+    metadataKeys: { tenantId: 'tenant_id', idempotencyKey: 'idempotency_key' },
+    ...options,
+  });
+}
 
 async function clone(): Promise<TestDatabase> {
   const db = await cloneDatabase(scenarioDb.name);
@@ -157,13 +169,7 @@ describe('sweeper on real traffic against the Stripe double', () => {
 
   it('live payment traffic during a sweep yields no finding and no repair for claims in a live lease', async () => {
     const db = await clone();
-    const live = createClaimClient({
-      pool: db.pool,
-      stripe: createStripeClient({ apiKey: 'sk_test_e2e', apiBase: double.url }),
-      leaseMs: 120_000,
-      maxAmount: 1_000_000,
-      metadataKeys: { tenantId: 'tenant_id', idempotencyKey: 'idempotency_key' },
-    });
+    const live = paymentCode(db);
     const sweeping = startCli(['run', '--json'], envFor(db, { SWEEPER_SETTLE: '3m' }));
     let finished = false;
     void sweeping.done.then(() => (finished = true));
@@ -193,12 +199,8 @@ describe('a claim library whose lease disagrees with the sweeper', () => {
     const paused = (point: 'afterClaim' | 'afterStripeCall') => {
       const reached = deferred();
       const resume = deferred();
-      const client = createClaimClient({
-        pool: db.pool,
-        stripe: createStripeClient({ apiKey: 'sk_test_e2e', apiBase: double.url }),
+      const client = paymentCode(db, {
         leaseMs: HOUR,
-        maxAmount: 1_000_000,
-        metadataKeys: { tenantId: 'tenant_id', idempotencyKey: 'idempotency_key' },
         clock: () => behind,
         hooks: { [point]: async () => (reached.resolve(), resume.promise) },
       });
