@@ -53,7 +53,11 @@ export interface RetryDeps {
  * retried with backoff up to the attempt bound. 401/403 become typed configuration
  * errors (nothing to retry); anything else final becomes a PageFetchError.
  */
-export function withRetries(fetchPage: FetchChargePage, deps: RetryDeps): FetchChargePage {
+export function withRetries<Q extends { account: string | null }, R>(
+  // Generic over the request: charge pages, event pages and charge re-reads share this loop.
+  fetchPage: (query: Q, signal: AbortSignal) => Promise<R>,
+  deps: RetryDeps,
+): (query: Q, signal: AbortSignal) => Promise<R> {
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...deps.policy };
   const sleep = deps.sleep ?? realSleep;
   const random = deps.random ?? Math.random;
