@@ -8,6 +8,12 @@ export interface RetryPolicy {
   maxDelayMs: number;
   /** A server asking for longer than this is waited on only this long (and the attempt bound still holds). */
   maxRetryAfterMs: number;
+  /**
+   * Requests that ran past their total deadline, out of `maxAttempts`: a server that
+   * answers that slowly is not going to recover within the attempts' backoff, and each
+   * miss costs a whole deadline.
+   */
+  maxDeadlineMisses: number;
 }
 
 export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({
@@ -15,6 +21,7 @@ export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({
   baseDelayMs: 500,
   maxDelayMs: 20_000,
   maxRetryAfterMs: 60_000,
+  maxDeadlineMisses: 2,
 });
 
 /**
@@ -36,7 +43,8 @@ export function backoffDelayMs(retry: number, policy: RetryPolicy, random: () =>
  * milliseconds to wait, or undefined when absent or unreadable.
  */
 export function parseRetryAfter(value: string | string[] | undefined, nowMs: number): number | undefined {
-  const text = (Array.isArray(value) ? value[0] : value)?.trim();
+  const first: unknown = Array.isArray(value) ? value[0] : value;
+  const text = typeof first === 'string' ? first.trim() : undefined;
   if (!text) return undefined;
   if (/^\d+(\.\d+)?$/.test(text)) return Number(text) * 1000;
   const date = Date.parse(text);

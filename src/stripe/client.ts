@@ -1,7 +1,12 @@
 import Stripe from 'stripe';
+import { registerSecret } from '../secrets.js';
+import { DeadlineHttpClient } from './http-client.js';
 
 /** The API version every request is pinned to; fixtures and the double follow it. */
 export const STRIPE_API_VERSION = Stripe.API_VERSION;
+
+/** SWEEPER_REQUEST_DEADLINE's default: a listing page answers in well under a second. */
+export const DEFAULT_REQUEST_DEADLINE_MS = 20_000;
 
 export interface StripeClientOptions {
   apiKey: string;
@@ -9,14 +14,19 @@ export interface StripeClientOptions {
   apiBase?: string;
   /** Retries on connection errors, 409 and 5xx (the SDK's own rules); 429 is ours. */
   maxNetworkRetries?: number;
+  /** Total time one request may take, connection, headers and body (not only idle time). */
   timeoutMs?: number;
 }
 
 export function createStripeClient(options: StripeClientOptions): Stripe {
+  // Whoever builds a client (the CLI, payment code) has its key redacted from every output.
+  registerSecret(options.apiKey);
+  const deadlineMs = options.timeoutMs ?? DEFAULT_REQUEST_DEADLINE_MS;
   const config: ConstructorParameters<typeof Stripe>[1] = {
     apiVersion: STRIPE_API_VERSION,
     maxNetworkRetries: options.maxNetworkRetries ?? 2,
-    timeout: options.timeoutMs ?? 20_000,
+    timeout: deadlineMs,
+    httpClient: new DeadlineHttpClient(deadlineMs),
     telemetry: false,
     appInfo: { name: 'sweeper' },
   };

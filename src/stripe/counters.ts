@@ -17,6 +17,8 @@ export class StripeListCounters {
   pages = 0;
   charges = 0;
   malformed = 0;
+  /** Malformed charges without a usable id: they cannot even become a finding, so the run exits 1. */
+  unnamed = 0;
   /** Sub-windows split off to list concurrently. */
   splits = 0;
 
@@ -30,6 +32,7 @@ export class StripeListCounters {
       pages: this.pages,
       charges: this.charges,
       malformed: this.malformed,
+      unnamed: this.unnamed,
       splits: this.splits,
     };
   }
@@ -44,5 +47,6 @@ export interface CounterSnapshot {
   pages: number;
   charges: number;
   malformed: number;
+  unnamed: number;
   splits: number;
 }

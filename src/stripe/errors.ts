@@ -74,3 +74,14 @@ export class PageFetchError extends Error {
     super(message, options);
   }
 }
+
+/**
+ * A listing answer that is not a well-formed list page (`data` not an array, `has_more`
+ * not a boolean, a body that is not an object, more charges than asked for) or a
+ * listing that contradicts itself (a cursor that does not advance, a charge listed
+ * twice, more pages than the window can hold). Never retried: the window fails with
+ * an IncompleteWindowError naming it, and the next run reads the window again.
+ */
+export class MalformedPageError extends Error {
+  override readonly name = 'MalformedPageError';
+}

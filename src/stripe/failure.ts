@@ -2,15 +2,22 @@ import Stripe from 'stripe';
 import { parseRetryAfter } from './backoff.js';
 
 export type FailureVerdict =
-  | { action: 'retry'; reason: 'rate_limited' | 'server_error' | 'connection' | 'conflict' | 'stripe_should_retry'; status?: number; retryAfterMs?: number }
+  | {
+      action: 'retry';
+      reason: 'rate_limited' | 'server_error' | 'connection' | 'deadline' | 'conflict' | 'stripe_should_retry';
+      status?: number;
+      retryAfterMs?: number;
+    }
   | { action: 'give_up'; reason: string; status?: number }
   | { action: 'invalid_key'; message: string }
   | { action: 'missing_permission'; message: string };
 
 interface ErrorLike {
-  statusCode?: number;
-  headers?: Record<string, string | string[] | undefined>;
-  message?: string;
+  statusCode?: unknown;
+  headers?: unknown;
+  message?: unknown;
+  /** StripeConnectionError: the transport failure, whose code says a timeout. */
+  detail?: { code?: unknown } | null;
 }
 
 /**
@@ -23,7 +30,7 @@ interface ErrorLike {
 export function classifyListFailure(error: unknown, nowMs: number = Date.now()): FailureVerdict {
   const err = (typeof error === 'object' && error !== null ? error : {}) as ErrorLike;
   const status = typeof err.statusCode === 'number' ? err.statusCode : undefined;
-  const message = err.message ?? String(error);
+  const message = typeof err.message === 'string' ? err.message : String(error);
   if (status === 401) return { action: 'invalid_key', message };
   if (status === 403) return { action: 'missing_permission', message };
 
@@ -35,7 +42,10 @@ export function classifyListFailure(error: unknown, nowMs: number = Date.now()):
   if (shouldRetry === 'true') return { action: 'retry', reason: 'stripe_should_retry', status, ...withRetryAfter };
   if (status === 409) return { action: 'retry', reason: 'conflict', status, ...withRetryAfter };
   if (status !== undefined && status >= 500) return { action: 'retry', reason: 'server_error', status, ...withRetryAfter };
-  if (status === undefined && isStripeError(error)) return { action: 'retry', reason: 'connection' };
+  if (status === undefined && isStripeError(error)) {
+    const code = typeof err.detail === 'object' && err.detail !== null ? err.detail.code : undefined;
+    return { action: 'retry', reason: code === 'ETIMEDOUT' ? 'deadline' : 'connection' };
+  }
   return { action: 'give_up', reason: describe(status, message), status };
 }
 
@@ -43,9 +53,11 @@ function isStripeError(error: unknown): boolean {
   return error instanceof Stripe.errors.StripeError;
 }
 
-function header(headers: ErrorLike['headers'], name: string): string | undefined {
-  const value = headers?.[name];
-  return Array.isArray(value) ? value[0] : value;
+function header(headers: unknown, name: string): string | undefined {
+  if (typeof headers !== 'object' || headers === null) return undefined;
+  const value: unknown = (headers as Record<string, unknown>)[name];
+  const first: unknown = Array.isArray(value) ? value[0] : value;
+  return typeof first === 'string' ? first : undefined;
 }
 
 function describe(status: number | undefined, message: string): string {

@@ -2,13 +2,13 @@ import { setMaxListeners } from 'node:events';
 import type Stripe from 'stripe';
 import type { RetryPolicy } from './backoff.js';
 import { StripeListCounters } from './counters.js';
-import { IncompleteWindowError, InvalidStripeKeyError, MissingStripePermissionError } from './errors.js';
-import { DEFAULT_METADATA_KEYS, normalizeCharge, pageCursorOf, type MetadataKeys } from './normalize.js';
-import { sdkPageSource, withRetries, type FetchChargePage, type RawChargePage } from './page-source.js';
+import { IncompleteWindowError, InvalidStripeKeyError, MalformedPageError, MissingStripePermissionError } from './errors.js';
+import { DEFAULT_METADATA_KEYS, normalizeCharge, pageCursorOf, STRIPE_ID, type MetadataKeys } from './normalize.js';
+import { pageShapeProblem, sdkPageSource, withRetries, type FetchChargePage, type RawChargePage } from './page-source.js';
 import { RateBudget, type Sleep } from './rate-budget.js';
 import { planNext, type SubWindowTask } from './subdivide.js';
 import type { MalformedCharge, NormalizedCharge } from './types.js';
-import { toUnixRange, type ChargeWindow, type UnixRange } from './window.js';
+import { describeRange, toUnixRange, type ChargeWindow, type UnixRange } from './window.js';
 
 /** One page of a listing: the charges it held and the ones that could not be read. */
 export interface ChargeBatch {
@@ -28,10 +28,24 @@ export interface WindowListingOptions {
   signal?: AbortSignal;
   /** Pages, charges, malformed charges and splits are added here. */
   counters?: StripeListCounters;
+  /** Pages one listing may take before it fails; default `maxPagesFor(window)`. */
+  maxPages?: number;
+  /** Unix seconds, for the normaliser's "not ahead of now" check. Default: the system clock. */
+  now?: () => number;
 }
 
 export const DEFAULT_CONCURRENCY = 16;
 export const MAX_PAGE_SIZE = 100;
+
+/**
+ * The most pages one listing may take: 10 per second of the window (1,000 charges a
+ * second on average, far beyond any account's sustained rate), and never fewer than
+ * 1,000. A listing that goes past it is a broken upstream handing out new cursors
+ * forever, and fails like any other broken listing.
+ */
+export function maxPagesFor(range: UnixRange): number {
+  return Math.max(1_000, 10 * (range.lt - range.gte));
+}
 
 /**
  * Lists every charge of one account created in `[from, to)`, as pages, in no
@@ -54,6 +68,12 @@ export async function* listChargeWindow(
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE) throw new RangeError(`page size must be 1..100 (got ${limit})`);
   const keys = options.metadataKeys ?? DEFAULT_METADATA_KEYS;
   const counters = options.counters ?? new StripeListCounters();
+  const maxPages = options.maxPages ?? maxPagesFor(range);
+  const now = options.now ?? (() => Math.floor(Date.now() / 1000));
+  // Every charge id of this listing: the sub-windows are disjoint, so a second sighting
+  // means the upstream's pagination is broken (or it is serving two versions of a charge).
+  const seen = new Set<string>();
+  let pagesRead = 0;
   // Pages waiting for the consumer; a slow consumer stops new requests instead of filling memory.
   const maxBuffered = concurrency * 2;
 
@@ -92,16 +112,22 @@ export async function* listChargeWindow(
     try {
       const page = await fetchPage({ account, gte: task.gte, lt: task.lt, startingAfter: task.startingAfter, limit }, controller.signal);
       if (controller.signal.aborted) return;
+      const problem = pageProblem(page, task, limit, seen) ?? (++pagesRead > maxPages ? tooManyPages(maxPages, range) : null);
+      if (problem) {
+        fail(task, new MalformedPageError(problem));
+        return;
+      }
       const plan = planNext(task, outline(page), { wantMore: running - 1 + ready.length < concurrency, limit });
       if (!plan.ok) {
-        fail(task, new Error(plan.problem));
+        fail(task, new MalformedPageError(plan.problem));
         return;
       }
       ready.push(...plan.tasks);
-      const batch = toBatch(account, task, page, keys);
+      const batch = toBatch(account, task, page, keys, now());
       counters.pages += 1;
       counters.charges += batch.charges.length;
       counters.malformed += batch.malformed.length;
+      counters.unnamed += batch.malformed.filter((m) => m.id === null).length;
       if (plan.split) counters.splits += 1;
       outbox.push(batch);
     } catch (error) {
@@ -138,18 +164,55 @@ export async function* listChargeWindow(
   }
 }
 
+/**
+ * Why a page cannot be part of a complete listing, or null. Checked before anything of
+ * the page is used, so a broken page never counts as read: its shape, its size, a
+ * cursor that does not move, and every charge id against the ones already listed.
+ */
+function pageProblem(page: unknown, task: SubWindowTask, limit: number, seen: Set<string>): string | null {
+  if (typeof page !== 'object' || page === null) return `the page is not an object (${page === null ? 'null' : typeof page})`;
+  const { data, hasMore } = page as { data?: unknown; hasMore?: unknown };
+  const shape = pageShapeProblem(data, hasMore);
+  if (shape) return shape;
+  const items = data as unknown[];
+  if (items.length > limit) return `the page holds ${items.length} charges, more than the ${limit} asked for`;
+  const last = items.length > 0 ? pageCursorOf(items[items.length - 1]).id : null;
+  if (hasMore && task.startingAfter !== undefined && last === task.startingAfter) {
+    return `the cursor did not advance: the page after ${task.startingAfter} ends with ${task.startingAfter} again and says has_more`;
+  }
+  for (const item of items) {
+    const id = (item as { id?: unknown } | null)?.id;
+    if (typeof id !== 'string' || !STRIPE_ID.test(id)) continue;
+    if (seen.has(id)) return `charge ${id} was listed twice in one listing (a broken cursor, or two versions of one charge)`;
+    seen.add(id);
+  }
+  return null;
+}
+
+function tooManyPages(maxPages: number, range: UnixRange): string {
+  return `more than ${maxPages} pages for a window of ${range.lt - range.gte} seconds: the upstream keeps handing out new pages`;
+}
+
 function outline(page: RawChargePage) {
   const first = page.data.length > 0 ? pageCursorOf(page.data[0]) : null;
   const last = page.data.length > 0 ? pageCursorOf(page.data[page.data.length - 1]) : null;
   return { hasMore: page.hasMore, count: page.data.length, newestCreated: first?.created ?? null, last };
 }
 
-function toBatch(account: string | null, task: SubWindowTask, page: RawChargePage, keys: MetadataKeys): ChargeBatch {
+/**
+ * A charge outside the range asked for cannot be judged with its slice (and a `created`
+ * the upstream got wrong would land in a mirror partition nobody ensured): it is
+ * reported like any charge that cannot be read.
+ */
+function toBatch(account: string | null, task: SubWindowTask, page: RawChargePage, keys: MetadataKeys, nowSeconds: number): ChargeBatch {
   const batch: ChargeBatch = { account, subWindow: { gte: task.gte, lt: task.lt }, charges: [], malformed: [] };
   for (const raw of page.data) {
-    const result = normalizeCharge(raw, account, keys);
-    if (result.ok) batch.charges.push(result.charge);
-    else batch.malformed.push(result.malformed);
+    const result = normalizeCharge(raw, account, keys, nowSeconds);
+    if (!result.ok) batch.malformed.push(result.malformed);
+    else if (result.charge.created < task.gte || result.charge.created >= task.lt) {
+      const problem = `created ${result.charge.created} is outside the range listed, ${describeRange({ gte: task.gte, lt: task.lt })}`;
+      batch.malformed.push({ id: result.charge.id, account, problem });
+    } else batch.charges.push(result.charge);
   }
   return batch;
 }

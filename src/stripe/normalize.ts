@@ -17,49 +17,76 @@ const STATUSES = ['succeeded', 'failed', 'pending'] as const;
 type Status = (typeof STATUSES)[number];
 
 /**
- * Flattens a charge as Stripe returns it. A charge lacking a field reconciliation
- * cannot do without comes back as a `MalformedCharge` so the caller reports it: a
- * silently dropped charge would look exactly like a charge Stripe never made.
- * `account` is the account the charge was listed under (charges do not name it).
+ * What a stored value may look like. Every string the mirror stores is printable
+ * ASCII, so no NUL, control character or lone surrogate (which PostgreSQL's text and
+ * jsonb refuse) can reach SQL. Tenant and key follow the claim library's rule
+ * (src/claims/validate.ts): anything else was not written by it.
  */
-export function normalizeCharge(raw: unknown, account: string | null, keys: MetadataKeys = DEFAULT_METADATA_KEYS): NormalizeResult {
-  if (typeof raw !== 'object' || raw === null) {
-    return { ok: false, malformed: { id: null, account, problem: `not an object (${raw === null ? 'null' : typeof raw})` } };
+export const STRIPE_ID = /^[\x21-\x7E]{1,255}$/;
+export const TENANT_ID = /^[\x21-\x7E]{1,255}$/;
+export const IDEMPOTENCY_KEY = /^[\x20-\x7E]{1,255}$/;
+export const CURRENCY = /^[A-Za-z]{3}$/;
+/** 2010-01-01T00:00:00Z: Stripe has no charge older than this. */
+export const EARLIEST_CREATED = 1_262_304_000;
+/** 3000-01-01T00:00:00Z in seconds: a `created` above this is in milliseconds. */
+export const MILLISECONDS_THRESHOLD = 32_503_680_000;
+/** A charge may be dated this far ahead of our clock (skew), no further. */
+export const MAX_CREATED_AHEAD_SECONDS = 86_400;
+
+/**
+ * Validates and flattens a charge as Stripe returns it. Anything reconciliation
+ * cannot do without, and anything the mirror's schema would refuse (a NUL in a
+ * metadata value, a negative amount, `usdt`, a `created` in milliseconds…), comes back
+ * as a `MalformedCharge` naming every problem, so the caller reports it: a silently
+ * dropped charge would look exactly like a charge Stripe never made, and a charge that
+ * reached SQL would roll its whole slice back. `account` is the account the charge was
+ * listed under (charges do not name it); `nowSeconds` is the caller's clock (unix
+ * seconds), the only time this reads.
+ */
+export function normalizeCharge(raw: unknown, account: string | null, keys: MetadataKeys, nowSeconds: number): NormalizeResult {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    return { ok: false, malformed: { id: null, account, problem: `not an object (${describeType(raw)})` } };
   }
   const charge = raw as Record<string, unknown>;
-  const id = nonEmptyString(charge.id);
   const problems: string[] = [];
-  if (id === null) problems.push('missing id');
-  if (!isWholeNumber(charge.created)) problems.push('missing created');
-  if (!isWholeNumber(charge.amount)) problems.push('missing amount');
-  const currency = nonEmptyString(charge.currency);
-  if (currency === null) problems.push('missing currency');
-  if (charge.status === undefined || charge.status === null) problems.push('missing status');
-  else if (!STATUSES.includes(charge.status as Status)) problems.push(`unknown status ${JSON.stringify(charge.status)}`);
-  if (problems.length > 0) return { ok: false, malformed: { id, account, problem: problems.join(', ') } };
+  const id = readId(charge, problems);
+  const created = readCreated(charge.created, nowSeconds, problems);
+  const amount = readAmount(charge.amount, problems);
+  const currency = readCurrency(charge.currency, problems);
+  const status = readStatus(charge.status, problems);
+  const captured = readBoolean(charge, 'captured', problems);
+  const refunded = readBoolean(charge, 'refunded', problems);
+  const disputed = readBoolean(charge, 'disputed', problems);
+  const livemode = readBoolean(charge, 'livemode', problems);
+  // Older API versions lack amount_captured; a captured charge captured all of it.
+  const amountCaptured = readPart(charge, 'amount_captured', amount, captured && amount !== null ? amount : 0, problems);
+  const amountRefunded = readPart(charge, 'amount_refunded', amount, 0, problems);
+  const paymentIntent = readReference(charge, 'payment_intent', problems);
+  const metadata = readMetadata(charge.metadata, problems);
+  const tenantId = readAttribution(metadata, keys.tenantId, TENANT_ID, 'printable ASCII characters without spaces', problems);
+  const idempotencyKey = readAttribution(metadata, keys.idempotencyKey, IDEMPOTENCY_KEY, 'printable ASCII characters', problems);
 
-  const amount = charge.amount as number;
-  const captured = charge.captured === true;
-  const metadata = typeof charge.metadata === 'object' && charge.metadata !== null ? (charge.metadata as Record<string, unknown>) : {};
+  if (problems.length > 0 || id === null || created === null || amount === null || currency === null || status === null) {
+    return { ok: false, malformed: { id, account, problem: problems.join(', ') } };
+  }
   return {
     ok: true,
     charge: {
-      id: id as string,
+      id,
       account,
-      created: charge.created as number,
+      created,
       amount,
-      // Older API versions lack amount_captured; a captured charge captured all of it.
-      amountCaptured: isWholeNumber(charge.amount_captured) ? charge.amount_captured : captured ? amount : 0,
-      amountRefunded: isWholeNumber(charge.amount_refunded) ? charge.amount_refunded : 0,
-      currency: (currency as string).toLowerCase(),
-      status: charge.status as Status,
+      amountCaptured,
+      amountRefunded,
+      currency,
+      status,
       captured,
-      refunded: charge.refunded === true,
-      disputed: charge.disputed === true,
-      paymentIntent: referenceId(charge.payment_intent),
-      tenantId: nonEmptyString(metadata[keys.tenantId]),
-      idempotencyKey: nonEmptyString(metadata[keys.idempotencyKey]),
-      livemode: charge.livemode === true,
+      refunded,
+      disputed,
+      paymentIntent,
+      tenantId,
+      idempotencyKey,
+      livemode,
     },
   };
 }
@@ -68,20 +95,126 @@ export function normalizeCharge(raw: unknown, account: string | null, keys: Meta
 export function pageCursorOf(raw: unknown): { id: string | null; created: number | null } {
   if (typeof raw !== 'object' || raw === null) return { id: null, created: null };
   const charge = raw as Record<string, unknown>;
-  return { id: nonEmptyString(charge.id), created: isWholeNumber(charge.created) ? charge.created : null };
+  return {
+    id: typeof charge.id === 'string' && STRIPE_ID.test(charge.id) ? charge.id : null,
+    created: isWholeNumber(charge.created) ? charge.created : null,
+  };
 }
 
-/** An id field that may be expanded into the object it names. */
-function referenceId(value: unknown): string | null {
-  if (typeof value === 'string') return value || null;
-  if (typeof value === 'object' && value !== null) return nonEmptyString((value as Record<string, unknown>).id);
+/** The id only when it can be stored and named: a finding about a charge is keyed by it. */
+function readId(charge: Record<string, unknown>, problems: string[]): string | null {
+  const value = charge.id;
+  if (value === undefined || value === null || value === '') problems.push('missing id');
+  else if (typeof value !== 'string') problems.push(`id is not a string (${describeType(value)})`);
+  else if (!STRIPE_ID.test(value)) problems.push('id is not 1-255 printable ASCII characters without spaces');
+  else return value;
   return null;
 }
 
-function nonEmptyString(value: unknown): string | null {
-  return typeof value === 'string' && value.length > 0 ? value : null;
+function readCreated(value: unknown, nowSeconds: number, problems: string[]): number | null {
+  if (value === undefined || value === null) problems.push('missing created');
+  else if (!isWholeNumber(value)) problems.push(`created is not a whole number of seconds (${show(value)})`);
+  else if (value <= 0) problems.push(`created ${value} is not after 1970`);
+  else if (value >= MILLISECONDS_THRESHOLD) problems.push(`created ${value} is beyond the year 3000: milliseconds, not seconds`);
+  else if (value < EARLIEST_CREATED) problems.push(`created ${value} (${iso(value)}) is before Stripe existed (2010)`);
+  else if (value > nowSeconds + MAX_CREATED_AHEAD_SECONDS) {
+    problems.push(`created ${value} (${iso(value)}) is more than a day ahead of now (${iso(nowSeconds)})`);
+  } else return value;
+  return null;
+}
+
+function readAmount(value: unknown, problems: string[]): number | null {
+  if (value === undefined || value === null) problems.push('missing amount');
+  else if (!isWholeNumber(value)) problems.push(`amount is not a whole number of minor units (${show(value)})`);
+  else if (value < 0) problems.push(`amount ${value} is negative`);
+  else return value;
+  return null;
+}
+
+/** amount_captured and amount_refunded: absent → `fallback`; otherwise a whole number in 0..amount. */
+function readPart(charge: Record<string, unknown>, field: string, amount: number | null, fallback: number, problems: string[]): number {
+  const value = charge[field];
+  if (value === undefined || value === null) return fallback;
+  if (!isWholeNumber(value)) problems.push(`${field} is not a whole number (${show(value)})`);
+  else if (value < 0) problems.push(`${field} ${value} is negative`);
+  else if (amount !== null && value > amount) problems.push(`${field} ${value} is above the amount ${amount}`);
+  else return value;
+  return 0;
+}
+
+function readCurrency(value: unknown, problems: string[]): string | null {
+  if (value === undefined || value === null || value === '') problems.push('missing currency');
+  else if (typeof value !== 'string' || !CURRENCY.test(value)) problems.push(`currency ${show(value)} is not three letters (ISO 4217)`);
+  else return value.toLowerCase();
+  return null;
+}
+
+function readStatus(value: unknown, problems: string[]): Status | null {
+  if (value === undefined || value === null) problems.push('missing status');
+  else if (!STATUSES.includes(value as Status)) problems.push(`unknown status ${show(value)}`);
+  else return value as Status;
+  return null;
+}
+
+function readBoolean(charge: Record<string, unknown>, field: string, problems: string[]): boolean {
+  const value = charge[field];
+  if (value === undefined || value === null) return false;
+  if (typeof value !== 'boolean') problems.push(`${field} is not a boolean (${show(value)})`);
+  return value === true;
+}
+
+/** An id field that may be expanded into the object it names. */
+function readReference(charge: Record<string, unknown>, field: string, problems: string[]): string | null {
+  const value = charge[field];
+  if (value === undefined || value === null || value === '') return null;
+  const id = typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>).id : value;
+  if (typeof id === 'string' && STRIPE_ID.test(id)) return id;
+  problems.push(`${field} is not an id of 1-255 printable ASCII characters`);
+  return null;
+}
+
+function readMetadata(value: unknown, problems: string[]): Record<string, unknown> {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== 'object' || Array.isArray(value)) {
+    problems.push(`metadata is not an object (${describeType(value)})`);
+    return {};
+  }
+  return value as Record<string, unknown>;
+}
+
+/** Absent or empty: no attribution. Present: exactly what the claim library could have written. */
+function readAttribution(metadata: Record<string, unknown>, name: string, shape: RegExp, rule: string, problems: string[]): string | null {
+  if (!Object.hasOwn(metadata, name)) return null;
+  const value = metadata[name];
+  if (value === undefined || value === null || value === '') return null;
+  if (typeof value !== 'string') problems.push(`metadata[${name}] is not a string (${describeType(value)})`);
+  else if (!shape.test(value)) problems.push(`metadata[${name}] is not 1-255 ${rule}`);
+  else return value;
+  return null;
 }
 
 function isWholeNumber(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value);
+}
+
+/**
+ * A value for a problem text, which ends up in a finding: short printable strings and
+ * numbers are quoted; anything else (possibly long, binary, or a secret an upstream
+ * echoed back) is only described.
+ */
+function show(value: unknown): string {
+  if (typeof value === 'number') return Number.isFinite(value) ? String(value) : describeType(value);
+  if (typeof value === 'string' && value.length <= 12 && /^[\x20-\x7E]*$/.test(value)) return JSON.stringify(value);
+  return describeType(value);
+}
+
+function describeType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'string') return `a string of ${value.length} characters`;
+  return typeof value;
+}
+
+function iso(seconds: number): string {
+  return new Date(seconds * 1000).toISOString();
 }

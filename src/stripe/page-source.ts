@@ -1,7 +1,7 @@
-import type Stripe from 'stripe';
+import Stripe from 'stripe';
 import { backoffDelayMs, DEFAULT_RETRY_POLICY, type RetryPolicy } from './backoff.js';
 import { StripeListCounters } from './counters.js';
-import { InvalidStripeKeyError, MissingStripePermissionError, PageFetchError } from './errors.js';
+import { InvalidStripeKeyError, MalformedPageError, MissingStripePermissionError, PageFetchError } from './errors.js';
 import { classifyListFailure } from './failure.js';
 import { realSleep, RateBudget, type Sleep } from './rate-budget.js';
 
@@ -14,7 +14,11 @@ export interface PageQuery {
   limit: number;
 }
 
-/** A page as Stripe sent it; items stay `unknown` until normalised. */
+/**
+ * A page as Stripe sent it; items stay `unknown` until normalised. The lister checks
+ * the shape again at run time (a FetchChargePage is any function, and a page is
+ * whatever came over the wire).
+ */
 export interface RawChargePage {
   data: unknown[];
   hasMore: boolean;
@@ -33,9 +37,34 @@ export function sdkPageSource(stripe: Stripe): FetchChargePage {
     if (query.startingAfter) params.starting_after = query.startingAfter;
     const options: Stripe.RequestOptions = { maxNetworkRetries: 0 };
     if (query.account) options.stripeAccount = query.account;
-    const page = await stripe.charges.list(params, options);
-    return { data: page.data as unknown[], hasMore: page.has_more };
+    let page: unknown;
+    try {
+      page = await stripe.charges.list(params, options);
+    } catch (error) {
+      if (error instanceof Stripe.errors.StripeError) throw error;
+      // The SDK trips over a body that is JSON but not an object (`null`, `[]`, `"x"`).
+      throw new MalformedPageError(`the answer could not be read as a Stripe list (${(error as Error)?.message ?? String(error)})`);
+    }
+    return readWirePage(page);
   };
+}
+
+/** `{ object: "list", data: [...], has_more: boolean }`, or MalformedPageError saying what is wrong. */
+export function readWirePage(page: unknown): RawChargePage {
+  if (typeof page !== 'object' || page === null || Array.isArray(page)) {
+    throw new MalformedPageError(`the answer is not a list object (${page === null ? 'null' : Array.isArray(page) ? 'an array' : typeof page})`);
+  }
+  const { data, has_more: hasMore } = page as { data?: unknown; has_more?: unknown };
+  const problem = pageShapeProblem(data, hasMore);
+  if (problem) throw new MalformedPageError(problem);
+  return { data: data as unknown[], hasMore: hasMore as boolean };
+}
+
+/** Why `data`/`has_more` do not make a list page, or null. */
+export function pageShapeProblem(data: unknown, hasMore: unknown): string | null {
+  if (!Array.isArray(data)) return `data is ${data === undefined ? 'missing' : data === null ? 'null' : `a ${typeof data}`}, not an array`;
+  if (typeof hasMore !== 'boolean') return `has_more is ${hasMore === undefined ? 'missing' : hasMore === null ? 'null' : `a ${typeof hasMore}`}, not a boolean`;
+  return null;
 }
 
 export interface RetryDeps {
@@ -65,6 +94,7 @@ export function withRetries<Q extends { account: string | null }, R>(
   const { budget, counters } = deps;
 
   return async (query, signal) => {
+    let deadlineMisses = 0;
     for (let attempt = 1; ; attempt += 1) {
       await budget.acquire(signal);
       counters.requests += 1;
@@ -78,9 +108,14 @@ export function withRetries<Q extends { account: string | null }, R>(
       const verdict = classifyListFailure(error, now());
       if (verdict.action === 'invalid_key') throw new InvalidStripeKeyError(query.account, verdict.message);
       if (verdict.action === 'missing_permission') throw new MissingStripePermissionError(query.account, verdict.message);
-      countFailure(counters, error, verdict.action === 'retry' && verdict.reason === 'connection');
+      countFailure(counters, error, verdict.action === 'retry' && (verdict.reason === 'connection' || verdict.reason === 'deadline'));
       if (verdict.action === 'give_up') {
         throw new PageFetchError(`${verdict.reason} (attempt ${attempt}, not retryable)`, attempt, { cause: error });
+      }
+      if (verdict.reason === 'deadline' && ++deadlineMisses >= policy.maxDeadlineMisses) {
+        throw new PageFetchError(`no complete answer within the request deadline, ${deadlineMisses} times (SWEEPER_REQUEST_DEADLINE)`, attempt, {
+          cause: error,
+        });
       }
       if (attempt >= policy.maxAttempts) {
         throw new PageFetchError(`gave up after ${attempt} attempts, the last: ${describeFailure(verdict.status, error)}`, attempt, {

@@ -1,11 +1,14 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { normalizeCharge } from '../../src/stripe/normalize.js';
+import { DEFAULT_METADATA_KEYS, normalizeCharge } from '../../src/stripe/normalize.js';
+
+/** 2026-12-01: after the fixture's charge was made. */
+const NOW = 1_796_083_200;
 
 describe('a full Stripe charge object', () => {
   it('normalises: expanded payment_intent, upper-level fields ignored, metadata read by name', async () => {
     const raw = JSON.parse(await readFile(new URL('../../fixtures/stripe/charge-partially-refunded-disputed.json', import.meta.url), 'utf8'));
-    expect(normalizeCharge(raw, 'acct_1Fixture')).toEqual({
+    expect(normalizeCharge(raw, 'acct_1Fixture', DEFAULT_METADATA_KEYS, NOW)).toEqual({
       ok: true,
       charge: {
         id: 'ch_3QfixtureRefundDisp01',
@@ -25,7 +28,7 @@ describe('a full Stripe charge object', () => {
         livemode: false,
       },
     });
-    expect(normalizeCharge(raw, null, { tenantId: 'cart', idempotencyKey: 'nope' })).toMatchObject({
+    expect(normalizeCharge(raw, null, { tenantId: 'cart', idempotencyKey: 'nope' }, NOW)).toMatchObject({
       ok: true,
       charge: { tenantId: 'c_991', idempotencyKey: null },
     });

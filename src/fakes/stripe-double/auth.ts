@@ -11,7 +11,7 @@ export interface KeyPolicy {
 }
 
 /** What a read-only restricted key holds for the endpoints the double serves. */
-export const READ_ONLY_PERMISSIONS = ['rak_charge_read', 'rak_payment_intent_read', 'rak_refund_read'] as const;
+export const READ_ONLY_PERMISSIONS = ['rak_charge_read', 'rak_payment_intent_read', 'rak_refund_read', 'rak_event_read'] as const;
 
 const TEST_KEY = /^(sk|rk)_test_[A-Za-z0-9_]+$/;
 

@@ -49,29 +49,46 @@ export function listOrder(a: ChargeRecord, b: ChargeRecord): number {
 export class ChargeStore {
   private readonly byAccount = new Map<string | null, ChargeRecord[]>();
   private readonly byId = new Map<string, ChargeRecord>();
+  /** Late-listed charges: they exist (retrievable by id) but join the listing only at `listedAtMs`. */
+  private late: Array<{ record: ChargeRecord; listedAtMs: number }> = [];
+
+  /** `now` (milliseconds, the double's clock) decides when late-listed charges appear. */
+  constructor(private readonly now: () => number = Date.now) {}
 
   get(id: string): ChargeRecord | undefined {
     return this.byId.get(id);
   }
 
+  /** Charges that exist, listed or not yet. */
   size(account?: string | null): number {
-    return account === undefined ? this.byId.size : (this.byAccount.get(account)?.length ?? 0);
+    this.promoteDue();
+    if (account === undefined) return this.byId.size;
+    return (this.byAccount.get(account)?.length ?? 0) + this.late.filter((l) => l.record.account === account).length;
   }
 
   accounts(): Array<string | null> {
     return [...this.byAccount.keys()];
   }
 
-  /** All charges of an account in list order (the live array: do not modify). */
+  /** All listed charges of an account in list order (the live array: do not modify). */
   all(account: string | null): readonly ChargeRecord[] {
+    this.promoteDue();
     return this.byAccount.get(account) ?? [];
   }
 
-  insert(record: ChargeRecord): void {
+  /** With `listedAtMs` in the future, the charge is retrievable now but listed only from then on. */
+  insert(record: ChargeRecord, listedAtMs?: number): void {
     if (this.byId.has(record.id)) throw new Error(`duplicate charge id ${record.id}`);
     const list = this.listOf(record.account);
-    list.splice(this.lowerBound(list, record), 0, record);
     this.byId.set(record.id, record);
+    if (listedAtMs !== undefined && listedAtMs > this.now()) this.late.push({ record, listedAtMs });
+    else list.splice(this.lowerBound(list, record), 0, record);
+  }
+
+  /** Charges not listed yet, with the instant they will be. */
+  unlisted(): ReadonlyArray<{ record: ChargeRecord; listedAtMs: number }> {
+    this.promoteDue();
+    return this.late;
   }
 
   /** Adds many charges at once; `records` must already be in list order. Linear merge, no re-sort. */
@@ -96,10 +113,12 @@ export class ChargeStore {
   clear(): void {
     this.byAccount.clear();
     this.byId.clear();
+    this.late = [];
   }
 
   /** Stripe's list semantics over `gte <= created < lt`, newest first. */
   list(account: string | null, query: ListQuery): ListAnswer {
+    this.promoteDue();
     const list = this.byAccount.get(account) ?? [];
     // Newest first: the range starts at the first charge older than `lt` and ends before the first older than `gte`.
     let start = this.firstOlderThan(list, query.lt);
@@ -120,6 +139,19 @@ export class ChargeStore {
     }
     const stop = Math.min(end, start + query.limit);
     return { ok: true, data: list.slice(start, Math.max(start, stop)), hasMore: stop < end };
+  }
+
+  /** Moves late-listed charges whose time has come into their account's list. */
+  private promoteDue(): void {
+    if (this.late.length === 0) return;
+    const now = this.now();
+    const due = this.late.filter((l) => l.listedAtMs <= now);
+    if (due.length === 0) return;
+    this.late = this.late.filter((l) => l.listedAtMs > now);
+    for (const { record } of due) {
+      const list = this.listOf(record.account);
+      list.splice(this.lowerBound(list, record), 0, record);
+    }
   }
 
   private cursor(account: string | null, id: string): ChargeRecord | undefined {

@@ -1,5 +1,8 @@
+import { emitChargeCreated, emitIntentCreated, openDispute, openDisputeOf, refundCharge } from './changes.js';
 import type { ChargeRecord, ChargeStatus } from './charge-store.js';
 import type { DoubleClock } from './clock.js';
+import { toMs, type EventTiming } from './emit.js';
+import { createEventControls, type EventControls } from './event-controls.js';
 import type { RequestCounters } from './counters.js';
 import type { FaultConfig, FaultInjector } from './faults.js';
 import type { IdempotencyStore } from './idempotency.js';
@@ -29,6 +32,14 @@ export interface CreateChargeOptions {
   id?: string;
   /** Fields left out of the JSON, to see how a client copes with a malformed charge. */
   omitFields?: string[];
+  /**
+   * Its creation events (`charge.succeeded`/`.failed`/`.pending`, and the intent's),
+   * dated at `created` by default. `false`: none, e.g. history seeded before an events
+   * cursor. Default: emitted.
+   */
+  events?: EventTiming | boolean;
+  /** A Date or unix seconds on the double's clock: until then the charge is retrievable but not in `GET /v1/charges` (listed late). */
+  listedAt?: Date | number;
 }
 
 export interface TimeWindow {
@@ -37,7 +48,7 @@ export interface TimeWindow {
 }
 
 /** Plain methods (not HTTP) with which tests and benchmarks steer and inspect the double. */
-export interface DoubleControls {
+export interface DoubleControls extends EventControls {
   /** `clock.set(date)` stops time there; `clock.advance(ms)`; `clock.useRealTime()`. */
   readonly clock: DoubleClock;
   /** Requests per endpoint (`counters.get('GET /v1/charges')`) and statuses answered. */
@@ -53,8 +64,10 @@ export interface DoubleControls {
   /** Bulk insert for benchmarks: charges spread uniformly over `[from, to)`. */
   seedCharges(account: string | null, n: number, options: SeedOptions): SeedResult;
   createCharge(account: string | null, options?: CreateChargeOptions): ChargeJson;
-  refund(chargeId: string, amount?: number): ChargeJson;
-  dispute(chargeId: string): ChargeJson;
+  /** Refunds all or `amount` of what is left: `charge.refunded` and `refund.created`. */
+  refund(chargeId: string, amount?: number, events?: EventTiming): ChargeJson;
+  /** Opens a dispute unless one is open (see openDispute/closeDispute for the lifecycle). */
+  dispute(chargeId: string, events?: EventTiming): ChargeJson;
   charge(id: string): ChargeJson | undefined;
   /** Charges of an account in list order, optionally only `from <= created < to`. */
   listCharges(account: string | null, window?: TimeWindow): ChargeJson[];
@@ -93,6 +106,7 @@ export function createControls({ state, clock, counters, limiter, faults, latenc
   };
 
   return {
+    ...createEventControls(state),
     clock,
     counters,
     get injectedFaults() {
@@ -142,6 +156,8 @@ export function createControls({ state, clock, counters, limiter, faults, latenc
         intent.clientSecret = `${intent.id}_secret_x`;
         state.intents.set(intent.id, intent);
       }
+      const events: EventTiming = options.events === false ? { emit: false } : options.events === true ? {} : (options.events ?? {});
+      const listedAtMs = options.listedAt === undefined ? undefined : toMs(options.listedAt);
       const failed = status === 'failed';
       const charge = state.addCharge({
         account,
@@ -162,18 +178,22 @@ export function createControls({ state, clock, counters, limiter, faults, latenc
         failureMessage: failed ? 'Your card was declined.' : null,
         declineCode: failed ? 'generic_decline' : null,
         ...(options.omitFields ? { omitFields: options.omitFields } : {}),
-      });
-      if (intent) intent.latestCharge = charge.id;
+      }, listedAtMs);
+      if (intent) {
+        intent.latestCharge = charge.id;
+        emitIntentCreated(state, intent, events);
+      }
+      emitChargeCreated(state, charge, intent, events);
       return renderCharge(charge);
     },
-    refund(chargeId, amount) {
+    refund(chargeId, amount, events = {}) {
       const charge = chargeOrThrow(chargeId);
-      state.refund(charge, amount === undefined ? {} : { amount });
+      refundCharge(state, charge, amount === undefined ? {} : { amount }, events);
       return renderCharge(charge);
     },
-    dispute(chargeId) {
+    dispute(chargeId, events = {}) {
       const charge = chargeOrThrow(chargeId);
-      charge.disputed = true;
+      if (!openDisputeOf(state, chargeId)) openDispute(state, charge, {}, events);
       return renderCharge(charge);
     },
     charge(id) {

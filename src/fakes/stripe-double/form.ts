@@ -78,3 +78,8 @@ export function canonicalJson(value: FormValue): string {
     .map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k] as FormValue)}`)
     .join(',')}}`;
 }
+
+/** `params` without `keys`: an endpoint's own filters taken out before the common list parameters are parsed. */
+export function omitParams(params: FormParams, keys: readonly string[]): FormParams {
+  return Object.fromEntries(Object.entries(params).filter(([key]) => !keys.includes(key)));
+}

@@ -1,3 +1,4 @@
+import type { EventRequest } from './event-store.js';
 import type { FormParams } from './form.js';
 import type { DoubleState } from './state.js';
 
@@ -8,6 +9,8 @@ export interface HandlerContext {
   params: FormParams;
   /** Path parameters, e.g. the id of `/v1/charges/:id`. */
   pathParams: Record<string, string>;
+  /** The request id and idempotency key, for the `request` of the events a change emits. */
+  request?: EventRequest;
 }
 
 /**

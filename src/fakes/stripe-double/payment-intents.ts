@@ -1,4 +1,5 @@
 import { cardOutcome } from './cards.js';
+import { emitChargeCreated, emitIntentCreated, emitIntentOutcome } from './changes.js';
 import { invalidInteger, invalidRequest, missingParameter, resourceMissing, unknownParameter } from './errors.js';
 import { read, type FormParams } from './form.js';
 import type { Handler } from './handler.js';
@@ -31,7 +32,7 @@ const CREATE_PARAMS = new Set([
  * 402 card_error carrying `charge` and the `payment_intent`; both charges copy the
  * intent's metadata, as Stripe does.
  */
-export const createPaymentIntent: Handler = ({ state, account, params }) => {
+export const createPaymentIntent: Handler = ({ state, account, params, request }) => {
   for (const key of Object.keys(params)) if (!CREATE_PARAMS.has(key)) throw unknownParameter(key);
   const amount = positiveInteger(params, 'amount');
   const currency = read.string(params, 'currency');
@@ -72,11 +73,14 @@ export const createPaymentIntent: Handler = ({ state, account, params }) => {
   };
   intent.clientSecret = `${intent.id}_secret_${state.newId('cs').slice(3)}`;
   state.intents.set(intent.id, intent);
+  const events = { request: request ?? null };
+  emitIntentCreated(state, intent, events);
   const expandCharge = read.strings(params, 'expand').includes('latest_charge');
 
   if (!confirm || !outcome) return { status: 200, body: renderPaymentIntent(intent) };
   if (outcome.kind === 'requires_action') {
     intent.status = 'requires_action';
+    emitIntentOutcome(state, intent, events);
     return { status: 200, body: renderPaymentIntent(intent) };
   }
   const manual = intent.captureMethod === 'manual';
@@ -98,6 +102,7 @@ export const createPaymentIntent: Handler = ({ state, account, params }) => {
   intent.latestCharge = charge.id;
   if (outcome.kind === 'succeeds') {
     intent.status = manual ? 'requires_capture' : 'succeeded';
+    emitChargeCreated(state, charge, intent, events);
     return { status: 200, body: renderPaymentIntent(intent, expandCharge ? charge : undefined) };
   }
   const error = {
@@ -111,6 +116,7 @@ export const createPaymentIntent: Handler = ({ state, account, params }) => {
   };
   intent.status = 'requires_payment_method';
   intent.lastPaymentError = { ...error };
+  emitChargeCreated(state, charge, intent, events);
   return { status: 402, body: { error: { ...error, payment_intent: renderPaymentIntent(intent) } } };
 };
 

@@ -37,6 +37,6 @@ export interface RefundRecord {
   paymentIntent: string | null;
   reason: string | null;
   metadata: Record<string, string>;
-  status: 'succeeded';
+  status: 'pending' | 'succeeded' | 'failed';
 }
 

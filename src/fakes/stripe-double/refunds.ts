@@ -1,3 +1,4 @@
+import { refundCharge } from './changes.js';
 import { invalidRequest, resourceMissing, unknownParameter } from './errors.js';
 import { read } from './form.js';
 import type { Handler } from './handler.js';
@@ -7,7 +8,7 @@ const PARAMS = new Set(['charge', 'payment_intent', 'amount', 'reason', 'metadat
 const REASONS = new Set(['duplicate', 'fraudulent', 'requested_by_customer']);
 
 /** `POST /v1/refunds` by `charge` or `payment_intent`, all or part of what is left. */
-export const createRefund: Handler = ({ state, account, params }) => {
+export const createRefund: Handler = ({ state, account, params, request }) => {
   for (const key of Object.keys(params)) if (!PARAMS.has(key)) throw unknownParameter(key);
   const chargeId = read.string(params, 'charge');
   const intentId = read.string(params, 'payment_intent');
@@ -50,6 +51,6 @@ export const createRefund: Handler = ({ state, account, params }) => {
   }
   const metadata: Record<string, string> = {};
   for (const [key, value] of Object.entries(read.object(params, 'metadata') ?? {})) if (typeof value === 'string' && value) metadata[key] = value;
-  const refund = state.refund(charge, { amount, reason, metadata });
+  const refund = refundCharge(state, charge, { amount, reason, metadata }, { request: request ?? null });
   return { status: 200, body: renderRefund(refund) };
 };

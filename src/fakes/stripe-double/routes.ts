@@ -1,6 +1,9 @@
+import { searchCharges } from './charge-search.js';
 import { listCharges, retrieveCharge } from './charges.js';
+import { listEvents, retrieveEvent } from './events.js';
 import type { Handler } from './handler.js';
 import { createPaymentIntent, retrievePaymentIntent } from './payment-intents.js';
+import { listRefunds, retrieveRefund } from './refund-list.js';
 import { createRefund } from './refunds.js';
 
 export interface Route {
@@ -16,15 +19,22 @@ export interface Route {
 export const ENDPOINTS = {
   listCharges: 'GET /v1/charges',
   retrieveCharge: 'GET /v1/charges/:id',
+  searchCharges: 'GET /v1/charges/search',
   createPaymentIntent: 'POST /v1/payment_intents',
   retrievePaymentIntent: 'GET /v1/payment_intents/:id',
   createRefund: 'POST /v1/refunds',
+  listRefunds: 'GET /v1/refunds',
+  retrieveRefund: 'GET /v1/refunds/:id',
+  listEvents: 'GET /v1/events',
+  retrieveEvent: 'GET /v1/events/:id',
 } as const;
 
 export type Endpoint = (typeof ENDPOINTS)[keyof typeof ENDPOINTS];
 
 const ROUTES: Route[] = [
   { method: 'GET', endpoint: ENDPOINTS.listCharges, permission: 'rak_charge_read', pattern: /^\/v1\/charges\/?$/, handler: listCharges },
+  // Before `:id`, which would take "search" for an id.
+  { method: 'GET', endpoint: ENDPOINTS.searchCharges, permission: 'rak_charge_read', pattern: /^\/v1\/charges\/search\/?$/, handler: searchCharges },
   { method: 'GET', endpoint: ENDPOINTS.retrieveCharge, permission: 'rak_charge_read', pattern: /^\/v1\/charges\/(?<id>[^/]+)$/, handler: retrieveCharge },
   {
     method: 'POST',
@@ -41,6 +51,10 @@ const ROUTES: Route[] = [
     handler: retrievePaymentIntent,
   },
   { method: 'POST', endpoint: ENDPOINTS.createRefund, permission: 'rak_refund_write', pattern: /^\/v1\/refunds\/?$/, handler: createRefund },
+  { method: 'GET', endpoint: ENDPOINTS.listRefunds, permission: 'rak_refund_read', pattern: /^\/v1\/refunds\/?$/, handler: listRefunds },
+  { method: 'GET', endpoint: ENDPOINTS.retrieveRefund, permission: 'rak_refund_read', pattern: /^\/v1\/refunds\/(?<id>[^/]+)$/, handler: retrieveRefund },
+  { method: 'GET', endpoint: ENDPOINTS.listEvents, permission: 'rak_event_read', pattern: /^\/v1\/events\/?$/, handler: listEvents },
+  { method: 'GET', endpoint: ENDPOINTS.retrieveEvent, permission: 'rak_event_read', pattern: /^\/v1\/events\/(?<id>[^/]+)$/, handler: retrieveEvent },
 ];
 
 export function matchRoute(method: string, path: string): { route: Route; pathParams: Record<string, string> } | undefined {

@@ -103,7 +103,8 @@ export async function startStripeDouble(options: StripeDoubleOptions = {}): Prom
           headers: { 'Idempotent-Replayed': 'true', 'Original-Request': prior.response.requestId },
         };
       } else {
-        const result = matched.route.handler({ state, account, params, pathParams: matched.pathParams });
+        const request = { id: requestId, idempotency_key: idempotencyKey ?? null };
+        const result = matched.route.handler({ state, account, params, pathParams: matched.pathParams, request });
         answer = { status: result.status, body: JSON.stringify(result.body), headers: {} };
         if (idempotencyKey) {
           const stored: StoredResponse = { status: answer.status, body: answer.body, requestId };

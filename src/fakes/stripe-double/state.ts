@@ -1,24 +1,42 @@
 import { ChargeStore, type ChargeRecord, type ChargeStatus } from './charge-store.js';
 import { DoubleClock } from './clock.js';
+import type { DisputeRecord } from './disputes.js';
+import { EventStore } from './event-store.js';
 import { randomId, seededRandom } from './random.js';
 import type { PaymentIntentRecord, RefundRecord } from './records.js';
 
 /** Everything the double knows, in memory; handlers and control hooks both work on this. */
 export class DoubleState {
-  readonly charges = new ChargeStore();
+  readonly charges: ChargeStore;
   readonly intents = new Map<string, PaymentIntentRecord>();
   readonly refunds = new Map<string, RefundRecord>();
+  readonly disputes = new Map<string, DisputeRecord>();
+  readonly events = new EventStore();
+  /** How long after its `created` a new event becomes listable (Stripe's events are eventually consistent). */
+  eventLagMs = 0;
+  /** Charges created less than this long ago are not found by search (Stripe's search lags by up to a minute). */
+  searchLagMs = 0;
   private random: () => number;
+  // Events and disputes draw ids from their own sequence, so the ids of charges, intents
+  // and refunds stay what they were for a given seed whether or not events are read.
+  private eventRandom: () => number;
 
   constructor(
     readonly clock: DoubleClock,
     private readonly seed: number = 1,
   ) {
+    this.charges = new ChargeStore(() => clock.nowMs());
     this.random = seededRandom(seed);
+    this.eventRandom = seededRandom(seed + 0x5eed);
   }
 
   newId(prefix: string): string {
     return randomId(prefix, this.random);
+  }
+
+  /** Ids of events (`evt`) and disputes (`dp`). */
+  newEventId(prefix: string): string {
+    return randomId(prefix, this.eventRandom);
   }
 
   chargeIn(account: string | null, id: string): ChargeRecord | undefined {
@@ -31,7 +49,11 @@ export class DoubleState {
     return intent && intent.account === account ? intent : undefined;
   }
 
-  addCharge(fields: Partial<ChargeRecord> & { account: string | null; amount: number; currency: string; status: ChargeStatus }): ChargeRecord {
+  /** `listedAtMs` (double clock) in the future: retrievable now, listed only from then on. */
+  addCharge(
+    fields: Partial<ChargeRecord> & { account: string | null; amount: number; currency: string; status: ChargeStatus },
+    listedAtMs?: number,
+  ): ChargeRecord {
     const succeeded = fields.status === 'succeeded';
     const captured = fields.captured ?? succeeded;
     const record: ChargeRecord = {
@@ -55,7 +77,7 @@ export class DoubleState {
       declineCode: fields.declineCode ?? null,
     };
     if (fields.omitFields) record.omitFields = fields.omitFields;
-    this.charges.insert(record);
+    this.charges.insert(record, listedAtMs);
     return record;
   }
 
@@ -88,7 +110,12 @@ export class DoubleState {
   reset(): void {
     for (const id of [...this.intents.keys()]) this.intents.delete(id);
     for (const id of [...this.refunds.keys()]) this.refunds.delete(id);
+    this.disputes.clear();
+    this.events.clear();
     this.charges.clear();
+    this.eventLagMs = 0;
+    this.searchLagMs = 0;
     this.random = seededRandom(this.seed);
+    this.eventRandom = seededRandom(this.seed + 0x5eed);
   }
 }
