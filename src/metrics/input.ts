@@ -16,4 +16,6 @@ export interface MetricsInput {
   accounts?: readonly string[];
   /** Last successful scheduled run per account (`readLastSuccessByAccount`), older than `status.last_runs` may show. */
   lastSuccessAt?: Readonly<Record<string, Date>>;
+  /** Scheduled runs only: accounts this run skipped because a backfill had them. */
+  skipped?: readonly string[];
 }

@@ -52,6 +52,12 @@ export function buildMetricsRegistry(input: MetricsInput): Registry {
     duration.set({ account: report.account }, report.duration_ms / 1000);
   }
 
+  if (input.skipped) {
+    // 1 while a backfill keeps the scheduled run off the account; 0 once the run sweeps it again.
+    const skipped = gauge('sweeper_run_skipped', 'Whether the last scheduled run skipped the account because a backfill had it.', ['account']);
+    for (const account of accounts) skipped.set({ account }, input.skipped.includes(account) ? 1 : 0);
+  }
+
   gauge('sweeper_stripe_rate_limited_last_run', 'Stripe 429 (rate limited) answers during the last run.').set(input.stripe429s);
 
   const claims = input.status.claims;

@@ -1,13 +1,18 @@
 import { checkout, type Pool, type PoolClient, type Queryable } from '../db/pool.js';
 import { LOCK_CLASS } from '../db/locks.js';
+import { formatDuration } from '../time/duration.js';
 
-/** Another sweep holds an account's lock: exit 75, do not wait. */
+/** Another sweep holds an account's lock (or a backfill waited for it in vain): exit 75. */
 export class SweepLockedError extends Error {
   override readonly name = 'SweepLockedError';
   readonly exitCode = 75;
 }
 
 export interface SweepLock {
+  /** The accounts this run holds, in the order asked for: all of them, less `skipped`. */
+  accounts: string[];
+  /** A scheduled run's accounts left alone because a backfill has them (running or waiting). */
+  skipped: string[];
   release(): Promise<void>;
   /** Throws when the connection holding the locks died: another run may have them now. */
   assertHeld(): void;
@@ -18,34 +23,67 @@ export interface SweepLock {
   confirmHeld(db: Queryable): Promise<void>;
 }
 
+export interface LockRequest {
+  mode: 'run' | 'backfill';
+  /** Backfill only: how long to wait for each account's locks, in all; 0 = not at all. */
+  waitMs?: number;
+  /** Stops a backfill's wait (SIGTERM). */
+  signal?: AbortSignal;
+  /** Called once per account a backfill has to wait for, before it waits. */
+  onWait?: (account: string) => void;
+}
+
 /**
- * Takes the session advisory lock of every account the run covers, on one
- * dedicated connection held for the run. All or nothing: if any is held elsewhere,
- * those taken are given back and the run stops. The lock dies with the connection,
- * so a killed sweeper never leaves it behind.
+ * The lock policy (README "Backfills and scheduled runs"). Two session advisory locks
+ * per account, both held on one dedicated connection for the whole run, so a killed
+ * sweeper never leaves one behind:
+ *
+ * - `sweep:<account>`, exclusive: one sweep of the account at a time.
+ * - `mode:<account>`, the gate: a scheduled run holds it *shared*, a backfill
+ *   *exclusive*, each taken before `sweep:` and released after it.
+ *
+ * A run try-locks the gate shared. That fails exactly when a backfill holds the gate
+ * or is queued for it (PostgreSQL refuses a lock that conflicts with a waiter, too), so
+ * the run skips the account: "skipped: backfill in progress". Holding the gate, the run
+ * try-locks `sweep:`; failing that, the holder cannot be a backfill (a backfill holds
+ * `sweep:` only while it holds the gate exclusive, which the run's shared gate
+ * excludes): it is another run, and this one exits 75. No check-then-act window: what
+ * the run learns is decided by the lock manager in the same call that would take it.
+ *
+ * A backfill waits (`lock_timeout`) for the gate, then for `sweep:` (held by a run
+ * still finishing, or by a sweeper too old to know the gate), up to `waitMs` in all,
+ * and exits 75 if that runs out. Runs arriving while it waits skip, so a backfill waits
+ * for at most the run in progress. Accounts are locked in sorted order, so two
+ * backfills of overlapping accounts queue instead of deadlocking.
  */
-export async function lockAccounts(pool: Pool, accounts: string[]): Promise<SweepLock> {
+export async function lockAccounts(pool: Pool, accounts: string[], request: LockRequest = { mode: 'run' }): Promise<SweepLock> {
   let lostWith: Error | undefined;
   const client: PoolClient = await checkout(pool, (error) => {
     lostWith = error;
   });
-  const taken: string[] = [];
+  const skipped: string[] = [];
   let holder = 0;
   try {
     holder = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid ?? 0;
-    for (const account of [...accounts].sort()) {
-      const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok', [
-        LOCK_CLASS,
-        `sweep:${account}`,
-      ]);
-      if (!rows[0]?.ok) {
-        throw new SweepLockedError(`another sweep is running for account ${account}; this one stops (it does not wait)`);
+    const deadline = Date.now() + (request.waitMs ?? 0);
+    for (const account of [...new Set(accounts)].sort()) {
+      if (request.mode === 'run') {
+        if (!(await tryLock(client, gateKey(account), 'shared'))) {
+          skipped.push(account);
+          continue;
+        }
+        if (!(await tryLock(client, sweepKey(account), 'exclusive'))) {
+          throw new SweepLockedError(`another sweep is running for account ${account}; this one stops (it does not wait)`);
+        }
+      } else {
+        await waitForLock(pool, client, holder, account, deadline, request);
       }
-      taken.push(account);
     }
   } catch (error) {
-    await unlock(client, taken).catch(() => undefined);
-    client.release();
+    await client.query('SELECT pg_advisory_unlock_all()').then(
+      () => client.release(),
+      () => client.release(true),
+    );
     throw error;
   }
   const assertHeld = () => {
@@ -54,6 +92,8 @@ export async function lockAccounts(pool: Pool, accounts: string[]): Promise<Swee
     }
   };
   return {
+    accounts: accounts.filter((a) => !skipped.includes(a)),
+    skipped,
     assertHeld,
     async confirmHeld(db) {
       const { rows } = await db.query<{ held: boolean }>(
@@ -67,7 +107,8 @@ export async function lockAccounts(pool: Pool, accounts: string[]): Promise<Swee
     },
     async release() {
       try {
-        await unlock(client, taken);
+        // The connection holds nothing but this run's locks.
+        await client.query('SELECT pg_advisory_unlock_all()');
         client.release();
       } catch {
         client.release(true); // closing the connection frees its locks
@@ -76,8 +117,54 @@ export async function lockAccounts(pool: Pool, accounts: string[]): Promise<Swee
   };
 }
 
-async function unlock(client: PoolClient, accounts: string[]): Promise<void> {
-  for (const account of accounts) {
-    await client.query('SELECT pg_advisory_unlock($1, hashtext($2))', [LOCK_CLASS, `sweep:${account}`]);
+const gateKey = (account: string) => `mode:${account}`;
+const sweepKey = (account: string) => `sweep:${account}`;
+
+async function tryLock(client: PoolClient, key: string, kind: 'shared' | 'exclusive'): Promise<boolean> {
+  const fn = kind === 'shared' ? 'pg_try_advisory_lock_shared' : 'pg_try_advisory_lock';
+  const { rows } = await client.query<{ ok: boolean }>(`SELECT ${fn}($1, hashtext($2)) AS ok`, [LOCK_CLASS, key]);
+  return rows[0]?.ok === true;
+}
+
+/** A backfill takes the account's gate, then its sweep lock, each waiting until `deadline`. */
+async function waitForLock(pool: Pool, client: PoolClient, pid: number, account: string, deadline: number, request: LockRequest): Promise<void> {
+  const waitMs = request.waitMs ?? 0;
+  let told = false;
+  for (const key of [gateKey(account), sweepKey(account)]) {
+    if (await tryLock(client, key, 'exclusive')) continue;
+    const remaining = deadline - Date.now();
+    if (waitMs <= 0 || remaining <= 0) {
+      throw new SweepLockedError(
+        waitMs <= 0
+          ? `another sweep is running for account ${account}; this backfill does not wait (--wait 0)`
+          : `another sweep still holds account ${account} after --wait ${formatDuration(waitMs)}; run the backfill again later or with a longer --wait`,
+      );
+    }
+    if (!told) request.onWait?.(account);
+    told = true;
+    await blockingLock(pool, client, pid, key, remaining, request.signal).catch((error: { code?: string }) => {
+      if (error?.code === '55P03') {
+        throw new SweepLockedError(
+          `another sweep still holds account ${account} after --wait ${formatDuration(waitMs)}; run the backfill again later or with a longer --wait`,
+        );
+      }
+      if (request.signal?.aborted) throw new Error(`interrupted while waiting for the lock of account ${account}; nothing was swept`);
+      throw error;
+    });
+  }
+}
+
+async function blockingLock(pool: Pool, client: PoolClient, pid: number, key: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) throw Object.assign(new Error('aborted'), { code: '57014' });
+  // lock_timeout bounds the wait; statement_timeout (the role may set one) must not cut it shorter.
+  await client.query(`SELECT set_config('lock_timeout', $1, false), set_config('statement_timeout', '0', false)`, [`${Math.ceil(timeoutMs)}ms`]);
+  // A signal cancels the wait from another connection: the waiting one is busy.
+  const cancel = () => void pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => undefined);
+  signal?.addEventListener('abort', cancel, { once: true });
+  try {
+    await client.query('SELECT pg_advisory_lock($1, hashtext($2))', [LOCK_CLASS, key]);
+  } finally {
+    signal?.removeEventListener('abort', cancel);
+    await client.query('RESET lock_timeout; RESET statement_timeout').catch(() => undefined);
   }
 }

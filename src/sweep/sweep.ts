@@ -24,11 +24,20 @@ export function newRunId(now: Date): string {
  * (ingest, diff, repair, record, checkpoint) per slice, each slice one transaction.
  */
 export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<SweepReport[]> {
-  const lock = await lockAccounts(deps.pool, options.accounts);
+  const lock = await lockAccounts(deps.pool, options.accounts, {
+    mode: options.mode,
+    waitMs: options.lockWaitMs,
+    signal: options.signal,
+    onWait: (account) => deps.logger.info({ account, wait_ms: options.lockWaitMs }, 'another sweep holds the account; waiting for it (--wait)'),
+  });
   try {
     const reports: SweepReport[] = [];
     const failures: Error[] = [];
-    for (const account of options.accounts) {
+    for (const account of lock.skipped) {
+      deps.logger.info({ account, mode: options.mode }, 'skipped: backfill in progress (it holds or waits for the account); the next run sweeps it');
+      deps.onSkipped?.(account);
+    }
+    for (const account of lock.accounts) {
       if (options.signal?.aborted) break;
       lock.assertHeld();
       try {

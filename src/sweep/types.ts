@@ -23,6 +23,8 @@ export interface SweepDeps {
   /** Crash and race tests: called at named points (`slice:N:phase`); may kill the process. */
   faultPoint?: (name: string) => void | Promise<void>;
   onSlice?: (done: number, total: number) => void;
+  /** A scheduled run left the account alone because a backfill has it (see lock.ts). */
+  onSkipped?: (account: string) => void;
 }
 
 export interface SweepOptions {
@@ -42,6 +44,8 @@ export interface SweepOptions {
   refundDuplicates: boolean;
   /** Backfill: continue an unfinished backfill of the same range (default true). */
   resume: boolean;
+  /** Backfill: how long to wait for a lock another sweep holds (default 0: exit 75 at once). */
+  lockWaitMs?: number;
   signal?: AbortSignal;
 }
 

@@ -154,7 +154,7 @@ describe('sweeper on real traffic against the Stripe double', () => {
     try {
       const first = startCli(backfill, envFor(db, { STRIPE_API_BASE: proxy.url }));
       await proxy.firstHeld; // the first run holds its lock and waits on Stripe
-      const second = await runCli(backfill, envFor(db));
+      const second = await runCli([...backfill, '--wait', '0'], envFor(db)); // a backfill waits by default
       expect(second.code).toBe(75);
       expect(second.stderr).toMatch(/another sweep is running for account platform/);
       proxy.open();

@@ -129,6 +129,16 @@ describe('metrics registry', () => {
     ]);
   });
 
+  it('sweeper_run_skipped: 1 for accounts a scheduled run left to a backfill, 0 for the others; absent for a backfill', async () => {
+    const lines = await samples(input({ accounts: ['platform', ACCT], reports: [report({ account: ACCT })], skipped: ['platform'] }));
+    expect(lines.filter((l) => l.startsWith('sweeper_run_skipped'))).toEqual([
+      `sweeper_run_skipped{account="${ACCT}"} 0`,
+      'sweeper_run_skipped{account="platform"} 1',
+    ]);
+    const backfill = await samples(input({ accounts: ['platform'], reports: [report({ mode: 'backfill' })] }));
+    expect(backfill.filter((l) => l.startsWith('sweeper_run_skipped'))).toEqual([]);
+  });
+
   it('uses a fresh registry each time, not the global one', async () => {
     const a = buildMetricsRegistry(input({ stripe429s: 1 }));
     const b = buildMetricsRegistry(input({ stripe429s: 2 }));

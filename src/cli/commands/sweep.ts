@@ -6,11 +6,14 @@ import type { Logger } from '../../log.js';
 import { metricsConfigFromEnv, publishMetrics, readLastSuccessByAccount } from '../../metrics/index.js';
 import { readStatus } from '../../sweep/status.js';
 import { createChargeLister, createStripeClient, RateBudget } from '../../stripe/index.js';
+import { createStripeEvidence } from '../../stripe/evidence.js';
 import { CATEGORIES } from '../../sweep/categories.js';
 import { sweep, SweepFailedError, type SweepDeps, type SweepReport } from '../../sweep/sweep.js';
 import { parseShard, shardOf, type Shard, type TimeWindow } from '../../sweep/window.js';
+import { parseDuration } from '../../time/duration.js';
 import { parseInstant } from '../../time/instant.js';
 import { ExitCode } from '../exit.js';
+import { exitCodeFor, findingsExitFrom } from '../exit-decision.js';
 import { UsageError, withDatabase, writeJson } from '../context.js';
 import { installShutdown } from '../shutdown.js';
 
@@ -23,6 +26,8 @@ export interface SweepFlags {
   from?: string;
   to?: string;
   resume?: boolean;
+  findingsExit?: string;
+  wait?: string;
 }
 
 export function registerSweepCommands(program: Command): void {
@@ -32,7 +37,8 @@ export function registerSweepCommands(program: Command): void {
       .option('--shard <I/N>', "sweep the accounts whose stable hash falls in shard I of N (0-based), e.g. 0/4")
       .option('--dry-run', 'compute everything and say what would be repaired; write nothing')
       .option('--json', 'print one JSON object per account on stdout')
-      .option('--refund-duplicates', 'refund extra charges of a duplicate_charge (needs a key that can write refunds)');
+      .option('--refund-duplicates', 'refund extra charges of a duplicate_charge (needs a key that can write refunds)')
+      .option('--findings-exit <code>', 'exit code while findings stay open: 3 (default) or 0 (let the alerts page); env SWEEPER_FINDINGS_EXIT');
 
   common(
     program
@@ -58,6 +64,7 @@ Exit codes: 0 reconciled, 1 run failed (the slice in progress rolled back),
       .requiredOption('--from <time>', 'start, ISO 8601: 2026-11-01 or 2026-11-01T12:00:00Z')
       .requiredOption('--to <time>', 'end (exclusive), at least SWEEPER_SETTLE in the past')
       .option('--no-resume', 'start the range over instead of continuing an unfinished backfill of it')
+      .option('--wait <duration>', 'how long to wait for an account another sweep holds, then exit 75 (0 = do not wait)', DEFAULT_BACKFILL_WAIT)
       .addHelpText(
         'after',
         `
@@ -82,6 +89,9 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
   const window = mode === 'backfill' ? backfillWindow(flags, config, now) : undefined;
   const alertConfig = alertConfigFromEnv();
   const metricsConfig = metricsConfigFromEnv();
+  const findingsExit = findingsExitFrom(flags.findingsExit);
+  const lockWaitMs = mode === 'backfill' ? parseWaitFlag(flags.wait ?? DEFAULT_BACKFILL_WAIT) : 0;
+  const skipped: string[] = [];
 
   return withDatabase(async ({ pool, logger }) => {
     if (accounts.length === 0) {
@@ -89,24 +99,18 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
       return ExitCode.reconciled;
     }
     const stripe = createStripeClient({ apiKey, apiBase: config.stripeApiBase });
-    const lister = createChargeLister({
-      stripe,
-      budget: new RateBudget({ ratePerSecond: config.stripeRatePerSecond }),
-      metadataKeys: config.metadataKeys,
-    });
+    // One budget for every Stripe request of the process: listing, re-reads and refunds.
+    const budget = new RateBudget({ ratePerSecond: config.stripeRatePerSecond });
+    const lister = createChargeLister({ stripe, budget, metadataKeys: config.metadataKeys });
     const deps: SweepDeps = {
       pool,
       clock: () => new Date(),
       logger,
       listCharges: (account, w, abort) => lister.list(account === 'platform' ? null : account, w, { signal: abort }),
-      refund: async (charge, idempotencyKey) => {
-        await stripe.refunds.create(
-          { charge: charge.id, metadata: { reason: 'duplicate_charge', refunded_by: 'sweeper' } },
-          { idempotencyKey, ...(charge.account === 'platform' ? {} : { stripeAccount: charge.account }) },
-        );
-      },
+      evidence: createStripeEvidence({ stripe, budget, counters: lister.counters, metadataKeys: config.metadataKeys }),
       faultPoint: crashPointFromEnv(),
       onSlice: process.stderr.isTTY ? (done, total) => process.stderr.write(`\rslice ${done}/${total}`) : undefined,
+      onSkipped: (account) => skipped.push(account),
     };
     // Metrics go out whatever happened (a failed run shows as a stale last-success);
     // publishing must never replace the run's own error.
@@ -122,6 +126,7 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
             stripe429s: lister.counters.rateLimited,
             now: new Date(),
             accounts,
+            ...(mode === 'run' ? { skipped } : {}),
             lastSuccessAt: await readLastSuccessByAccount(pool),
           },
         });
@@ -147,6 +152,7 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
         firstRunLookbackMs: config.firstRunLookbackMs,
         refundDuplicates: Boolean(flags.refundDuplicates),
         resume: flags.resume !== false,
+        lockWaitMs,
         signal,
       });
     } catch (error) {
@@ -163,6 +169,10 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
       if (flags.json) writeJson(report);
       else process.stdout.write(formatReport(report));
     }
+    for (const account of skipped) {
+      if (flags.json) writeJson({ mode, account, status: 'skipped', reason: 'backfill_in_progress' });
+      else process.stdout.write(`${mode}  account ${account}  skipped: backfill in progress; the next run sweeps it\n\n`);
+    }
     // The results are committed and printed before anyone is told: a sink that is
     // down costs exit code 1, never the run's findings.
     const alertsFailed = flags.dryRun ? 0 : await sendAlerts(pool, alertConfig, reports.filter((r) => r.status !== 'failed'), logger);
@@ -171,8 +181,7 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
       process.stderr.write(`sweeper: ${failure.message.split('\n')[0]}\n`);
       return ExitCode.failed;
     }
-    if (alertsFailed > 0 || signal?.aborted || reports.some((r) => r.status !== 'succeeded')) return ExitCode.failed;
-    return reports.some((r) => r.unreconciled > 0) ? ExitCode.unreconciled : ExitCode.reconciled;
+    return exitCodeFor({ accounts: reports, alertsFailed, interrupted: Boolean(signal?.aborted), findingsExit });
 
   }, config);
 }
@@ -187,6 +196,15 @@ async function sendAlerts(pool: Pool, config: AlertConfig, reports: SweepReport[
     for (const error of result.errors) logger.error({ account: report.account, error }, 'alert not delivered');
   }
   return failed;
+}
+
+/** Long enough for a scheduled run holding the lock to finish: the CronJob's deadline is 14 minutes. */
+const DEFAULT_BACKFILL_WAIT = '15m';
+
+function parseWaitFlag(text: string): number {
+  const ms = text.trim() === '0' ? 0 : parseDuration(text);
+  if (ms === undefined) throw new UsageError(`--wait ${text}: expected a duration like 90s, 15m or 1h, or 0 to not wait`);
+  return ms;
 }
 
 function parseShardFlag(text: string): Shard {
