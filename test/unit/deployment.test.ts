@@ -155,7 +155,8 @@ async function validatorFor(doc: Obj): Promise<ValidateFunction> {
   if (!file) throw new Error(`no vendored schema for ${kind}: add it to ${SCHEMA_DIR}`);
   let validate = validators.get(file);
   if (!validate) {
-    const { $schema: _draft, ...schema } = JSON.parse(await readFile(path.join(SCHEMA_DIR, file), 'utf8')) as Obj;
+    const schema = JSON.parse(await readFile(path.join(SCHEMA_DIR, file), 'utf8')) as Obj;
+    delete schema.$schema; // "http://json-schema.org/schema#" names no draft ajv knows; the keywords are draft-04/07 alike
     // strict: false lets the schemas' x-kubernetes-* annotations through; the formats
     // are Kubernetes' own (int32, int64), checked for range rather than ignored.
     const ajv = new Ajv({ allErrors: true, strict: false });
