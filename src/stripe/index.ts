@@ -17,3 +17,19 @@ export { DEFAULT_RETRY_POLICY, type RetryPolicy } from './backoff.js';
 export { DEFAULT_METADATA_KEYS, normalizeCharge, type MetadataKeys } from './normalize.js';
 export { toUnixRange, type ChargeWindow, type Instant, type UnixRange } from './window.js';
 export type { FetchChargePage, PageQuery, RawChargePage } from './page-source.js';
+export {
+  CHANGE_EVENT_TYPES,
+  createEventReader,
+  readEvents,
+  sdkEventPageSource,
+  type EventListing,
+  type EventPageQuery,
+  type EventReader,
+  type EventReaderDeps,
+  type EventWindow,
+  type FetchEventPage,
+  type ReadEventsOptions,
+} from './events.js';
+export { pointersOf, readChangeEvent, type ChangeEvent } from './change-event.js';
+export { ChargeRetrievalError, IncompleteEventsError, MissingEventsPermissionError, type EventRange } from './event-errors.js';
+export { createChargeRetriever, type ChargeRetriever, type RetrievedCharge } from './retrieve-charges.js';
