@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const benches = ['bench/sweep.ts', 'bench/sweep-attributed.ts', 'bench/report-memory.ts', 'bench/list-charges.ts'];
+const benches = ['bench/sweep.ts', 'bench/sweep-attributed.ts', 'bench/report-memory.ts', 'bench/list-charges.ts', 'bench/events-reader.ts'];
 const only = process.argv.slice(2);
 let failed = 0;
 for (const bench of benches.filter((b) => only.length === 0 || only.some((o) => b.includes(o)))) {

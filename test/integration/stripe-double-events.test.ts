@@ -328,9 +328,15 @@ describe('controls for an events reader', () => {
   it('seeds charges in bulk without events by default, with their creation events on request', async () => {
     double.seedCharges(null, 500, { from: NOW_S - 3_600, to: NOW_S });
     expect(double.eventCount()).toBe(0);
-    double.seedCharges('acct_bulk', 500, { from: NOW_S - 3_600, to: NOW_S, events: true });
+    double.seedCharges('acct_bulk', 500, { from: NOW_S - 3_600, to: NOW_S, events: true, metadata: { tenant_id: 'bulk' } });
+    const [changed] = double.chargeIds('acct_bulk');
+    double.refund(changed as string, 5, { emit: false });
+    double.updateCharge(changed as string, { metadata: { tenant_id: 'edited' } }, { emit: false });
     const events = await allEvents({ types: ['charge.succeeded'] }, { stripeAccount: 'acct_bulk' });
     expect(events).toHaveLength(500);
+    // Each creation event shows the charge as created, whatever happened to it since.
+    expect(object(events.find((e) => object(e).id === changed))).toMatchObject({ amount_refunded: 0, metadata: { tenant_id: 'bulk' } });
+    expect(double.charge(changed as string)).toMatchObject({ amount_refunded: 5, metadata: { tenant_id: 'edited' } });
     expect(new Set(events.map((e) => object(e).id))).toEqual(new Set(double.chargeIds('acct_bulk')));
     for (let i = 1; i < events.length; i += 1) expect((events[i - 1] as Stripe.Event).created).toBeGreaterThanOrEqual((events[i] as Stripe.Event).created);
   });

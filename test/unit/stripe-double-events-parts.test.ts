@@ -71,7 +71,7 @@ describe('EventStore', () => {
 
   it('bulk-adds in any order and sorts once', () => {
     const s = new EventStore();
-    s.addMany(null, [event('evt_2', 20), event('evt_1', 10), event('evt_3', 30)]);
+    s.addMany(null, [event('evt_2', 20), event('evt_1', 10), event('evt_3', 30)].map((e) => ({ ...e, seq: 0 })));
     expect(ids(s.list(null, { ...ALL, nowMs: 40_000 }))).toEqual(['evt_3', 'evt_2', 'evt_1']);
   });
 });

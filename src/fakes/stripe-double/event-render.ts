@@ -1,5 +1,5 @@
 import Stripe from 'stripe';
-import type { EventRecord, EventRequest } from './event-store.js';
+import type { EventRecord, EventRequest, EventSnapshot } from './event-store.js';
 import { renderCharge } from './render.js';
 
 /** Events carry the API version their `data` was rendered with: the one the SDK pins. */
@@ -20,7 +20,7 @@ export interface EventJson {
 }
 
 export function renderEvent(event: EventRecord): EventJson {
-  const object = 'charge' in event.snapshot ? renderCharge(event.snapshot.charge) : structuredClone(event.snapshot.json);
+  const object = renderSnapshot(event.snapshot);
   const data: EventJson['data'] = { object };
   if (event.previousAttributes) data.previous_attributes = structuredClone(event.previousAttributes);
   return {
@@ -36,4 +36,21 @@ export function renderEvent(event: EventRecord): EventJson {
     request: { ...event.request },
     type: event.type,
   };
+}
+
+function renderSnapshot(snapshot: EventSnapshot): Record<string, unknown> {
+  if ('charge' in snapshot) return renderCharge(snapshot.charge);
+  if ('json' in snapshot) return structuredClone(snapshot.json);
+  // A seeded charge as it was created: whatever happened to it since is undone here.
+  const charge = snapshot.seededCharge;
+  const captured = charge.status === 'succeeded';
+  return renderCharge({
+    ...charge,
+    captured,
+    amountCaptured: captured ? charge.amount : 0,
+    amountRefunded: 0,
+    disputed: false,
+    description: null,
+    metadata: snapshot.metadata,
+  });
 }

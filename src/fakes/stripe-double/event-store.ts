@@ -21,10 +21,15 @@ export interface EventRequest {
 
 /**
  * What `data.object` was at the moment of the event. A charge is kept as a copy of its
- * small record and rendered when read, so a million seeded creation events do not hold
- * a million rendered charges; anything else is kept as the JSON it was.
+ * small record and rendered when read; a bulk-seeded charge's creation event keeps only
+ * a reference, since its state at creation is known (nothing refunded, captured if it
+ * succeeded, the batch's metadata), so a million of them stay small. Anything else is
+ * kept as the JSON it was.
  */
-export type EventSnapshot = { charge: ChargeRecord } | { json: Record<string, unknown> };
+export type EventSnapshot =
+  | { charge: ChargeRecord }
+  | { seededCharge: ChargeRecord; metadata: Readonly<Record<string, string>> }
+  | { json: Record<string, unknown> };
 
 export interface EventRecord {
   id: string;
@@ -83,13 +88,17 @@ export class EventStore {
     return stored;
   }
 
-  /** Many events of one account at once (bulk seeding): one sort instead of a splice each. */
-  addMany(account: string | null, records: Array<Omit<EventRecord, 'seq' | 'account'>>): void {
+  /**
+   * Many events of one account at once (bulk seeding): stamped in place and sorted once
+   * (a near-linear pass when they come oldest first, as seeding hands them over).
+   */
+  addMany(account: string | null, records: EventRecord[]): void {
     const list = this.listOf(account);
     for (const record of records) {
-      const stored: EventRecord = { ...record, account, seq: this.nextSeq++ };
-      list.push(stored);
-      if (!this.byId.has(stored.id)) this.byId.set(stored.id, stored);
+      record.account = account;
+      record.seq = this.nextSeq++;
+      list.push(record);
+      if (!this.byId.has(record.id)) this.byId.set(record.id, record);
     }
     list.sort(storageOrder);
   }

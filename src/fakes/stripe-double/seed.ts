@@ -1,4 +1,5 @@
 import type { ChargeRecord, ChargeStatus } from './charge-store.js';
+import type { EventRecord } from './event-store.js';
 import { seededRandom } from './random.js';
 import type { DoubleState } from './state.js';
 
@@ -84,19 +85,25 @@ export function seedCharges(state: DoubleState, account: string | null, n: numbe
   }
   state.charges.insertSorted(account, records);
   if (options.events) {
-    const noRequest = { id: null, idempotency_key: null };
-    state.events.addMany(
-      account,
-      records.map((record) => ({
-        id: state.newEventId('evt'),
-        type: `charge.${record.status}`,
+    const request = { id: null, idempotency_key: null };
+    const type = `charge.${status}`;
+    const events = new Array<EventRecord>(n);
+    // Oldest first, as the store keeps them; ids from a counter like the charges' own.
+    for (let i = 0; i < n; i += 1) {
+      const record = records[n - 1 - i] as ChargeRecord;
+      events[i] = {
+        id: `evt_S${prefix.slice(4)}${i.toString(36).padStart(8, '0')}`,
+        account,
+        type,
         created: record.created,
         visibleAtMs: record.created * 1000 + state.eventLagMs,
-        // A copy: a later refund of the charge must not rewrite its creation event.
-        snapshot: { charge: { ...record } },
-        request: noRequest,
-      })),
-    );
+        seq: 0,
+        // The charge as created (a later refund must not rewrite its creation event), without a copy each.
+        snapshot: { seededCharge: record, metadata },
+        request,
+      };
+    }
+    state.events.addMany(account, events);
   }
   return { count: n, account, from, to };
 }
