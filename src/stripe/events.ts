@@ -114,7 +114,7 @@ export function sdkEventPageSource(stripe: Stripe): FetchEventPage {
       if ((error as { statusCode?: unknown })?.statusCode === 403) throw new MissingEventsPermissionError(query.account, (error as Error).message);
       if (error instanceof Stripe.errors.StripeError) throw error;
       // The SDK trips over a body that is JSON but not an object (`null`, `[]`, `"x"`).
-      throw new MalformedPageError(`the answer could not be read as a Stripe list (${(error as Error)?.message ?? String(error)})`);
+      throw new MalformedPageError('the answer could not be read as a Stripe list: the body is not a JSON object', { cause: error });
     }
   };
 }
