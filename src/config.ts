@@ -1,15 +1,42 @@
 import { z } from 'zod';
 import { ConfigError } from './errors.js';
+import { registerSecretsFromEnv } from './secrets.js';
 import { parseDuration, formatDuration } from './time/duration.js';
 
 /**
  * Configuration comes from the environment (12-factor), is read once at start and
  * validated here; CLI flags override individual fields afterwards. Every error
- * names the variable and what a valid value looks like.
+ * starts with the variable's name and says what a valid value looks like; every
+ * duration has a floor and a ceiling (README "Configuration"), so no setting can
+ * make a run unbounded.
  */
 
-const duration = (name: string, fallback: string) =>
-  z
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/** Each duration variable's default and bounds (inclusive). */
+export const DURATION_BOUNDS = {
+  SWEEPER_CLAIM_LEASE: { fallback: '2m', min: 1_000, max: HOUR },
+  SWEEPER_RETENTION: { fallback: '7d', min: HOUR, max: 366 * DAY },
+  SWEEPER_SETTLE: { fallback: '10m', min: MINUTE, max: DAY },
+  SWEEPER_OVERLAP: { fallback: '15m', min: 1_000, max: DAY },
+  SWEEPER_SLICE: { fallback: '1h', min: MINUTE, max: DAY },
+  SWEEPER_FIRST_RUN_LOOKBACK: { fallback: '1d', min: MINUTE, max: 31 * DAY },
+  SWEEPER_RETRY_HORIZON: { fallback: '1d', min: MINUTE, max: 30 * DAY },
+  SWEEPER_SHUTDOWN_GRACE: { fallback: '20s', min: 1_000, max: 5 * MINUTE },
+  SWEEPER_RUN_DEADLINE: { fallback: '12m', min: MINUTE, max: 7 * DAY },
+  SWEEPER_REQUEST_DEADLINE: { fallback: '20s', min: 1_000, max: 5 * MINUTE },
+  SWEEPER_DB_LOCK_TIMEOUT: { fallback: '30s', min: 100, max: 10 * MINUTE },
+  SWEEPER_DB_STATEMENT_TIMEOUT: { fallback: '5m', min: 1_000, max: HOUR },
+  SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT: { fallback: '5m', min: 1_000, max: HOUR },
+} as const satisfies Record<string, { fallback: string; min: number; max: number }>;
+
+type DurationVariable = keyof typeof DURATION_BOUNDS;
+
+const duration = (name: DurationVariable) => {
+  const { fallback, min, max } = DURATION_BOUNDS[name];
+  return z
     .string()
     .default(fallback)
     .transform((text, ctx) => {
@@ -18,10 +45,18 @@ const duration = (name: string, fallback: string) =>
         ctx.addIssue({ code: 'custom', message: `${name} must be a duration like 90s, 15m, 1h or 7d (got "${text}")` });
         return z.NEVER;
       }
+      if (ms < min || ms > max) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `${name} must be between ${formatDuration(min)} and ${formatDuration(max)} (got ${formatDuration(ms)})`,
+        });
+        return z.NEVER;
+      }
       return ms;
     });
+};
 
-const positiveInt = (name: string, fallback: string) =>
+const positiveInt = (name: string, fallback: string, max = Number.MAX_SAFE_INTEGER) =>
   z
     .string()
     .default(fallback)
@@ -29,6 +64,10 @@ const positiveInt = (name: string, fallback: string) =>
       const n = Number(text);
       if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(n) || n <= 0) {
         ctx.addIssue({ code: 'custom', message: `${name} must be a positive integer (got "${text}")` });
+        return z.NEVER;
+      }
+      if (n > max) {
+        ctx.addIssue({ code: 'custom', message: `${name} must be at most ${max} (got ${n})` });
         return z.NEVER;
       }
       return n;
@@ -42,27 +81,57 @@ const metadataName = (name: string, fallback: string) =>
       message: `${name} must be a Stripe metadata key: 1-40 characters of letters, digits, _ . -`,
     });
 
-const envSchema = z.object({
-  DATABASE_URL: z
+/**
+ * A URL the WHATWG parser accepts, with one of `protocols`, a port in 1..65535 when
+ * one is given, and (unless `credentials`) no `user:password@`. Returns the problem, or null.
+ */
+export function urlProblem(value: string, protocols: readonly string[], options: { credentials: boolean; host: boolean }): string | null {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'is not a URL that can be parsed (check the port, brackets and special characters; percent-encode them in a password)';
+  }
+  if (!protocols.includes(url.protocol)) return `must start with ${protocols.map((p) => `${p}//`).join(' or ')}`;
+  if (options.host && url.hostname === '') return 'must name a host';
+  if (url.port !== '' && (Number(url.port) < 1 || Number(url.port) > 65_535)) return 'has a port outside 1..65535';
+  if (!options.credentials && (url.username !== '' || url.password !== '')) {
+    return 'must not contain credentials (user:password@): they cannot be sent that way and would end up in logs';
+  }
+  return null;
+}
+
+const url = (name: string, protocols: readonly string[], example: string, options: { credentials: boolean; host: boolean; pathless?: boolean }) =>
+  z
     .string()
     .optional()
-    .refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), {
-      message: 'DATABASE_URL must be a PostgreSQL URL such as postgres://user:password@host:5432/db',
-    }),
+    .superRefine((value, ctx) => {
+      if (value === undefined) return;
+      let problem = urlProblem(value, protocols, options);
+      if (!problem && options.pathless) {
+        const parsed = new URL(value);
+        if ((parsed.pathname !== '/' && parsed.pathname !== '') || parsed.search || parsed.hash) {
+          problem = 'must be a scheme, host and optional port only, without a path or query';
+        }
+      }
+      // The value is not echoed: it may hold a password.
+      if (problem) ctx.addIssue({ code: 'custom', message: `${name} ${problem}, such as ${example}` });
+    });
+
+const envSchema = z.object({
+  DATABASE_URL: url('DATABASE_URL', ['postgres:', 'postgresql:'], 'postgres://user:password@host:5432/db', {
+    credentials: true,
+    host: false,
+  }),
   STRIPE_API_KEY: z
     .string()
     .optional()
     .refine((v) => v === undefined || /^(sk|rk)_(test|live)_[A-Za-z0-9]+$/.test(v), {
       message: 'STRIPE_API_KEY must be a Stripe secret or restricted key (sk_… or rk_…)',
     }),
-  STRIPE_API_BASE: z
-    .string()
-    .optional()
-    .refine((v) => v === undefined || /^https?:\/\/[^/]+\/?$/.test(v), {
-      message: 'STRIPE_API_BASE must be a scheme, host and optional port, such as http://127.0.0.1:12111',
-    }),
-  SWEEPER_CLAIM_LEASE: duration('SWEEPER_CLAIM_LEASE', '2m'),
-  SWEEPER_RETENTION: duration('SWEEPER_RETENTION', '7d'),
+  STRIPE_API_BASE: url('STRIPE_API_BASE', ['http:', 'https:'], 'http://127.0.0.1:12111', { credentials: false, host: true, pathless: true }),
+  SWEEPER_CLAIM_LEASE: duration('SWEEPER_CLAIM_LEASE'),
+  SWEEPER_RETENTION: duration('SWEEPER_RETENTION'),
   SWEEPER_MAX_AMOUNT: positiveInt('SWEEPER_MAX_AMOUNT', '99999999'),
   SWEEPER_METADATA_TENANT_KEY: metadataName('SWEEPER_METADATA_TENANT_KEY', 'tenant_id'),
   SWEEPER_METADATA_IDEMPOTENCY_KEY: metadataName('SWEEPER_METADATA_IDEMPOTENCY_KEY', 'idempotency_key'),
@@ -72,14 +141,22 @@ const envSchema = z.object({
     .refine((v) => v.split(',').every((a) => /^(platform|acct_[A-Za-z0-9]+)$/.test(a.trim())), {
       message: 'SWEEPER_ACCOUNTS must be a comma-separated list of Stripe account ids (acct_…) or "platform"',
     }),
-  SWEEPER_SETTLE: duration('SWEEPER_SETTLE', '10m'),
-  SWEEPER_OVERLAP: duration('SWEEPER_OVERLAP', '15m'),
-  SWEEPER_SLICE: duration('SWEEPER_SLICE', '1h'),
-  SWEEPER_FIRST_RUN_LOOKBACK: duration('SWEEPER_FIRST_RUN_LOOKBACK', '1d'),
-  SWEEPER_RETRY_HORIZON: duration('SWEEPER_RETRY_HORIZON', '1d'),
-  SWEEPER_SHUTDOWN_GRACE: duration('SWEEPER_SHUTDOWN_GRACE', '20s'),
-  SWEEPER_STRIPE_RATE: positiveInt('SWEEPER_STRIPE_RATE', '20'),
-  SWEEPER_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  SWEEPER_SETTLE: duration('SWEEPER_SETTLE'),
+  SWEEPER_OVERLAP: duration('SWEEPER_OVERLAP'),
+  SWEEPER_SLICE: duration('SWEEPER_SLICE'),
+  SWEEPER_FIRST_RUN_LOOKBACK: duration('SWEEPER_FIRST_RUN_LOOKBACK'),
+  SWEEPER_RETRY_HORIZON: duration('SWEEPER_RETRY_HORIZON'),
+  SWEEPER_SHUTDOWN_GRACE: duration('SWEEPER_SHUTDOWN_GRACE'),
+  SWEEPER_RUN_DEADLINE: duration('SWEEPER_RUN_DEADLINE'),
+  SWEEPER_REQUEST_DEADLINE: duration('SWEEPER_REQUEST_DEADLINE'),
+  SWEEPER_DB_LOCK_TIMEOUT: duration('SWEEPER_DB_LOCK_TIMEOUT'),
+  SWEEPER_DB_STATEMENT_TIMEOUT: duration('SWEEPER_DB_STATEMENT_TIMEOUT'),
+  SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT: duration('SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT'),
+  // Stripe allows 100 read requests per second in live mode (25 in test mode).
+  SWEEPER_STRIPE_RATE: positiveInt('SWEEPER_STRIPE_RATE', '20', 100),
+  SWEEPER_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+    message: 'SWEEPER_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent',
+  }).default('info'),
 });
 
 const MIN_SETTLE_GRACE_MS = 60_000;
@@ -110,15 +187,31 @@ export interface Config {
   retryHorizonMs: number;
   /** After SIGTERM, how long the current slice may take before the process exits anyway. */
   shutdownGraceMs: number;
+  /** After this, a run stops as on SIGTERM (below the CronJob's activeDeadlineSeconds). */
+  runDeadlineMs: number;
+  /** Total time one Stripe request may take, headers and body. */
+  requestDeadlineMs: number;
+  /** PostgreSQL session limits of the sweeper's own connections (src/db/pool.ts). */
+  db: DbTimeouts;
+}
+
+export interface DbTimeouts {
+  lockTimeoutMs: number;
+  statementTimeoutMs: number;
+  idleInTransactionTimeoutMs: number;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  // Before anything can fail: no message about a bad value may carry a secret.
+  registerSecretsFromEnv(env);
   const nonEmpty = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = envSchema.safeParse(nonEmpty);
   if (!parsed.success) {
     const first = parsed.error.issues[0];
-    const variable = first?.path.join('.') ?? 'environment';
-    throw new ConfigError(`${variable}: ${first?.message ?? 'invalid'}`);
+    const variable = first?.path.join('.') || 'environment';
+    const message = first?.message ?? 'is invalid';
+    // Messages name their variable first; one that does not gets it as a prefix.
+    throw new ConfigError(message.startsWith(`${variable} `) ? message : `${variable}: ${message}`);
   }
   const e = parsed.data;
   if (e.SWEEPER_METADATA_TENANT_KEY === e.SWEEPER_METADATA_IDEMPOTENCY_KEY) {
@@ -148,6 +241,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     stripeRatePerSecond: e.SWEEPER_STRIPE_RATE,
     retryHorizonMs: e.SWEEPER_RETRY_HORIZON,
     shutdownGraceMs: e.SWEEPER_SHUTDOWN_GRACE,
+    runDeadlineMs: e.SWEEPER_RUN_DEADLINE,
+    requestDeadlineMs: e.SWEEPER_REQUEST_DEADLINE,
+    db: {
+      lockTimeoutMs: e.SWEEPER_DB_LOCK_TIMEOUT,
+      statementTimeoutMs: e.SWEEPER_DB_STATEMENT_TIMEOUT,
+      idleInTransactionTimeoutMs: e.SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT,
+    },
   };
 }
 

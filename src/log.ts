@@ -1,10 +1,12 @@
 import { pino, type Logger } from 'pino';
+import { redact } from './secrets.js';
 
 export type { Logger } from 'pino';
 
 /**
  * pino JSON on stderr (stdout carries results). Secrets are redacted by path
- * wherever they could be attached to a log line; the config is logged through
+ * wherever they could be attached to a log line, and by value (src/secrets.ts) in the
+ * final line, wherever they hide in text; the config is logged through
  * `describeConfig`, which never includes them in the first place.
  */
 export const REDACTED_PATHS = [
@@ -39,6 +41,8 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       level: options.level ?? 'info',
       base,
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+      // Replacing text inside JSON strings with '[redacted]' keeps the line valid JSON.
+      hooks: { streamWrite: redact },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
     options.destination ?? pino.destination({ fd: 2, sync: true }),

@@ -8,6 +8,7 @@ import type { AlertContext } from './message.js';
 import { readOpenFindings } from './open-findings.js';
 import { pagerDutySink } from './pagerduty.js';
 import { redactSecrets } from './redact.js';
+import { registerSecret, registerSecretUrl } from '../secrets.js';
 import type { AlertSink, Delivery, SinkName } from './sink.js';
 import { slackSink } from './slack.js';
 import { loadAlertState, recordDelivered, recordQuietCounts } from './state-store.js';
@@ -58,6 +59,9 @@ export function createAlerter(deps: AlerterDeps): Alerter {
   const fetch = deps.fetch ?? globalThis.fetch;
   const timeoutMs = deps.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const secrets = alertSecrets(deps.config);
+  // Also for the logger and every other output of a process that did not register them.
+  for (const secret of secrets) registerSecret(secret);
+  if (deps.config.slack) registerSecretUrl(deps.config.slack.webhookUrl);
   const sinks: AlertSink[] = [];
   const { slack, pagerduty, webhook } = deps.config;
   if (slack) sinks.push(slackSink({ webhookUrl: slack.webhookUrl, fetch, timeoutMs }));

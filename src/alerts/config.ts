@@ -1,4 +1,6 @@
 import { ConfigError } from '../errors.js';
+import { urlProblem } from '../config.js';
+import { registerSecretsFromEnv } from '../secrets.js';
 import { formatDuration, parseDuration } from '../time/duration.js';
 
 /**
@@ -33,7 +35,13 @@ export const DEFAULT_ALERT_REPEAT = '1h';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
+/** SWEEPER_ALERT_REPEAT's bounds: not a page a minute, not silence for more than a week. */
+export const MIN_ALERT_REPEAT_MS = 60_000;
+export const MAX_ALERT_REPEAT_MS = 7 * 86_400_000;
+
 export function alertConfigFromEnv(env: Env = process.env): AlertConfig {
+  // First: a bad value's error must not be the first place its secret shows up.
+  registerSecretsFromEnv(env);
   const get = (name: string) => {
     const value = env[name]?.trim();
     return value === undefined || value === '' ? undefined : value;
@@ -71,6 +79,11 @@ export function alertConfigFromEnv(env: Env = process.env): AlertConfig {
   if (repeatMs === undefined || repeatMs <= 0) {
     throw new ConfigError(`SWEEPER_ALERT_REPEAT must be a duration like 90s, 15m, 1h or 7d (got "${repeatText}")`);
   }
+  if (repeatMs < MIN_ALERT_REPEAT_MS || repeatMs > MAX_ALERT_REPEAT_MS) {
+    throw new ConfigError(
+      `SWEEPER_ALERT_REPEAT must be between ${formatDuration(MIN_ALERT_REPEAT_MS)} and ${formatDuration(MAX_ALERT_REPEAT_MS)} (got ${formatDuration(repeatMs)})`,
+    );
+  }
 
   return {
     slack: slackUrl === undefined ? undefined : { webhookUrl: slackUrl },
@@ -105,16 +118,14 @@ export function alertSecrets(config: AlertConfig): string[] {
   );
 }
 
+/**
+ * An http(s) URL with a host and a valid port, and no `user:password@`: fetch refuses
+ * such a URL, so the sink could never be reached, and the password would travel into
+ * every log line that names the URL. The value is echoed only when it is not a secret.
+ */
 function requireHttpUrl(name: string, value: string, { secret }: { secret: boolean }): void {
-  let ok = false;
-  try {
-    const url = new URL(value);
-    ok = (url.protocol === 'https:' || url.protocol === 'http:') && url.host !== '';
-  } catch {
-    ok = false;
-  }
-  if (!ok) {
-    const got = secret ? '' : ` (got "${value}")`;
-    throw new ConfigError(`${name} must be an http(s) URL${got}`);
-  }
+  const problem = urlProblem(value, ['https:', 'http:'], { credentials: false, host: true });
+  if (!problem) return;
+  const got = secret ? '' : ` (got "${value.includes('@') ? '[a URL with credentials]' : value}")`;
+  throw new ConfigError(problem.startsWith('must start') ? `${name} must be an http(s) URL${got}` : `${name} ${problem}${got}`);
 }

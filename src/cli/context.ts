@@ -2,6 +2,8 @@ import { loadConfig, requireDatabaseUrl, type Config } from '../config.js';
 import { assertSchemaCurrent } from '../db/migrate.js';
 import { checkConnection, createPool, type Pool } from '../db/pool.js';
 import { createLogger, type Logger } from '../log.js';
+import { redactDeep } from '../secrets.js';
+import { terminalSafeJson } from '../terminal-text.js';
 
 export class UsageError extends Error {
   override readonly name = 'UsageError';
@@ -21,7 +23,7 @@ export interface CommandContext {
 export async function withDatabase<T>(fn: (ctx: CommandContext) => Promise<T>, config = loadConfig()): Promise<T> {
   const url = requireDatabaseUrl(config);
   const logger = createLogger({ level: config.logLevel });
-  const pool = createPool(url, { max: 8 });
+  const pool = createPool(url, { max: 8, timeouts: config.db });
   try {
     await checkConnection(pool, url);
     await assertSchemaCurrent(pool);
@@ -31,6 +33,10 @@ export async function withDatabase<T>(fn: (ctx: CommandContext) => Promise<T>, c
   }
 }
 
+/**
+ * One JSON line on stdout: every registered secret redacted (the shape is kept), and
+ * no character that could steer a terminal (escaped the JSON way, so it parses the same).
+ */
 export function writeJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value)}\n`);
+  process.stdout.write(`${terminalSafeJson(JSON.stringify(redactDeep(value)))}\n`);
 }

@@ -1,3 +1,6 @@
+import { redact } from '../secrets.js';
+import { terminalSafe, terminalSafeLine } from '../terminal-text.js';
+
 /** Exit codes of the public contract (README "Exit codes"). */
 export const ExitCode = {
   reconciled: 0,
@@ -15,8 +18,15 @@ export const ExitCode = {
 export function reportFatal(error: unknown): number {
   const err = error as { exitCode?: unknown; message?: string; stack?: string };
   const code = typeof err?.exitCode === 'number' ? err.exitCode : ExitCode.failed;
-  const message = (err?.message ?? String(error)).split('\n')[0];
-  process.stderr.write(`sweeper: ${message}\n`);
-  if (process.env.SWEEPER_DEBUG === '1' && err?.stack) process.stderr.write(`${err.stack}\n`);
+  writeErrorLine((err?.message ?? String(error)).split('\n')[0] ?? '');
+  if (process.env.SWEEPER_DEBUG === '1' && err?.stack) process.stderr.write(`${terminalSafe(redact(err.stack))}\n`);
   return code;
+}
+
+/**
+ * Every `sweeper: …` line on stderr goes through here: secrets redacted by value,
+ * control characters escaped, one line whatever the message held.
+ */
+export function writeErrorLine(message: string): void {
+  process.stderr.write(`sweeper: ${terminalSafeLine(redact(message))}\n`);
 }

@@ -1,25 +1,45 @@
+import { formatDuration } from '../time/duration.js';
+import { writeErrorLine } from './exit.js';
+
 /**
  * SIGTERM/SIGINT handling for long commands. The first signal aborts: the sweep
  * stops listing, lets the slice in progress commit or roll back, records the run as
  * interrupted and releases its lock. If that takes longer than the grace period
  * the process exits 1 anyway; PostgreSQL rolls back the open transaction and frees
  * the lock when the connection drops. A second signal exits at once.
+ *
+ * With `runDeadlineMs` (SWEEPER_RUN_DEADLINE), reaching the deadline is the first
+ * signal: the run stops exactly as on SIGTERM, before the scheduler (the CronJob's
+ * activeDeadlineSeconds) kills it without a word.
  */
-export function installShutdown(graceMs: number): AbortSignal {
+export function installShutdown(graceMs: number, runDeadlineMs?: number): AbortSignal {
   const controller = new AbortController();
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (controller.signal.aborted) {
-      process.stderr.write(`sweeper: ${signal} again, exiting now\n`);
-      process.exit(1);
-    }
-    process.stderr.write(`sweeper: ${signal} received; finishing the current slice (at most ${Math.round(graceMs / 1000)}s)\n`);
-    controller.abort(new Error(`${signal} received`));
+  const stop = (reason: string, announce: string) => {
+    controller.abort(new Error(reason));
+    writeErrorLine(`${announce}; finishing the current slice (at most ${Math.round(graceMs / 1000)}s)`);
     setTimeout(() => {
-      process.stderr.write('sweeper: grace period over, exiting; the open slice rolls back\n');
+      writeErrorLine('grace period over, exiting; the open slice rolls back');
       process.exit(1);
     }, graceMs).unref();
   };
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (controller.signal.aborted) {
+      writeErrorLine(`${signal} again, exiting now`);
+      process.exit(1);
+    }
+    stop(`${signal} received`, `${signal} received`);
+  };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  if (runDeadlineMs !== undefined) {
+    const limit = formatDuration(runDeadlineMs);
+    setTimeout(() => {
+      if (controller.signal.aborted) return;
+      stop(
+        `the run deadline SWEEPER_RUN_DEADLINE (${limit}) was reached`,
+        `the run deadline SWEEPER_RUN_DEADLINE (${limit}) was reached: stopping as on SIGTERM; the next run resumes from the last committed slice`,
+      );
+    }, runDeadlineMs).unref();
+  }
   return controller.signal;
 }

@@ -12,15 +12,22 @@ export function utcDay(at: Date): string {
 }
 
 /**
+ * How far ahead partitions are made: enough that midnight never finds a day without
+ * one even if maintenance skipped weeks, and within what sweeper_ensure_day_partitions
+ * accepts (migrations/005_bounds.sql: at most 35 days ahead of the database's today).
+ */
+export const MAX_DAYS_AHEAD = 31;
+
+/**
  * The days whose partitions must exist at `now`: the whole retention window behind
- * (a repair may re-create a claim dated days back) and as far ahead (so midnight
- * never finds a day without a partition, even if maintenance skipped a few days).
+ * (a repair may re-create a claim dated days back) and as far ahead, up to
+ * MAX_DAYS_AHEAD (so midnight never finds a day without a partition).
  */
 export function partitionDays(now: Date, retentionMs: number): { from: string; to: string } {
   const days = Math.ceil(retentionMs / DAY_MS);
   return {
     from: utcDay(new Date(now.getTime() - days * DAY_MS)),
-    to: utcDay(new Date(now.getTime() + days * DAY_MS)),
+    to: utcDay(new Date(now.getTime() + Math.min(days, MAX_DAYS_AHEAD) * DAY_MS)),
   };
 }
 

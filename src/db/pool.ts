@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { DatabaseUnavailableError } from '../errors.js';
-import { redactUrlPassword } from '../config.js';
+import { redactUrlPassword, type DbTimeouts } from '../config.js';
+import { registerUrlCredentials } from '../secrets.js';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -27,14 +28,34 @@ const types = {
 export interface PoolOptions {
   max?: number;
   applicationName?: string;
+  /** Session limits of every connection; 0 leaves one to the role's or server's setting. */
+  timeouts?: Partial<DbTimeouts>;
 }
 
+/**
+ * The sweeper's session limits (SWEEPER_DB_*; README "Configuration"). Without them a
+ * runner waiting on a row lock held by a frozen runner waits forever, and the frozen
+ * runner's open transaction is never cut off. `jobs/sql/least-privilege-role.sql` sets
+ * the same on the role, for sessions that do not come through here.
+ */
+export const DEFAULT_DB_TIMEOUTS: Readonly<DbTimeouts> = Object.freeze({
+  lockTimeoutMs: 30_000,
+  statementTimeoutMs: 300_000,
+  idleInTransactionTimeoutMs: 300_000,
+});
+
 export function createPool(connectionString: string, options: PoolOptions = {}): Pool {
+  registerUrlCredentials(connectionString);
+  const timeouts = { ...DEFAULT_DB_TIMEOUTS, ...options.timeouts };
   const pool = new pg.Pool({
     connectionString,
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'sweeper',
     connectionTimeoutMillis: 10_000,
+    // Sent in the start-up packet: in force from the first statement, whatever the role says.
+    lock_timeout: timeouts.lockTimeoutMs,
+    statement_timeout: timeouts.statementTimeoutMs,
+    idle_in_transaction_session_timeout: timeouts.idleInTransactionTimeoutMs,
     types,
   });
   // An idle client losing its connection must not crash the process; the next
@@ -103,8 +124,52 @@ export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => P
     await client.query('ROLLBACK').catch(() => {
       broken = true; // a connection that cannot roll back is not given to anyone else
     });
-    throw error;
+    throw explainTimeout(error);
   } finally {
     client.release(broken);
   }
+}
+
+/**
+ * One of the session limits stopped a statement or a transaction. The message says
+ * which, what usually causes it and which variable sets it; `code` stays PostgreSQL's.
+ */
+export class DatabaseTimeoutError extends Error {
+  override readonly name = 'DatabaseTimeoutError';
+  readonly exitCode = 1;
+  constructor(
+    message: string,
+    readonly code: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+const TIMEOUTS: Record<string, { what: string; variable: string }> = {
+  '55P03': {
+    what: 'waited too long for a lock another session holds (a frozen or slow runner, or a long transaction); the slice rolled back and the next run retries it',
+    variable: 'SWEEPER_DB_LOCK_TIMEOUT',
+  },
+  '25P03': {
+    what: 'the transaction sat idle too long and PostgreSQL ended the session; the slice rolled back',
+    variable: 'SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT',
+  },
+};
+
+/** PostgreSQL's timeout errors made readable; everything else unchanged. */
+export function explainTimeout(error: unknown): unknown {
+  const err = error as { code?: unknown; message?: unknown } | null;
+  const code = typeof err?.code === 'string' ? err.code : undefined;
+  const message = typeof err?.message === 'string' ? err.message : '';
+  const known = code ? TIMEOUTS[code] : undefined;
+  if (known && code) return new DatabaseTimeoutError(`PostgreSQL: ${known.what} (${known.variable}; ${message})`, code, { cause: error });
+  if (code === '57014' && /statement timeout/.test(message)) {
+    return new DatabaseTimeoutError(
+      `PostgreSQL: a statement ran longer than SWEEPER_DB_STATEMENT_TIMEOUT and was cancelled; the slice rolled back (${message})`,
+      code,
+      { cause: error },
+    );
+  }
+  return error;
 }

@@ -1,4 +1,6 @@
+import { urlProblem } from '../config.js';
 import { ConfigError } from '../errors.js';
+import { registerUrlCredentials } from '../secrets.js';
 
 export interface MetricsConfig {
   /** Base URL of a Prometheus Pushgateway; metrics are PUT under job "sweeper". */
@@ -13,9 +15,16 @@ export function metricsConfigFromEnv(env: Readonly<Record<string, string | undef
     return value === undefined || value === '' ? undefined : value;
   };
   const pushgatewayUrl = get('SWEEPER_PUSHGATEWAY_URL');
-  if (pushgatewayUrl !== undefined && !isHttpUrl(pushgatewayUrl)) {
-    // The URL may carry basic-auth credentials, so it is not echoed.
-    throw new ConfigError('SWEEPER_PUSHGATEWAY_URL must be an http(s) URL such as http://pushgateway:9091');
+  // Basic-auth credentials in this URL are supported (they move to an Authorization
+  // header) and redacted by value everywhere; the URL itself is never echoed.
+  registerUrlCredentials(pushgatewayUrl);
+  const problem = pushgatewayUrl === undefined ? null : urlProblem(pushgatewayUrl, ['http:', 'https:'], { credentials: true, host: true });
+  if (problem) {
+    throw new ConfigError(
+      problem.startsWith('must start')
+        ? 'SWEEPER_PUSHGATEWAY_URL must be an http(s) URL such as http://pushgateway:9091'
+        : `SWEEPER_PUSHGATEWAY_URL ${problem}, such as http://pushgateway:9091`,
+    );
   }
   const file = get('SWEEPER_METRICS_FILE');
   // node_exporter's textfile collector reads only *.prom, so any other name would be ignored silently.
@@ -23,13 +32,4 @@ export function metricsConfigFromEnv(env: Readonly<Record<string, string | undef
     throw new ConfigError(`SWEEPER_METRICS_FILE must name a .prom file in the textfile collector's directory (got "${file}")`);
   }
   return { pushgatewayUrl, file };
-}
-
-function isHttpUrl(value: string): boolean {
-  try {
-    const url = new URL(value);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.host !== '';
-  } catch {
-    return false;
-  }
 }

@@ -3,6 +3,8 @@ import { pipeline } from 'node:stream/promises';
 import type { Writable } from 'node:stream';
 import { stringify } from 'csv-stringify';
 import type { Queryable } from '../db/pool.js';
+import { redact } from '../secrets.js';
+import { terminalSafe, terminalSafeJson } from '../terminal-text.js';
 
 export interface ReportFilter {
   status?: string;
@@ -89,7 +91,7 @@ export async function writeReport(
     const produce = async () => {
       for await (const row of findingRows(db, filter)) {
         count += 1;
-        if (!csv.write(row)) await once(csv, 'drain');
+        if (!csv.write(mapStrings(row, csvCell))) await once(csv, 'drain');
       }
       csv.end();
     };
@@ -100,11 +102,36 @@ export async function writeReport(
   }
   await write(out, '[');
   for await (const row of findingRows(db, filter)) {
-    await write(out, `${count === 0 ? '\n' : ',\n'}${JSON.stringify(row)}`);
+    await write(out, `${count === 0 ? '\n' : ',\n'}${terminalSafeJson(JSON.stringify(mapStrings(row, redact)))}`);
     count += 1;
   }
   await write(out, count === 0 ? ']\n' : '\n]\n');
   return count;
+}
+
+/**
+ * A cell a spreadsheet would run as a formula starts with one of these (OWASP "CSV
+ * Injection"): such a cell gets a leading single quote, which spreadsheets show as
+ * text. Only text cells: the amount columns are numbers (a negative amount stays a
+ * number, which no spreadsheet evaluates), so they are left as they are.
+ */
+const FORMULA_START = /^[=+\-@\t\r]/;
+
+/**
+ * A text cell of the CSV: secrets redacted, control characters escaped (CSV has no
+ * escape of its own, so they are shown as `\x1b`), formulas neutralised.
+ */
+export function csvCell(text: string): string {
+  const safe = terminalSafe(redact(text));
+  return FORMULA_START.test(safe) ? `'${safe}` : safe;
+}
+
+function mapStrings(row: ReportRow, fn: (text: string) => string): ReportRow {
+  const out = {} as ReportRow;
+  for (const [key, value] of Object.entries(row) as Array<[keyof ReportRow, ReportRow[keyof ReportRow]]>) {
+    out[key] = typeof value === 'string' ? fn(value) : value;
+  }
+  return out;
 }
 
 async function write(out: Writable, chunk: string): Promise<void> {

@@ -43,7 +43,7 @@ export function sdkPageSource(stripe: Stripe): FetchChargePage {
     } catch (error) {
       if (error instanceof Stripe.errors.StripeError) throw error;
       // The SDK trips over a body that is JSON but not an object (`null`, `[]`, `"x"`).
-      throw new MalformedPageError(`the answer could not be read as a Stripe list (${(error as Error)?.message ?? String(error)})`);
+      throw new MalformedPageError('the answer could not be read as a Stripe list: the body is not a JSON object', { cause: error });
     }
     return readWirePage(page);
   };

@@ -14,6 +14,13 @@ export const CATEGORIES = [
 ] as const;
 export type Category = (typeof CATEGORIES)[number];
 
+/**
+ * Where a charge Stripe returned that the sweep cannot read or store (a field missing,
+ * a NUL in its metadata, a negative amount, `created` in milliseconds…) is recorded: an
+ * open finding naming the charge, its reason the problem (slice.ts `unjudgeable`).
+ */
+export const MALFORMED_CHARGE_CATEGORY: Category = 'unattributed_charge';
+
 /** Categories whose open findings page someone: money may be wrong. */
 export const CRITICAL_CATEGORIES: readonly Category[] = [
   'duplicate_charge',

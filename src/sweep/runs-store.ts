@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/pool.js';
+import { redact } from '../secrets.js';
 import type { Category } from './categories.js';
 import type { TimeWindow } from './window.js';
 
@@ -88,7 +89,8 @@ export async function finishRun(
 ): Promise<void> {
   await db.query(
     `UPDATE recon_runs SET status = $2, finished_at = $3, unreconciled = $4, error = $5 WHERE id = $1`,
-    [runId, outcome.status, outcome.now, outcome.unreconciled ?? null, outcome.error ?? null],
+    // The error may quote an upstream's answer, which may quote a secret: stored redacted.
+    [runId, outcome.status, outcome.now, outcome.unreconciled ?? null, outcome.error === undefined ? null : redact(outcome.error)],
   );
 }
 

@@ -31,7 +31,15 @@ describe('sweeper run/backfill: bad usage', () => {
     ['unknown account', ['run', '--account', 'acct_nope'], {}, /--account acct_nope is not in SWEEPER_ACCOUNTS/],
     ['malformed shard', ['run', '--shard', '3/2'], {}, /--shard 3\/2: expected I\/N/],
     ['missing STRIPE_API_KEY', ['run'], { STRIPE_API_KEY: undefined }, /STRIPE_API_KEY is not set/],
-    ['malformed STRIPE_API_KEY', ['run'], { STRIPE_API_KEY: 'pk_live_123' }, /STRIPE_API_KEY: .*sk_… or rk_…/],
+    ['malformed STRIPE_API_KEY', ['run'], { STRIPE_API_KEY: 'pk_live_123' }, /^sweeper: STRIPE_API_KEY must be .*sk_… or rk_…/m],
+    ['an unparseable DATABASE_URL', ['run'], { DATABASE_URL: 'postgres://sweeper:hunter2@db:99999/payments' }, /^sweeper: DATABASE_URL is not a URL that can be parsed/m],
+    ['STRIPE_API_BASE with port 99999', ['run'], { STRIPE_API_BASE: 'http://127.0.0.1:99999' }, /^sweeper: STRIPE_API_BASE is not a URL that can be parsed/m],
+    ['an alert URL with credentials', ['run'], { SWEEPER_WEBHOOK_URL: 'https://ops:hunter2@receiver.example/hook', SWEEPER_WEBHOOK_SECRET: 'whsec_0123456789abcdef' }, /^sweeper: SWEEPER_WEBHOOK_URL must not contain credentials/m],
+    ['SWEEPER_SLICE=1ms', ['backfill', '--from', '2026-11-01', '--to', '2026-11-02'], { SWEEPER_SLICE: '1ms' }, /^sweeper: SWEEPER_SLICE must be between 1m and 1d \(got 1ms\)$/m],
+    ['SWEEPER_OVERLAP of a year', ['run'], { SWEEPER_OVERLAP: '365d' }, /^sweeper: SWEEPER_OVERLAP must be between 1s and 1d/m],
+    ['a backfill from 1970', ['backfill', '--from', '1970-01-01', '--to', '2026-11-01', '--i-know-this-is-large'], {}, /before 2010-01-01: Stripe has no charges that old/],
+    ['a 40-day backfill without asking', ['backfill', '--from', '2026-09-01', '--to', '2026-10-11'], {}, /more than 31 days or 10000 slices: split the range, or pass --i-know-this-is-large/],
+    ['a backfill of more than a million slices', ['backfill', '--from', '2010-01-01', '--to', '2026-11-01', '--i-know-this-is-large'], { SWEEPER_SLICE: '1m' }, /more than 1000000 slices: raise SWEEPER_SLICE/],
     ['malformed SWEEPER_ACCOUNTS', ['run'], { SWEEPER_ACCOUNTS: 'platform,bob' }, /SWEEPER_ACCOUNTS must be/],
     ['settle shorter than the lease', ['run'], { SWEEPER_SETTLE: '1m' }, /SWEEPER_SETTLE \(1m\) must be at least SWEEPER_CLAIM_LEASE/],
     ['missing required flag', ['backfill', '--from', '2026-11-01'], {}, /required option '--to <time>' not specified/],
@@ -45,6 +53,7 @@ describe('sweeper run/backfill: bad usage', () => {
     const result = await runCli(args, { ...env, ...overrides });
     expect(result.code).toBe(64);
     expect(result.stderr).toMatch(message);
+    expect(result.stderr).not.toContain('hunter2');
     expect(result.stdout).toBe('');
     expect(await tableChecksums(db.pool)).toEqual(before);
   });

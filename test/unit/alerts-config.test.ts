@@ -78,4 +78,27 @@ describe('alertConfigFromEnv', () => {
     });
     expect(JSON.stringify(described)).not.toMatch(/slacksecrettoken|R0UT1NGKEY|whsec_/);
   });
+
+  it.each([
+    ['SWEEPER_SLACK_WEBHOOK_URL', { SWEEPER_SLACK_WEBHOOK_URL: 'https://ops:pa55word-secret@hooks.slack.com/services/T/B/x' }],
+    ['SWEEPER_WEBHOOK_URL', { SWEEPER_WEBHOOK_URL: 'https://ops:pa55word-secret@receiver.example/hook', SWEEPER_WEBHOOK_SECRET: SECRET }],
+    ['SWEEPER_PAGERDUTY_URL', { SWEEPER_PAGERDUTY_ROUTING_KEY: KEY, SWEEPER_PAGERDUTY_URL: 'https://ops:pa55word-secret@events.example/v2' }],
+  ])('refuses %s with credentials in it (they could never be sent), without echoing them', (name, env) => {
+    const error = configError(env);
+    expect(error.exitCode).toBe(64);
+    expect(error.message).toMatch(new RegExp(`^${name} must not contain credentials`));
+    expect(error.message).not.toContain('pa55word');
+  });
+
+  it('refuses a port outside 1..65535 and an unparseable URL', () => {
+    expect(configError({ SWEEPER_WEBHOOK_URL: 'https://receiver.example:0/hook', SWEEPER_WEBHOOK_SECRET: SECRET }).message).toMatch(
+      /^SWEEPER_WEBHOOK_URL has a port outside 1\.\.65535/,
+    );
+    expect(configError({ SWEEPER_SLACK_WEBHOOK_URL: 'https://hooks.slack.com:99999/x' }).message).toMatch(/^SWEEPER_SLACK_WEBHOOK_URL is not a URL that can be parsed/);
+  });
+
+  it('bounds SWEEPER_ALERT_REPEAT between 1m and 7d', () => {
+    expect(configError({ SWEEPER_ALERT_REPEAT: '10s' }).message).toMatch(/^SWEEPER_ALERT_REPEAT must be between 1m and 7d \(got 10s\)/);
+    expect(configError({ SWEEPER_ALERT_REPEAT: '30d' }).message).toMatch(/^SWEEPER_ALERT_REPEAT must be between 1m and 7d/);
+  });
 });

@@ -29,13 +29,37 @@ describe('loadConfig', () => {
   });
 
   it.each([
-    [{ DATABASE_URL: 'mysql://x' }, /^DATABASE_URL: /],
-    [{ STRIPE_API_KEY: 'pk_test_abc' }, /^STRIPE_API_KEY: .*sk_… or rk_…/],
-    [{ STRIPE_API_BASE: 'localhost:12111' }, /^STRIPE_API_BASE: /],
-    [{ SWEEPER_CLAIM_LEASE: '0s' }, /^SWEEPER_CLAIM_LEASE: /],
-    [{ SWEEPER_MAX_AMOUNT: '12.5' }, /^SWEEPER_MAX_AMOUNT: .*positive integer/],
-    [{ SWEEPER_METADATA_TENANT_KEY: 'has space' }, /^SWEEPER_METADATA_TENANT_KEY: /],
+    [{ DATABASE_URL: 'mysql://x' }, /^DATABASE_URL must start with postgres:\/\/ or postgresql:\/\//],
+    [{ DATABASE_URL: 'postgres://sweeper:pw@db:99999/payments' }, /^DATABASE_URL is not a URL that can be parsed/],
+    [{ DATABASE_URL: 'postgres://[::1/payments' }, /^DATABASE_URL is not a URL that can be parsed/],
+    [{ DATABASE_URL: 'postgres://db:0/payments' }, /^DATABASE_URL has a port outside 1\.\.65535/],
+    [{ STRIPE_API_KEY: 'pk_test_abc' }, /^STRIPE_API_KEY must be .*sk_… or rk_…/],
+    [{ STRIPE_API_BASE: 'localhost:12111' }, /^STRIPE_API_BASE must start with http:\/\/ or https:\/\//],
+    [{ STRIPE_API_BASE: 'http://127.0.0.1:99999' }, /^STRIPE_API_BASE is not a URL that can be parsed/],
+    [{ STRIPE_API_BASE: 'http://127.0.0.1:0' }, /^STRIPE_API_BASE has a port outside 1\.\.65535/],
+    [{ STRIPE_API_BASE: 'https://user:pass@api.stripe.com' }, /^STRIPE_API_BASE must not contain credentials/],
+    [{ STRIPE_API_BASE: 'https://api.stripe.com/v1' }, /^STRIPE_API_BASE must be a scheme, host and optional port only/],
+    [{ SWEEPER_CLAIM_LEASE: '0s' }, /^SWEEPER_CLAIM_LEASE must be a duration/],
+    [{ SWEEPER_MAX_AMOUNT: '12.5' }, /^SWEEPER_MAX_AMOUNT must be a positive integer/],
+    [{ SWEEPER_METADATA_TENANT_KEY: 'has space' }, /^SWEEPER_METADATA_TENANT_KEY must be a Stripe metadata key/],
     [{ SWEEPER_METADATA_TENANT_KEY: 'k', SWEEPER_METADATA_IDEMPOTENCY_KEY: 'k' }, /must differ/],
+    [{ SWEEPER_LOG_LEVEL: 'loud' }, /^SWEEPER_LOG_LEVEL must be one of fatal, error/],
+    [{ SWEEPER_SLICE: '1ms' }, /^SWEEPER_SLICE must be between 1m and 1d \(got 1ms\)/],
+    [{ SWEEPER_SLICE: '59s' }, /^SWEEPER_SLICE must be between 1m and 1d/],
+    [{ SWEEPER_SLICE: '2d' }, /^SWEEPER_SLICE must be between 1m and 1d \(got 2d\)/],
+    [{ SWEEPER_OVERLAP: '25h' }, /^SWEEPER_OVERLAP must be between 1s and 1d/],
+    [{ SWEEPER_SETTLE: '2d' }, /^SWEEPER_SETTLE must be between 1m and 1d/],
+    [{ SWEEPER_FIRST_RUN_LOOKBACK: '400d' }, /^SWEEPER_FIRST_RUN_LOOKBACK must be between 1m and 31d/],
+    [{ SWEEPER_RETENTION: '1000d' }, /^SWEEPER_RETENTION must be between 1h and 366d/],
+    [{ SWEEPER_RETRY_HORIZON: '60d' }, /^SWEEPER_RETRY_HORIZON must be between 1m and 30d/],
+    [{ SWEEPER_CLAIM_LEASE: '2h' }, /^SWEEPER_CLAIM_LEASE must be between 1s and 1h/],
+    [{ SWEEPER_SHUTDOWN_GRACE: '1h' }, /^SWEEPER_SHUTDOWN_GRACE must be between 1s and 5m/],
+    [{ SWEEPER_RUN_DEADLINE: '30s' }, /^SWEEPER_RUN_DEADLINE must be between 1m and 7d/],
+    [{ SWEEPER_REQUEST_DEADLINE: '10m' }, /^SWEEPER_REQUEST_DEADLINE must be between 1s and 5m/],
+    [{ SWEEPER_DB_LOCK_TIMEOUT: '0s' }, /^SWEEPER_DB_LOCK_TIMEOUT must be a duration/],
+    [{ SWEEPER_DB_STATEMENT_TIMEOUT: '2h' }, /^SWEEPER_DB_STATEMENT_TIMEOUT must be between 1s and 1h/],
+    [{ SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT: '500ms' }, /^SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT must be between 1s and 1h/],
+    [{ SWEEPER_STRIPE_RATE: '1000' }, /^SWEEPER_STRIPE_RATE must be at most 100 \(got 1000\)/],
   ])('rejects %j with a ConfigError naming the variable', (env, message) => {
     const error = (() => {
       try {
@@ -47,6 +71,30 @@ describe('loadConfig', () => {
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).exitCode).toBe(64);
     expect((error as Error).message).toMatch(message);
+    // One name, once: never "X: X must be …".
+    const variable = Object.keys(env)[0] as string;
+    expect((error as Error).message.startsWith(`${variable}: ${variable}`)).toBe(false);
+  });
+
+  it('never echoes a URL that may hold a password', () => {
+    for (const env of [
+      { DATABASE_URL: 'postgres://sweeper:hunter2-secret@db:99999/payments' },
+      { STRIPE_API_BASE: 'https://user:hunter2-secret@api.stripe.com' },
+    ]) {
+      expect(() => loadConfig(env)).toThrow(ConfigError);
+      expect(() => loadConfig(env)).not.toThrow(/hunter2/);
+    }
+  });
+
+  it('accepts the edges of every bound, and the new settings have their defaults', () => {
+    const config = loadConfig({ SWEEPER_SLICE: '1m', SWEEPER_OVERLAP: '1d', SWEEPER_RETENTION: '366d', SWEEPER_STRIPE_RATE: '100' });
+    expect(config).toMatchObject({ sliceMs: 60_000, overlapMs: 86_400_000, retentionMs: 366 * 86_400_000, stripeRatePerSecond: 100 });
+    expect(loadConfig({})).toMatchObject({
+      runDeadlineMs: 12 * 60_000,
+      requestDeadlineMs: 20_000,
+      db: { lockTimeoutMs: 30_000, statementTimeoutMs: 300_000, idleInTransactionTimeoutMs: 300_000 },
+    });
+    expect(loadConfig({ DATABASE_URL: 'postgres:///payments?host=/var/run/postgresql' }).databaseUrl).toMatch(/^postgres:/);
   });
 
   it('treats empty variables as unset', () => {

@@ -23,7 +23,9 @@ one at a time under an advisory lock, each in its own transaction.`,
       const config = loadConfig();
       const url = requireDatabaseUrl(config);
       const logger = createLogger({ level: config.logLevel });
-      const pool = createPool(url, { max: 2 });
+      // No statement or lock limit: a migration may rewrite a big table, and a second
+      // migrate waits for the first one's advisory lock by design.
+      const pool = createPool(url, { max: 2, timeouts: { ...config.db, statementTimeoutMs: 0, lockTimeoutMs: 0 } });
       try {
         await checkConnection(pool, url);
         const result = await migrate(pool, { logger });

@@ -49,7 +49,8 @@ pass --no-expire and run \`sweeper expire\` as the owner elsewhere.`,
         timezone: flags.tz,
         logger,
         sweepOnce: async () => {
-          const code = await executeSweep('run', {}, signal);
+          // Each tick has the run deadline of `sweeper run`: stopped as on SIGTERM when it passes.
+          const code = await executeSweep('run', {}, AbortSignal.any([signal, AbortSignal.timeout(config.runDeadlineMs)]));
           logger.info({ exit_code: code }, 'scheduled sweep finished');
         },
         expireOnce: flags.expire

@@ -1,6 +1,8 @@
 import { userInfo } from 'node:os';
 import type { Command } from 'commander';
 import { readStatus, resolveFinding } from '../../sweep/status.js';
+import { redact } from '../../secrets.js';
+import { terminalSafe } from '../../terminal-text.js';
 import { UsageError, withDatabase, writeJson } from '../context.js';
 
 export function registerStatusCommands(program: Command): void {
@@ -26,7 +28,8 @@ export function registerStatusCommands(program: Command): void {
         }
         const c = status.claims;
         out.push(`claims: ${c.count} (${c.in_flight} in flight), oldest ${c.oldest_created_at ?? '-'} (${c.oldest_age_seconds ?? 0}s)`);
-        process.stdout.write(`${out.join('\n')}\n`);
+        // Account names, errors and categories come from the database: redacted and made terminal-safe.
+        process.stdout.write(`${terminalSafe(redact(out.join('\n')))}\n`);
       }),
     );
 

@@ -12,7 +12,10 @@ import { sweep, SweepFailedError, type SweepDeps, type SweepReport } from '../..
 import { parseShard, shardOf, type Shard, type TimeWindow } from '../../sweep/window.js';
 import { parseDuration } from '../../time/duration.js';
 import { parseInstant } from '../../time/instant.js';
-import { ExitCode } from '../exit.js';
+import { redact } from '../../secrets.js';
+import { terminalSafe } from '../../terminal-text.js';
+import { assertBackfillBounds, LARGE_BACKFILL_FLAG } from '../backfill-bounds.js';
+import { ExitCode, writeErrorLine } from '../exit.js';
 import { exitCodeFor, findingsExitFrom } from '../exit-decision.js';
 import { UsageError, withDatabase, writeJson } from '../context.js';
 import { installShutdown } from '../shutdown.js';
@@ -26,6 +29,7 @@ export interface SweepFlags {
   from?: string;
   to?: string;
   resume?: boolean;
+  iKnowThisIsLarge?: boolean;
   findingsExit?: string;
   wait?: string;
 }
@@ -54,7 +58,7 @@ Exit codes: 0 reconciled, 1 run failed (the slice in progress rolled back),
 3 unreconciled findings open, 64 bad usage or configuration, 75 another run holds the lock.`,
       ),
   ).action(async (flags: SweepFlags) => {
-    process.exitCode = await executeSweep('run', flags, installShutdown(loadConfig().shutdownGraceMs));
+    process.exitCode = await executeSweep('run', flags, installShutdownFromConfig());
   });
 
   common(
@@ -64,6 +68,7 @@ Exit codes: 0 reconciled, 1 run failed (the slice in progress rolled back),
       .requiredOption('--from <time>', 'start, ISO 8601: 2026-11-01 or 2026-11-01T12:00:00Z')
       .requiredOption('--to <time>', 'end (exclusive), at least SWEEPER_SETTLE in the past')
       .option('--no-resume', 'start the range over instead of continuing an unfinished backfill of it')
+      .option(LARGE_BACKFILL_FLAG, 'allow a backfill longer than 31 days or 10,000 slices')
       .option('--wait <duration>', 'how long to wait for an account another sweep holds, then exit 75 (0 = do not wait)', DEFAULT_BACKFILL_WAIT)
       .addHelpText(
         'after',
@@ -75,7 +80,7 @@ A backfill never moves the scheduled watermark. Killed, it continues from its la
 committed slice when started again with the same range.`,
       ),
   ).action(async (flags: SweepFlags) => {
-    process.exitCode = await executeSweep('backfill', flags, installShutdown(loadConfig().shutdownGraceMs));
+    process.exitCode = await executeSweep('backfill', flags, installShutdownFromConfig());
   });
 }
 
@@ -98,7 +103,7 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
       logger.info({ shard: flags.shard }, 'no account falls in this shard; nothing to do');
       return ExitCode.reconciled;
     }
-    const stripe = createStripeClient({ apiKey, apiBase: config.stripeApiBase });
+    const stripe = createStripeClient({ apiKey, apiBase: config.stripeApiBase, timeoutMs: config.requestDeadlineMs });
     // One budget for every Stripe request of the process: listing, re-reads and refunds.
     const budget = new RateBudget({ ratePerSecond: config.stripeRatePerSecond });
     const lister = createChargeLister({ stripe, budget, metadataKeys: config.metadataKeys });
@@ -167,7 +172,7 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
     if (process.stderr.isTTY) process.stderr.write('\n');
     for (const report of reports) {
       if (flags.json) writeJson(report);
-      else process.stdout.write(formatReport(report));
+      else process.stdout.write(terminalSafe(redact(formatReport(report))));
     }
     for (const account of skipped) {
       if (flags.json) writeJson({ mode, account, status: 'skipped', reason: 'backfill_in_progress' });
@@ -178,7 +183,15 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
     const alertsFailed = flags.dryRun ? 0 : await sendAlerts(pool, alertConfig, reports.filter((r) => r.status !== 'failed'), logger);
     if (!flags.dryRun) await publish(reports);
     if (failure) {
-      process.stderr.write(`sweeper: ${failure.message.split('\n')[0]}\n`);
+      writeErrorLine(failure.message.split('\n')[0] ?? '');
+      return ExitCode.failed;
+    }
+    if (lister.counters.unnamed > 0) {
+      // Money Stripe holds that no finding can name: a person must look, whatever else happened.
+      writeErrorLine(
+        `${lister.counters.unnamed} charge(s) from Stripe had no usable id and could not be judged or recorded ` +
+          "(logged as 'Stripe returned a charge the sweep cannot judge'); exit 1 until Stripe lists them whole",
+      );
       return ExitCode.failed;
     }
     return exitCodeFor({ accounts: reports, alertsFailed, interrupted: Boolean(signal?.aborted), findingsExit });
@@ -231,7 +244,14 @@ function backfillWindow(flags: SweepFlags, config: Config, now: Date): TimeWindo
   if (to.getTime() > now.getTime() - config.settleMs) {
     throw new UsageError(`--to ${flags.to} is not settled yet: it must be at least SWEEPER_SETTLE before now`);
   }
+  assertBackfillBounds({ from, to }, config.sliceMs, Boolean(flags.iKnowThisIsLarge));
   return { from, to };
+}
+
+/** SIGTERM, SIGINT and SWEEPER_RUN_DEADLINE all stop a run the same way. */
+function installShutdownFromConfig(): AbortSignal {
+  const config = loadConfig();
+  return installShutdown(config.shutdownGraceMs, config.runDeadlineMs);
 }
 
 /** SWEEPER_TEST_CRASH_AT=slice:N:phase kills the process at that point (crash tests only). */
