@@ -9,7 +9,7 @@ import { ensureDayPartitions } from '../src/db/partitions.js';
 import { silentLogger } from '../src/log.js';
 import type { NormalizedCharge } from '../src/stripe/types.js';
 import { sweep, sweepOptions, type ChargeSource } from '../src/sweep/sweep.js';
-import { benchDatabase, countStatements, writeResult } from './support.js';
+import { benchDatabase, countStatements, noEvidenceNeeded, writeResult } from './support.js';
 
 const CHARGES = Number(process.env.BENCH_CHARGES ?? 100_000);
 const HISTORY = Number(process.env.BENCH_HISTORY ?? 200_000);
@@ -38,8 +38,9 @@ try {
   for (let first = 1; first <= CHARGES; first += 2_000) {
     await db.pool.query(
       `INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, attempt, downstream_key, response_status,
-                                     response_body, created_at, completed_at, updated_at)
-       SELECT 't' || (i % 50), 'k-' || i, 'fp', 'completed', 1, 'd-' || i, 200, '{}',
+                                     response_body, response_outcome, amount, currency, created_at, completed_at, updated_at)
+       SELECT 't' || (i % 50), 'k-' || i, 'fp', 'completed', 1, 'd-' || i, 200, jsonb_build_object('charge', 'ch_d' || i),
+              'success', 2000, 'usd',
               $2::timestamptz + (i::bigint * 86399 / $1) * interval '1 second',
               $2::timestamptz + (i::bigint * 86399 / $1) * interval '1 second' + interval '1 second',
               $2::timestamptz + (i::bigint * 86399 / $1) * interval '1 second' + interval '1 second'
@@ -70,6 +71,8 @@ try {
       refunded: false,
       disputed: false,
       paymentIntent: null,
+      customer: null,
+      paymentMethod: null,
       tenantId: `t${i % 50}`,
       idempotencyKey: `k-${i}`,
       livemode: false,
@@ -89,13 +92,13 @@ try {
   const statements = countStatements();
   const started = performance.now();
   const [report] = await sweep(
-    { pool: db.pool, clock: () => NOW, logger: silentLogger(), listCharges: source },
+    { pool: db.pool, clock: () => NOW, logger: silentLogger(), listCharges: source, evidence: noEvidenceNeeded },
     sweepOptions({ mode: 'backfill', accounts: ['platform'], window: { from: DAY, to: new Date(DAY.getTime() + 86_400_000) } }),
   );
   const seconds = (performance.now() - started) / 1000;
   if (process.env.BENCH_EXPLAIN) {
-    const { GROUPS_SQL } = await import('../src/sweep/facts-sql.js');
-    const plan = await db.pool.query(`EXPLAIN (ANALYZE, BUFFERS) ${GROUPS_SQL}`, ['platform', new Date(DAY.getTime() + 3_600_000), new Date(DAY.getTime() + 7_200_000)]);
+    const { IDENTITIES_SQL } = await import('../src/sweep/facts-sql.js');
+    const plan = await db.pool.query(`EXPLAIN (ANALYZE, BUFFERS) ${IDENTITIES_SQL}`, ['platform', new Date(DAY.getTime() + 3_600_000), new Date(DAY.getTime() + 7_200_000), null]);
     process.stdout.write(`${plan.rows.map((r) => r['QUERY PLAN']).join('\n')}\n`);
   }
 

@@ -12,6 +12,7 @@ import { ensureDayPartitions } from '../src/db/partitions.js';
 import { silentLogger } from '../src/log.js';
 import { createStripeClient } from '../src/stripe/client.js';
 import { createChargeLister } from '../src/stripe/list-charges.js';
+import { createStripeEvidence } from '../src/stripe/evidence.js';
 import { RateBudget } from '../src/stripe/rate-budget.js';
 import { sweep, sweepOptions } from '../src/sweep/sweep.js';
 import { benchDatabase, countStatements, writeResult } from './support.js';
@@ -40,7 +41,8 @@ try {
   }
 
   const stripe = createStripeClient({ apiKey: 'sk_test_bench', apiBase: double.url });
-  const lister = createChargeLister({ stripe, budget: new RateBudget({ ratePerSecond: 1_000 }) });
+  const budget = new RateBudget({ ratePerSecond: 1_000 });
+  const lister = createChargeLister({ stripe, budget });
   const statements = countStatements();
   const started = performance.now();
   const heapBefore = process.memoryUsage().rss;
@@ -50,6 +52,7 @@ try {
       clock: () => NOW,
       logger: silentLogger(),
       listCharges: (account, window, signal) => lister.list(account === 'platform' ? null : account, window, { signal }),
+      evidence: createStripeEvidence({ stripe, budget }),
     },
     sweepOptions({ mode: 'backfill', accounts: ['platform'], window: { from: FROM, to: TO } }),
   );

@@ -19,13 +19,15 @@ REVOKE CREATE ON SCHEMA public FROM sweeper_runtime;
 GRANT USAGE ON SCHEMA public TO sweeper_runtime;
 
 GRANT SELECT, INSERT, UPDATE ON idempotency_keys, payments, stripe_charges,
-      recon_runs, recon_watermarks, recon_findings, alert_state TO sweeper_runtime;
+      recon_runs, recon_watermarks, recon_findings, recon_refunds, alert_state TO sweeper_runtime;
 -- The audit is append-only: insert and read, never change.
 GRANT SELECT, INSERT ON recon_repairs TO sweeper_runtime;
 GRANT SELECT ON sweeper_migrations TO sweeper_runtime;
 GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO sweeper_runtime;
 GRANT EXECUTE ON FUNCTION sweeper_take_claim(text, text, text, text, timestamptz, interval, text),
-                          sweeper_recreate_claim(text, text, text, text, timestamptz, int, jsonb, timestamptz),
+                          sweeper_take_claim(text, text, text, text, timestamptz, interval, text, bigint, text),
+                          sweeper_recreate_claim(text, text, text, text, timestamptz, int, jsonb, timestamptz,
+                                                 bigint, text, text),
                           sweeper_ensure_day_partitions(regclass, date, date),
                           sweeper_claim_lock_key(text, text),
                           sweeper_recreated_fingerprint() TO sweeper_runtime;

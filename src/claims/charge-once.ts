@@ -94,6 +94,8 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
       now,
       leaseMs: deps.leaseMs,
       accountId: request.account ?? null,
+      amount: request.amount,
+      currency: request.currency,
     });
     switch (claim.outcome) {
       case 'fingerprint_mismatch':
@@ -150,7 +152,7 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
     // No charge yet (e.g. requires_action for 3-D Secure): the answer is stored, there is no effect.
     const status = charge ? 200 : 202;
     const effect = charge ? effectOf(claim, request, intent, charge) : null;
-    return finish(claim, { status, body }, effect, 'charged');
+    return finish(claim, { status, body, outcome: charge ? 'success' : 'pending_action' }, effect, 'charged');
   }
 
   async function createPaymentIntent(claim: HeldClaim, request: ChargeRequest): Promise<Stripe.PaymentIntent> {
@@ -197,7 +199,7 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
         : null;
       const outcome = error instanceof Stripe.errors.StripeCardError ? 'declined' : 'rejected';
       logger.info({ tenant_id: claim.tenantId, code: error.code, outcome }, 'stripe rejected the charge; answer stored for replay');
-      return finish(claim, { status, body }, effect, outcome);
+      return finish(claim, { status, body, outcome }, effect, outcome);
     }
     logger.warn({ tenant_id: claim.tenantId, err: describeError(error) }, 'transient failure calling Stripe; releasing the claim');
     try {

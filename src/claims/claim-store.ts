@@ -45,20 +45,40 @@ export async function takeClaim(
     now: Date;
     leaseMs: number;
     accountId?: string | null;
+    /** The request the claim stands for: every repair of the sweep checks a charge against it. */
+    amount?: number | null;
+    currency?: string | null;
   },
 ): Promise<ClaimRow> {
   const { rows } = await db.query<ClaimRow>(
-    `SELECT * FROM sweeper_take_claim($1, $2, $3, $4, $5, make_interval(secs => $6::double precision / 1000), $7)`,
-    [args.tenantId, args.key, args.fingerprint, args.downstreamKey, args.now, args.leaseMs, args.accountId ?? null],
+    `SELECT * FROM sweeper_take_claim($1, $2, $3, $4, $5, make_interval(secs => $6::double precision / 1000), $7, $8, $9)`,
+    [
+      args.tenantId,
+      args.key,
+      args.fingerprint,
+      args.downstreamKey,
+      args.now,
+      args.leaseMs,
+      args.accountId ?? null,
+      args.amount ?? null,
+      args.currency ?? null,
+    ],
   );
   const row = rows[0];
   if (!row) throw new Error('sweeper_take_claim returned no row');
   return row;
 }
 
+/**
+ * What a stored answer means, whatever its HTTP status (`response_outcome`): the
+ * sweep reads success from this, never from one status code.
+ */
+export type ResponseOutcome = 'success' | 'pending_action' | 'declined' | 'rejected';
+
 export interface StoredResponse {
   status: number;
   body: unknown;
+  outcome: ResponseOutcome;
 }
 
 /** A local payment row: the effect of a Stripe charge. */
@@ -93,10 +113,10 @@ export async function completeClaim(
   return inTransaction(pool, async (tx) => {
     const updated = await tx.query(
       `UPDATE idempotency_keys
-          SET status = 'completed', response_status = $4, response_body = $5,
+          SET status = 'completed', response_status = $4, response_body = $5, response_outcome = $7,
               completed_at = $6, updated_at = $6, locked_until = NULL
         WHERE tenant_id = $1 AND key = $2 AND attempt = $3 AND status = 'in_flight'`,
-      [claim.tenantId, claim.key, claim.attempt, response.status, JSON.stringify(response.body), now],
+      [claim.tenantId, claim.key, claim.attempt, response.status, JSON.stringify(response.body), now, response.outcome],
     );
     // Nothing was written; committing the empty transaction is harmless.
     if (updated.rowCount !== 1) return false;

@@ -3,8 +3,7 @@ import { LOCK_CLASS, LockObject } from './locks.js';
 import { DAY_PARTITIONED_TABLES, ensureDayPartitions, partitionDays, utcDay } from './partitions.js';
 import { ConfigError } from '../errors.js';
 import { formatDuration } from '../time/duration.js';
-
-export const STRIPE_IDEMPOTENCY_WINDOW_MS = 24 * 3_600_000;
+import { STRIPE_IDEMPOTENCY_WINDOW_MS } from '../stripe/limits.js';
 
 /**
  * A claim must outlive every retry that could still arrive for it: Stripe forgets an

@@ -15,6 +15,7 @@ import { createChargeLister } from '../stripe/list-charges.js';
 import { RateBudget } from '../stripe/rate-budget.js';
 import { CATEGORIES } from '../sweep/categories.js';
 import { RUNBOOK } from '../sweep/runbook.js';
+import { createStripeEvidence } from '../stripe/evidence.js';
 import { sweep, sweepOptions, type SweepReport } from '../sweep/sweep.js';
 
 export interface DemoOptions {
@@ -123,13 +124,15 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
 
 async function sweepOnce(pool: Pool, double: StripeDouble, window: { from: Date; to: Date }): Promise<SweepReport[]> {
   const stripe = createStripeClient({ apiKey: 'sk_test_demo', apiBase: double.url });
-  const lister = createChargeLister({ stripe, budget: new RateBudget({ ratePerSecond: 100 }) });
+  const budget = new RateBudget({ ratePerSecond: 100 });
+  const lister = createChargeLister({ stripe, budget });
   return sweep(
     {
       pool,
       clock: () => new Date(),
       logger: silentLogger(),
       listCharges: (account, w, signal) => lister.list(account === 'platform' ? null : account, w, { signal }),
+      evidence: createStripeEvidence({ stripe, budget }),
     },
     sweepOptions({ mode: 'backfill', accounts: ['platform'], window, sliceMs: 30 * 60_000 }),
   );

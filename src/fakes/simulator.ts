@@ -141,10 +141,11 @@ export async function buildScenario(pool: Pool, double: StripeDouble, base: Date
   ); // effect_without_charge
   await pool.query(
     `INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, attempt, downstream_key, response_status,
-                                   response_body, created_at, completed_at, updated_at)
-     VALUES ('acme', 'lost', 'fp', 'completed', 1, 'sweeper_v1_lost', 200, '{}', $1, $1, $1)`,
+                                   response_body, response_outcome, amount, currency, created_at, completed_at, updated_at)
+     VALUES ('acme', 'lost', 'fp', 'completed', 1, 'sweeper_v1_lost', 200,
+             '{"object":"charge_result","charge":"ch_lost_never_made"}', 'success', 2300, 'usd', $1, $1, $1)`,
     [now],
-  ); // lost_effect: a success recorded, no payment row, nothing at Stripe
+  ); // lost_effect: a success recorded, no payment row, nothing at Stripe (searched, and looked up by id)
   tell('local records gone wrong: a lost claim, an edited amount, a payment row Stripe never saw, a success with no payment');
   double.clock.useRealTime();
 
@@ -154,7 +155,9 @@ export async function buildScenario(pool: Pool, double: StripeDouble, base: Date
     charges: { orphan: orphan.id, unattributed: unattributed.id, second: second.id, refunded, disputed, claimLost, mismatched },
     expected: {
       findings: {
-        matched: 3, // ok-5, the double click, and the stored decline with its failed charge
+        // ok-5, the double click, the stored decline with its failed charge, and dup's kept
+        // charge (its claim and payment agree; duplicate_charge is about the second one)
+        matched: 4,
         claim_without_effect: 2,
         stale_claim: 1,
         lost_effect: 1,

@@ -62,6 +62,8 @@ export function normalizeCharge(raw: unknown, account: string | null, keys: Meta
   const amountCaptured = readPart(charge, 'amount_captured', amount, captured && amount !== null ? amount : 0, problems);
   const amountRefunded = readPart(charge, 'amount_refunded', amount, 0, problems);
   const paymentIntent = readReference(charge, 'payment_intent', problems);
+  const customer = readReference(charge, 'customer', problems);
+  const paymentMethod = readReference(charge, 'payment_method', problems);
   const metadata = readMetadata(charge.metadata, problems);
   const tenantId = readAttribution(metadata, keys.tenantId, TENANT_ID, 'printable ASCII characters without spaces', problems);
   const idempotencyKey = readAttribution(metadata, keys.idempotencyKey, IDEMPOTENCY_KEY, 'printable ASCII characters', problems);
@@ -84,6 +86,8 @@ export function normalizeCharge(raw: unknown, account: string | null, keys: Meta
       refunded,
       disputed,
       paymentIntent,
+      customer,
+      paymentMethod,
       tenantId,
       idempotencyKey,
       livemode,

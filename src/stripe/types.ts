@@ -18,6 +18,9 @@ export interface NormalizedCharge {
   refunded: boolean;
   disputed: boolean;
   paymentIntent: string | null;
+  /** What tells two charges of one key apart (--refund-duplicates refunds only identical extras). */
+  customer: string | null;
+  paymentMethod: string | null;
   /** From metadata[tenant key name]; null when absent. */
   tenantId: string | null;
   /** From metadata[idempotency key name]; null when absent. */

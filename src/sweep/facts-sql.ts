@@ -1,14 +1,18 @@
 import type { Queryable } from '../db/pool.js';
+import type { ResponseOutcome } from '../claims/claim-store.js';
 import type { ChargeFact, ClaimFact, EffectFact, SliceFacts } from './facts.js';
 import type { TimeWindow } from './window.js';
 
 /**
  * Gathers everything one slice is judged on, set-based: three statements however
- * many charges the slice holds. A (tenant, key) is in the slice when one of its
- * charges was created, its claim last changed, or its effect was created there; the
- * group then carries its claim and all its charges and effects, wherever they lie.
+ * many charges the slice holds. An identity (account, tenant, key) is in the slice
+ * when one of its charges was created, its claim last changed, or its payment row was
+ * created there; it then carries its claim (if the claim is on this account), and
+ * every charge and payment naming the key or linked to it by a local record (a
+ * payment's charge id, the charge the claim's stored answer names), wherever they lie
+ * in time. Which of them count is judged in judge/evidence.ts.
  */
-export const GROUPS_SQL = `
+export const IDENTITIES_SQL = `
 WITH keys AS (
   SELECT tenant_id, idempotency_key AS key FROM stripe_charges
    WHERE account = $1 AND created >= $2 AND created < $3 AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
@@ -20,17 +24,24 @@ WITH keys AS (
    WHERE coalesce(account_id, 'platform') = $1 AND created_at >= $2 AND created_at < $3
      AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
 )
-SELECT k.tenant_id, k.key, claim.j AS claim, coalesce(ch.j, '[]') AS charges, coalesce(ef.j, '[]') AS effects
+SELECT k.tenant_id, k.key,
+       CASE WHEN coalesce(claim.account_id, 'platform') = $1 THEN row_to_json(claim) END AS claim,
+       CASE WHEN coalesce(claim.account_id, 'platform') <> $1 THEN coalesce(claim.account_id, 'platform') END AS claim_account,
+       (EXISTS (SELECT 1 FROM idempotency_keys c WHERE c.tenant_id = k.tenant_id
+                   AND (c.account_id = $4 OR ($4::text IS NULL AND c.account_id IS NULL)))
+        OR EXISTS (SELECT 1 FROM payments p WHERE p.tenant_id = k.tenant_id
+                   AND (p.account_id = $4 OR ($4::text IS NULL AND p.account_id IS NULL)))) AS tenant_known,
+       coalesce(ch.j, '[]') AS charges, coalesce(ef.j, '[]') AS effects
   FROM keys k
   LEFT JOIN LATERAL (
-    SELECT row_to_json(c) AS j FROM idempotency_keys c WHERE c.tenant_id = k.tenant_id AND c.key = k.key LIMIT 1
+    SELECT c.tenant_id, c.key, c.account_id, c.status, c.attempt, c.locked_until, c.created_at, c.updated_at,
+           c.response_status, c.response_outcome, c.amount, c.currency, c.downstream_key,
+           CASE WHEN jsonb_typeof(c.response_body) = 'object' THEN c.response_body->>'charge' END AS response_charge_id
+      FROM idempotency_keys c WHERE c.tenant_id = k.tenant_id AND c.key = k.key LIMIT 1
   ) claim ON true
-  -- Each lookup is its own indexed probe (a UNION, not an OR, which would scan):
-  -- charges by attribution, plus charges its effects name; effects by attribution,
-  -- plus effects of its charges. Lookups by charge id carry no account filter:
-  -- charge ids are unique across accounts, and a filter on account invited the
-  -- planner to AND in the (account, created) index, reading a whole day per key.
-  -- Which account a charge is in is judged in classify.ts.
+  -- Each lookup is its own indexed probe (a UNION, not an OR, which would scan).
+  -- Lookups by charge id carry no account filter: charge ids are unique across
+  -- accounts, and which account a charge is in is judged in judge/evidence.ts.
   LEFT JOIN LATERAL (
     SELECT json_agg(c) AS j FROM (
       SELECT sc.* FROM stripe_charges sc
@@ -38,11 +49,15 @@ SELECT k.tenant_id, k.key, claim.j AS claim, coalesce(ch.j, '[]') AS charges, co
       UNION
       SELECT sc.* FROM payments p JOIN stripe_charges sc ON sc.charge_id = p.charge_id
        WHERE p.tenant_id = k.tenant_id AND p.idempotency_key = k.key
+         AND (p.account_id = $4 OR ($4::text IS NULL AND p.account_id IS NULL))
+      UNION
+      SELECT sc.* FROM stripe_charges sc WHERE sc.charge_id = claim.response_charge_id
     ) c
   ) ch ON true
   LEFT JOIN LATERAL (
     SELECT json_agg(e) AS j FROM (
       SELECT p.* FROM payments p WHERE p.tenant_id = k.tenant_id AND p.idempotency_key = k.key
+         AND (p.account_id = $4 OR ($4::text IS NULL AND p.account_id IS NULL))
       UNION
       SELECT p.* FROM stripe_charges sc JOIN payments p ON p.charge_id = sc.charge_id
        WHERE sc.tenant_id = k.tenant_id AND sc.idempotency_key = k.key AND sc.account = $1
@@ -56,31 +71,38 @@ SELECT row_to_json(sc) AS charge,
  WHERE sc.account = $1 AND sc.created >= $2 AND sc.created < $3
    AND (sc.tenant_id IS NULL OR sc.idempotency_key IS NULL)`;
 
-// Effects without attribution whose charge the mirror does not hold: candidates for
-// effect_without_charge. An effect whose charge is mirrored is judged with that
-// charge, in the charge's slice (as a loose charge or in its key's group), once.
+// Payment rows without attribution, with their charge if the mirror has it. One whose
+// charge is mirrored is also reached from that charge's slice; findings are per
+// (category, subject), so it is reported once.
 const LOOSE_EFFECTS_SQL = `
-SELECT row_to_json(p) AS effect, NULL::json AS charge
+SELECT row_to_json(p) AS effect, (SELECT row_to_json(sc) FROM stripe_charges sc WHERE sc.charge_id = p.charge_id LIMIT 1) AS charge
   FROM payments p
  WHERE coalesce(p.account_id, 'platform') = $1 AND p.created_at >= $2 AND p.created_at < $3
-   AND (p.tenant_id IS NULL OR p.idempotency_key IS NULL)
-   AND NOT EXISTS (SELECT 1 FROM stripe_charges sc WHERE sc.charge_id = p.charge_id)`;
+   AND (p.tenant_id IS NULL OR p.idempotency_key IS NULL)`;
 
 type Json = Record<string, unknown>;
 
 export async function loadSliceFacts(db: Queryable, account: string, slice: TimeWindow): Promise<SliceFacts> {
   const args = [account, slice.from, slice.to];
-  const groups = await db.query<{ tenant_id: string; key: string; claim: Json | null; charges: Json[]; effects: Json[] }>(
-    GROUPS_SQL,
-    args,
-  );
+  const identities = await db.query<{
+    tenant_id: string;
+    key: string;
+    claim: Json | null;
+    claim_account: string | null;
+    tenant_known: boolean;
+    charges: Json[];
+    effects: Json[];
+  }>(IDENTITIES_SQL, [...args, account === 'platform' ? null : account]);
   const looseCharges = await db.query<{ charge: Json; effect: Json | null }>(LOOSE_CHARGES_SQL, args);
   const looseEffects = await db.query<{ effect: Json; charge: Json | null }>(LOOSE_EFFECTS_SQL, args);
   return {
-    groups: groups.rows.map((r) => ({
+    identities: identities.rows.map((r) => ({
+      account,
       tenantId: r.tenant_id,
       key: r.key,
       claim: r.claim ? claimFact(r.claim) : null,
+      claimAccount: r.claim_account,
+      tenantKnown: r.tenant_known,
       charges: r.charges.map(chargeFact),
       effects: r.effects.map(effectFact),
     })),
@@ -91,18 +113,24 @@ export async function loadSliceFacts(db: Queryable, account: string, slice: Time
 
 const date = (v: unknown) => new Date(String(v));
 const dateOrNull = (v: unknown) => (v === null || v === undefined ? null : new Date(String(v)));
+const numberOrNull = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+const textOrNull = (v: unknown) => (v === null || v === undefined ? null : String(v));
 
 function claimFact(j: Json): ClaimFact {
   return {
     tenantId: String(j.tenant_id),
     key: String(j.key),
-    accountId: (j.account_id as string | null) ?? null,
+    accountId: textOrNull(j.account_id),
     status: j.status as ClaimFact['status'],
     attempt: Number(j.attempt),
     lockedUntil: dateOrNull(j.locked_until),
     createdAt: date(j.created_at),
     updatedAt: date(j.updated_at),
-    responseStatus: j.response_status === null ? null : Number(j.response_status),
+    responseStatus: numberOrNull(j.response_status),
+    responseOutcome: textOrNull(j.response_outcome) as ResponseOutcome | null,
+    responseChargeId: textOrNull(j.response_charge_id),
+    amount: numberOrNull(j.amount),
+    currency: textOrNull(j.currency),
     downstreamKey: String(j.downstream_key),
   };
 }
@@ -115,24 +143,26 @@ export function chargeFact(j: Json): ChargeFact {
     amount: Number(j.amount),
     amountCaptured: Number(j.amount_captured),
     amountRefunded: Number(j.amount_refunded),
-    currency: String(j.currency),
+    currency: String(j.currency).trim(),
     status: j.status as ChargeFact['status'],
     captured: Boolean(j.captured),
     refunded: Boolean(j.refunded),
     disputed: Boolean(j.disputed),
-    paymentIntent: (j.payment_intent_id as string | null) ?? null,
-    tenantId: (j.tenant_id as string | null) ?? null,
-    idempotencyKey: (j.idempotency_key as string | null) ?? null,
+    paymentIntent: textOrNull(j.payment_intent_id),
+    customer: textOrNull(j.customer),
+    paymentMethod: textOrNull(j.payment_method),
+    tenantId: textOrNull(j.tenant_id),
+    idempotencyKey: textOrNull(j.idempotency_key),
   };
 }
 
 function effectFact(j: Json): EffectFact {
   return {
     chargeId: String(j.charge_id),
-    tenantId: (j.tenant_id as string | null) ?? null,
-    idempotencyKey: (j.idempotency_key as string | null) ?? null,
-    accountId: (j.account_id as string | null) ?? null,
-    paymentIntentId: (j.payment_intent_id as string | null) ?? null,
+    tenantId: textOrNull(j.tenant_id),
+    idempotencyKey: textOrNull(j.idempotency_key),
+    accountId: textOrNull(j.account_id),
+    paymentIntentId: textOrNull(j.payment_intent_id),
     amount: Number(j.amount),
     currency: String(j.currency).trim(),
     status: j.status as EffectFact['status'],

@@ -1,4 +1,4 @@
-import type { PaymentEffect } from '../claims/claim-store.js';
+import type { PaymentEffect, ResponseOutcome } from '../claims/claim-store.js';
 import type { NormalizedCharge } from '../stripe/types.js';
 
 /** What the sweep knows about one claim, charge or effect when it judges them. */
@@ -13,6 +13,13 @@ export interface ClaimFact {
   createdAt: Date;
   updatedAt: Date;
   responseStatus: number | null;
+  /** `response_outcome`; null on rows written before it existed or by other writers. */
+  responseOutcome: ResponseOutcome | null;
+  /** The charge the stored answer names (`response_body.charge`), if any. */
+  responseChargeId: string | null;
+  /** The request the claim stands for; null when its writer did not record it. */
+  amount: number | null;
+  currency: string | null;
   downstreamKey: string;
 }
 
@@ -26,11 +33,22 @@ export type ChargeFact = Omit<NormalizedCharge, 'created' | 'account' | 'livemod
 /** A payment row as the sweep reads it: the same shape the claim library writes. */
 export type EffectFact = PaymentEffect;
 
-/** Everything about one (tenant, key): its claim, the charges Stripe has for it, the local effects. */
-export interface KeyGroup {
+/**
+ * Everything about one identity (account, tenant, key): its claim if the claim is on
+ * this account, and every charge and payment naming the key or linked to it by a
+ * local record, wherever they lie in time (the judgement sets aside only evidence
+ * from an earlier use of the key, more than one retention before it).
+ */
+export interface IdentityFacts {
+  /** `platform` or `acct_…`: the account being swept. */
+  account: string;
   tenantId: string;
   key: string;
   claim: ClaimFact | null;
+  /** The key's claim belongs to another account (claims are unique per tenant and key). */
+  claimAccount: string | null;
+  /** The tenant has a claim or a payment row on this account: its metadata is not the only word. */
+  tenantKnown: boolean;
   charges: ChargeFact[];
   effects: EffectFact[];
 }
@@ -48,7 +66,17 @@ export interface LooseEffect {
 }
 
 export interface SliceFacts {
-  groups: KeyGroup[];
+  identities: IdentityFacts[];
   looseCharges: LooseCharge[];
   looseEffects: LooseEffect[];
+}
+
+/** `platform` for the platform account (null in claims and payments), `acct_…` otherwise. */
+export function accountName(accountId: string | null): string {
+  return accountId ?? 'platform';
+}
+
+/** The inverse: null for the platform, as claims and payments store it. */
+export function accountIdOf(account: string): string | null {
+  return account === 'platform' ? null : account;
 }

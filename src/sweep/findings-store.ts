@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/pool.js';
-import type { Finding } from './classify.js';
+import type { Finding } from './judge/index.js';
 import type { RepairOutcome } from './repairs.js';
 
 /**
@@ -8,11 +8,19 @@ import type { RepairOutcome } from './repairs.js';
  * (`resolved`, `ignored`) is kept; the audit rows of the slice's repairs are
  * appended in the same statement's transaction.
  */
+/** A recorded finding: its row id, and whether this run had not seen it before (it is counted once per run). */
+export interface RecordedFinding {
+  id: number;
+  category: string;
+  subject: string;
+  firstThisRun: boolean;
+}
+
 export async function recordFindings(
   db: Queryable,
   args: { account: string; runId: string; now: Date; findings: Finding[]; repairs: Map<Finding, RepairOutcome> },
-): Promise<void> {
-  if (args.findings.length === 0) return;
+): Promise<RecordedFinding[]> {
+  if (args.findings.length === 0) return [];
   const rows = args.findings.map((f) => ({
     category: f.category,
     subject: f.subject,
@@ -23,10 +31,14 @@ export async function recordFindings(
     details: { ...f.details, ...(f.reason ? { reason: f.reason } : {}) },
     repair: args.repairs.get(f) ?? null,
   }));
-  await db.query(
+  const { rows: recorded } = await db.query<RecordedFinding>(
     `WITH input AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(category text, subject text, charge_id text, tenant_id text,
               idempotency_key text, state text, details jsonb, repair jsonb)
+     ), prior AS (
+       -- Read before the upsert (one snapshot): was it already seen by this run?
+       SELECT f.category, f.subject, f.last_seen_run FROM recon_findings f JOIN input USING (category, subject)
+        WHERE f.account = $2
      ), upserted AS (
        INSERT INTO recon_findings AS f (category, account, subject, charge_id, tenant_id, idempotency_key, state, details,
                                         first_seen_run, last_seen_run, first_seen_at, last_seen_at, closed_at, closed_by)
@@ -41,13 +53,17 @@ export async function recordFindings(
               closed_at = CASE WHEN f.state IN ('resolved', 'ignored') AND f.closed_by <> 'sweeper' THEN f.closed_at ELSE EXCLUDED.closed_at END,
               closed_by = CASE WHEN f.state IN ('resolved', 'ignored') AND f.closed_by <> 'sweeper' THEN f.closed_by ELSE EXCLUDED.closed_by END
        RETURNING f.id, f.category, f.subject
+     ), audit AS (
+       INSERT INTO recon_repairs (finding_id, run_id, action, before, after, actor, at)
+       SELECT u.id, $3, input.repair->>'action', input.repair->'before', input.repair->'after', 'sweeper', $4
+         FROM input JOIN upserted u USING (category, subject)
+        WHERE input.repair IS NOT NULL
      )
-     INSERT INTO recon_repairs (finding_id, run_id, action, before, after, actor, at)
-     SELECT u.id, $3, input.repair->>'action', input.repair->'before', input.repair->'after', 'sweeper', $4
-       FROM input JOIN upserted u USING (category, subject)
-      WHERE input.repair IS NOT NULL`,
+     SELECT u.id, u.category, u.subject, (p.last_seen_run IS DISTINCT FROM $3) AS "firstThisRun"
+       FROM upserted u LEFT JOIN prior p USING (category, subject)`,
     [JSON.stringify(rows.map(({ repair, ...r }) => ({ ...r, repair: repair && { action: repair.action, before: repair.before, after: repair.after } }))), args.account, args.runId, args.now],
   );
+  return recorded;
 }
 
 /**

@@ -22,26 +22,29 @@ export async function upsertCharges(db: Queryable, charges: NormalizedCharge[], 
     refunded: c.refunded,
     disputed: c.disputed,
     payment_intent_id: c.paymentIntent,
+    customer: c.customer,
+    payment_method: c.paymentMethod,
     tenant_id: c.tenantId,
     idempotency_key: c.idempotencyKey,
     livemode: c.livemode,
   }));
   const result = await db.query(
     `INSERT INTO stripe_charges AS m (account, charge_id, created, amount, amount_captured, amount_refunded, currency,
-                                      status, captured, refunded, disputed, payment_intent_id, tenant_id,
-                                      idempotency_key, livemode, fetched_at)
+                                      status, captured, refunded, disputed, payment_intent_id, customer,
+                                      payment_method, tenant_id, idempotency_key, livemode, fetched_at)
      SELECT r.account, r.charge_id, r.created, r.amount, r.amount_captured, r.amount_refunded, r.currency,
-            r.status, r.captured, r.refunded, r.disputed, r.payment_intent_id, r.tenant_id,
-            r.idempotency_key, r.livemode, $2
+            r.status, r.captured, r.refunded, r.disputed, r.payment_intent_id, r.customer, r.payment_method,
+            r.tenant_id, r.idempotency_key, r.livemode, $2
        FROM jsonb_to_recordset($1::jsonb) AS r(account text, charge_id text, created timestamptz, amount bigint,
             amount_captured bigint, amount_refunded bigint, currency text, status text, captured boolean,
-            refunded boolean, disputed boolean, payment_intent_id text, tenant_id text, idempotency_key text,
-            livemode boolean)
+            refunded boolean, disputed boolean, payment_intent_id text, customer text, payment_method text,
+            tenant_id text, idempotency_key text, livemode boolean)
      ON CONFLICT (charge_id, created) DO UPDATE
         SET amount = EXCLUDED.amount, amount_captured = EXCLUDED.amount_captured,
             amount_refunded = EXCLUDED.amount_refunded, currency = EXCLUDED.currency, status = EXCLUDED.status,
             captured = EXCLUDED.captured, refunded = EXCLUDED.refunded, disputed = EXCLUDED.disputed,
-            payment_intent_id = EXCLUDED.payment_intent_id, tenant_id = EXCLUDED.tenant_id,
+            payment_intent_id = EXCLUDED.payment_intent_id, customer = EXCLUDED.customer,
+            payment_method = EXCLUDED.payment_method, tenant_id = EXCLUDED.tenant_id,
             idempotency_key = EXCLUDED.idempotency_key, livemode = EXCLUDED.livemode, fetched_at = EXCLUDED.fetched_at
       WHERE m.fetched_at <= EXCLUDED.fetched_at`,
     [JSON.stringify(rows), fetchedAt],

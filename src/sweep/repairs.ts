@@ -1,7 +1,8 @@
-import { inTransaction, type Pool, type Queryable } from '../db/pool.js';
+import type { Queryable } from '../db/pool.js';
 import { downstreamKey } from '../claims/keys.js';
+import type { ResponseOutcome } from '../claims/claim-store.js';
 import type { ChargeFact } from './facts.js';
-import type { Finding, RepairPlan } from './classify.js';
+import type { Finding, RepairPlan } from './judge/index.js';
 
 /**
  * Claims are fenced on (tenant, key, attempt, status), never on created_at: a
@@ -36,18 +37,19 @@ export async function executeRepairs(db: Queryable, findings: Finding[], ctx: Re
   await releaseClaims(db, byKind('release_claim'), ctx.now, done);
   await recreateClaims(db, byKind('recreate_claim'), ctx.now, done);
   await updateEffects(db, byKind('update_effect'), ctx.now, done);
-  // Refunds are calls to Stripe: made after the slice commits (refundAfterCommit), never
-  // while this transaction holds claim locks.
+  // Refunds are calls to Stripe: recorded as intents in this transaction and made after
+  // it commits (refunds.ts), never while it holds claim locks.
   return done;
 }
 
 const claimKey = (tenantId: string, key: string) => `${tenantId}\u0000${key}`;
 
 /** The answer a retry gets replayed once the sweeper completed a claim from Stripe's charge. */
-export function responseFromCharge(charge: ChargeFact): { status: number; body: unknown } {
+export function responseFromCharge(charge: ChargeFact): { status: number; body: unknown; outcome: ResponseOutcome } {
   if (charge.status === 'failed') {
     return {
       status: 402,
+      outcome: 'declined',
       body: {
         error: {
           type: 'card_error',
@@ -61,6 +63,7 @@ export function responseFromCharge(charge: ChargeFact): { status: number; body: 
   }
   return {
     status: 200,
+    outcome: 'success',
     body: {
       object: 'charge_result',
       payment_intent: charge.paymentIntent,
@@ -88,6 +91,11 @@ function effectRow(charge: ChargeFact, tenantId: string | null, key: string | nu
   };
 }
 
+/** The stored answer already says success (README "How a key is judged": stored answers). */
+const STORED_SUCCESS = `(k.status = 'completed' AND (k.response_outcome = 'success' OR (k.response_outcome IS NULL
+  AND k.response_status BETWEEN 200 AND 299 AND jsonb_typeof(k.response_body) = 'object'
+  AND k.response_body->>'charge' IS NOT NULL)))`;
+
 const EFFECT_COLUMNS = `charge_id text, tenant_id text, idempotency_key text, payment_intent_id text, account_id text,
   amount bigint, currency text, status text, amount_refunded bigint, disputed boolean, created_at timestamptz`;
 
@@ -98,31 +106,33 @@ async function completeClaims(
   done: Map<Finding, RepairOutcome>,
 ): Promise<void> {
   if (findings.length === 0) return;
-  const plan = findings.map(({ repair: { claim, charge } }) => {
+  const plan = findings.map(({ repair: { claim, charge, insertEffect } }) => {
     const response = responseFromCharge(charge);
     return {
       tenant_id: claim.tenantId,
       key: claim.key,
-      created_at: claim.createdAt.toISOString(),
       attempt: claim.attempt,
       status: claim.status,
       response_status: response.status,
       response_body: response.body,
-      effect: effectRow(charge, claim.tenantId, claim.key),
+      response_outcome: response.outcome,
+      effect: insertEffect ? effectRow(charge, claim.tenantId, claim.key) : null,
     };
   });
   const { rows } = await db.query<{ tenant_id: string; key: string; response_status: number }>(
     `WITH plan AS (
-       SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(tenant_id text, key text, created_at timestamptz, attempt int,
-              status text, response_status int, response_body jsonb, effect jsonb)
+       SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(tenant_id text, key text, attempt int,
+              status text, response_status int, response_body jsonb, response_outcome text, effect jsonb)
      ), completed AS (
        UPDATE idempotency_keys k
           SET status = 'completed', locked_until = NULL, completed_at = coalesce(k.completed_at, $2), updated_at = $2,
-              -- A success already stored stays as it is; anything else becomes Stripe's answer.
-              response_status = CASE WHEN k.status = 'completed' AND k.response_status = 200 AND plan.response_status = 200
+              -- A success already stored stays as it is (its caller was told so); anything else
+              -- becomes Stripe's answer.
+              response_status = CASE WHEN ${STORED_SUCCESS} AND plan.response_outcome = 'success'
                                      THEN k.response_status ELSE plan.response_status END,
-              response_body = CASE WHEN k.status = 'completed' AND k.response_status = 200 AND plan.response_status = 200
-                                   THEN k.response_body ELSE plan.response_body END
+              response_body = CASE WHEN ${STORED_SUCCESS} AND plan.response_outcome = 'success'
+                                   THEN k.response_body ELSE plan.response_body END,
+              response_outcome = plan.response_outcome
          FROM plan
         WHERE k.tenant_id = plan.tenant_id AND k.key = plan.key
           AND k.attempt = plan.attempt AND k.status = plan.status
@@ -135,6 +145,7 @@ async function completeClaims(
               e.status, e.amount_refunded, e.disputed, e.created_at, $2
          FROM plan JOIN completed c USING (tenant_id, key)
         CROSS JOIN LATERAL jsonb_to_record(plan.effect) AS e(${EFFECT_COLUMNS})
+        WHERE plan.effect IS NOT NULL
        ON CONFLICT (charge_id) DO NOTHING
      )
      SELECT tenant_id, key, response_status FROM completed`,
@@ -142,14 +153,15 @@ async function completeClaims(
   );
   const completed = new Map(rows.map((r) => [claimKey(r.tenant_id, r.key), r]));
   for (const finding of findings) {
-    const { claim, charge } = finding.repair;
+    const { claim, charge, insertEffect } = finding.repair;
     const row = completed.get(claimKey(claim.tenantId, claim.key));
     if (!row) continue; // a live writer moved the claim: it wins
+    const effect = insertEffect ? effectRow(charge, claim.tenantId, claim.key) : 'present';
     done.set(finding, {
       finding,
-      action: charge.status === 'failed' ? 'store_failure_and_effect' : 'insert_effect_and_complete_claim',
-      before: { claim: { status: claim.status, attempt: claim.attempt }, effect: null },
-      after: { claim: { status: 'completed', response_status: row.response_status }, effect: effectRow(charge, claim.tenantId, claim.key) },
+      action: charge.status === 'failed' ? 'store_failure_and_effect' : insertEffect ? 'insert_effect_and_complete_claim' : 'complete_claim',
+      before: { claim: { status: claim.status, attempt: claim.attempt }, effect: insertEffect ? null : 'present' },
+      after: { claim: { status: 'completed', response_status: row.response_status }, effect },
     });
   }
 }
@@ -161,16 +173,11 @@ async function releaseClaims(
   done: Map<Finding, RepairOutcome>,
 ): Promise<void> {
   if (findings.length === 0) return;
-  const plan = findings.map(({ repair: { claim } }) => ({
-    tenant_id: claim.tenantId,
-    key: claim.key,
-    created_at: claim.createdAt.toISOString(),
-    attempt: claim.attempt,
-  }));
+  const plan = findings.map(({ repair: { claim } }) => ({ tenant_id: claim.tenantId, key: claim.key, attempt: claim.attempt }));
   const { rows } = await db.query<{ tenant_id: string; key: string }>(
     `UPDATE idempotency_keys k
         SET status = 'released', locked_until = NULL, updated_at = $2
-       FROM jsonb_to_recordset($1::jsonb) AS plan(tenant_id text, key text, created_at timestamptz, attempt int)
+       FROM jsonb_to_recordset($1::jsonb) AS plan(tenant_id text, key text, attempt int)
       WHERE k.tenant_id = plan.tenant_id AND k.key = plan.key
         AND k.attempt = plan.attempt AND k.status = 'in_flight' AND k.locked_until <= $2
      RETURNING k.tenant_id, k.key`,
@@ -197,10 +204,7 @@ async function recreateClaims(
 ): Promise<void> {
   if (findings.length === 0) return;
   const plan = findings.map(({ repair }) => {
-    const charge = 'id' in repair.source ? repair.source : null;
-    const response = charge
-      ? responseFromCharge(charge)
-      : { status: 200, body: { object: 'charge_result', charge: (repair.source as { chargeId: string }).chargeId } };
+    const response = responseFromCharge(repair.charge);
     return {
       tenant_id: repair.tenantId,
       key: repair.key,
@@ -209,18 +213,24 @@ async function recreateClaims(
       created_at: repair.createdAt.toISOString(),
       response_status: response.status,
       response_body: response.body,
+      response_outcome: response.outcome,
+      // The re-created claim stands for the request its charge made.
+      amount: repair.charge.amount,
+      currency: repair.charge.currency,
       with_claim: repair.withClaim,
-      effect: repair.insertEffectFrom ? effectRow(repair.insertEffectFrom, repair.tenantId, repair.key) : null,
+      effect: repair.insertEffect ? effectRow(repair.charge, repair.tenantId, repair.key) : null,
     };
   });
   const { rows } = await db.query<{ tenant_id: string; key: string; ok: boolean }>(
     `WITH plan AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(tenant_id text, key text, downstream_key text, account_id text,
-              created_at timestamptz, response_status int, response_body jsonb, with_claim boolean, effect jsonb)
+              created_at timestamptz, response_status int, response_body jsonb, response_outcome text, amount bigint,
+              currency text, with_claim boolean, effect jsonb)
      ), attempted AS MATERIALIZED (
        SELECT plan.*, CASE WHEN plan.with_claim
                            THEN sweeper_recreate_claim(plan.tenant_id, plan.key, plan.downstream_key, plan.account_id,
-                                                       plan.created_at, plan.response_status, plan.response_body, $2)
+                                                       plan.created_at, plan.response_status, plan.response_body, $2,
+                                                       plan.amount, plan.currency, plan.response_outcome)
                            ELSE true END AS ok
          FROM plan
      ), effects AS (
@@ -241,11 +251,11 @@ async function recreateClaims(
     if (!ok.has(claimKey(repair.tenantId, repair.key))) continue; // a claim appeared meanwhile
     done.set(finding, {
       finding,
-      action: repair.insertEffectFrom ? (repair.withClaim ? 'create_claim_and_effect' : 'insert_effect') : 'recreate_claim',
-      before: { claim: null, effect: repair.insertEffectFrom ? null : 'present' },
+      action: repair.insertEffect ? (repair.withClaim ? 'create_claim_and_effect' : 'insert_effect') : 'recreate_claim',
+      before: { claim: null, effect: repair.insertEffect ? null : 'present' },
       after: {
         claim: repair.withClaim ? { status: 'completed', created_at: repair.createdAt.toISOString() } : null,
-        effect: repair.insertEffectFrom ? effectRow(repair.insertEffectFrom, repair.tenantId, repair.key) : 'present',
+        effect: repair.insertEffect ? effectRow(repair.charge, repair.tenantId, repair.key) : 'present',
       },
     });
   }
@@ -291,48 +301,3 @@ async function updateEffects(
   }
 }
 
-/** Deterministic per charge, so a repeated or resumed run never refunds twice. */
-export function refundIdempotencyKey(chargeId: string): string {
-  return `sweeper_refund_v1_${chargeId}`;
-}
-
-export type RefundFinding = Finding & { repair: Of<'refund_duplicates'> };
-
-export function isRefund(f: Finding): f is RefundFinding {
-  return f.repair?.kind === 'refund_duplicates';
-}
-
-/**
- * After the slice committed the duplicate as an open finding: refund the extra
- * charges (a deterministic idempotency key per charge, so a crash here and a rerun
- * refund once), then mark the finding repaired with its audit row. If a refund fails
- * the finding stays open and the error ends the run.
- */
-export async function refundAfterCommit(
-  pool: Pool,
-  finding: RefundFinding,
-  args: { account: string; runId: string; now: Date; refund: (charge: ChargeFact, idempotencyKey: string) => Promise<void> },
-): Promise<void> {
-  const { keep, refund } = finding.repair;
-  for (const charge of refund) await args.refund(charge, refundIdempotencyKey(charge.id));
-  await inTransaction(pool, async (tx) => {
-    const { rows } = await tx.query<{ id: number }>(
-      `UPDATE recon_findings SET state = 'repaired', closed_at = $4, closed_by = 'sweeper', last_seen_run = $3
-        WHERE category = 'duplicate_charge' AND account = $1 AND subject = $2 RETURNING id`,
-      [args.account, finding.subject, args.runId, args.now],
-    );
-    const id = rows[0]?.id;
-    if (id === undefined) return;
-    await tx.query(
-      `INSERT INTO recon_repairs (finding_id, run_id, action, before, after, actor, at)
-       VALUES ($1, $2, 'refund_duplicates', $3, $4, 'sweeper', $5)`,
-      [
-        id,
-        args.runId,
-        JSON.stringify({ kept: keep.id, charges: refund.map((c) => c.id) }),
-        JSON.stringify({ refunded: refund.map((c) => ({ charge: c.id, amount: c.amount - c.amountRefunded, idempotency_key: refundIdempotencyKey(c.id) })) }),
-        args.now,
-      ],
-    );
-  });
-}

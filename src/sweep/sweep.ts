@@ -10,7 +10,10 @@ import {
   markAbandonedRuns,
   readWatermark,
 } from './runs-store.js';
+import { DryRunOverlay } from './dry-run-overlay.js';
+import { settleRefundIntents } from './refunds.js';
 import { sweepSlice, type SliceContext } from './slice.js';
+import { nothingVerifiedYet } from './verify.js';
 import type { SweepDeps, SweepOptions, SweepReport } from './types.js';
 import { formatShard, scheduledWindow, slicesOf, type TimeWindow } from './window.js';
 
@@ -122,28 +125,47 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
 
   const run = { id: runId, mode: options.mode, account, shard, watermarkShard, window: window.full, startedAt: started, checkpoint: window.start };
   const slices = slicesOf({ from: window.start, to: window.full.to }, options.sliceMs);
-  const counted = new Set<string>();
   const watermarkHold = { at: null as Date | null };
   // A real run commits slice by slice. A dry run keeps one transaction that it rolls
-  // back at the end, so later slices see the charges earlier ones ingested; each
-  // slice's repairs and findings are undone at once (see sweepSlice).
+  // back at the end, so later slices see the charges and findings earlier ones wrote;
+  // each slice's repairs are undone at once and laid over later slices by the overlay
+  // (see sweepSlice).
   const dry = options.dryRun ? await checkout(deps.pool) : null;
   const inTx: SliceContext['inTransaction'] = dry ? (fn) => fn(dry) : (fn) => inTransaction(deps.pool, fn);
+  const shared = {
+    run,
+    report,
+    log,
+    readUntil: started,
+    inTransaction: inTx,
+    countedDeferred: new Set<string>(),
+    lock,
+    watermarkHold,
+    verified: nothingVerifiedYet(),
+    overlay: dry ? new DryRunOverlay() : null,
+  };
+  const settleRefunds = async () => {
+    if (dry) return;
+    const settled = await settleRefundIntents({ pool: deps.pool, evidence: deps.evidence, account, runId, clock: deps.clock, log, signal: options.signal });
+    report.repaired.duplicate_charge += settled.repairedFindings;
+  };
   try {
     if (dry) await dry.query('BEGIN');
     await insertRun(dry ?? deps.pool, run);
     log.info({ window: report.window, slices: slices.length, start: window.start.toISOString() }, 'sweep started');
+    // Refunds an earlier run recorded but did not finish (a crash, Stripe down): settled first.
+    await settleRefunds();
     for (const [index, slice] of slices.entries()) {
       if (options.signal?.aborted) {
         report.status = 'interrupted';
         break;
       }
       lock.assertHeld();
-      await sweepSlice(deps, options, { run, slice, index, report, log, readUntil: started, inTransaction: inTx, counted, lock, watermarkHold });
+      const { refundIntents } = await sweepSlice(deps, options, { ...shared, slice, index });
+      if (refundIntents > 0) await settleRefunds();
       deps.onSlice?.(index + 1, slices.length);
     }
-    // A dry run accumulated, slice by slice, how many open findings it would add.
-    report.unreconciled += await countOpenFindings(dry ?? deps.pool, account);
+    report.unreconciled = await countOpenFindings(dry ?? deps.pool, account);
     if (!dry) await finishRun(deps.pool, runId, { status: report.status, now: deps.clock(), unreconciled: report.unreconciled });
   } catch (error) {
     if (dry) throw error;

@@ -2,7 +2,8 @@ import type { Pool } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import type { MalformedCharge, NormalizedCharge } from '../stripe/types.js';
 import type { Category } from './categories.js';
-import type { ChargeFact } from './facts.js';
+import type { Judgement } from './judge/index.js';
+import type { StripeEvidence } from './evidence-source.js';
 import type { RunMode } from './runs-store.js';
 import type { Shard, TimeWindow } from './window.js';
 
@@ -18,8 +19,10 @@ export interface SweepDeps {
   listCharges: ChargeSource;
   clock: () => Date;
   logger: Logger;
-  /** Needed only with `refundDuplicates`. */
-  refund?: (charge: ChargeFact, idempotencyKey: string) => Promise<void>;
+  /** Stripe's own word: re-reads before a critical finding, a release or a refund, and the refunds themselves. */
+  evidence: StripeEvidence;
+  /** Tests: every slice's judgement, as judged (after Stripe's own word was read). */
+  observeJudgement?: (judgement: Judgement, slice: TimeWindow) => void;
   /** Crash and race tests: called at named points (`slice:N:phase`); may kill the process. */
   faultPoint?: (name: string) => void | Promise<void>;
   onSlice?: (done: number, total: number) => void;

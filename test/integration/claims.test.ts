@@ -355,17 +355,28 @@ describe('uniqueness of (tenant_id, key) across day partitions', () => {
     }
   });
 
-  it("a claim the sweeper re-created replays to any body from its own account only", async () => {
+  it("a claim the sweeper re-created replays to any body from its own account only, for the amount it was re-created from", async () => {
     const key = freshKey();
     await db.pool.query(
-      `SELECT sweeper_recreate_claim('acme', $1, 'd', 'acct_1Victim', '2026-03-10T11:00:00Z', 200, '{"charge":"ch_x"}', '2026-03-10T11:00:00Z')`,
+      `SELECT sweeper_recreate_claim('acme', $1, 'd', 'acct_1Victim', '2026-03-10T11:00:00Z', 200, '{"charge":"ch_x"}',
+                                     '2026-03-10T11:00:00Z', 4200, 'usd', 'success')`,
       [key],
     );
-    const take = (accountId: string | null) =>
-      takeClaim(db.pool, { tenantId: 'acme', key, fingerprint: 'any', downstreamKey: 'd', now, leaseMs: LEASE_MS, accountId });
+    const take = (accountId: string | null, amount = 4200, currency = 'usd') =>
+      takeClaim(db.pool, { tenantId: 'acme', key, fingerprint: 'any', downstreamKey: 'd', now, leaseMs: LEASE_MS, accountId, amount, currency });
     expect((await take('acct_1Victim')).outcome).toBe('completed');
     expect((await take(null)).outcome).toBe('fingerprint_mismatch');
     expect((await take('acct_1Other')).outcome).toBe('fingerprint_mismatch');
+    expect((await take('acct_1Victim', 99)).outcome).toBe('fingerprint_mismatch');
+    expect((await take('acct_1Victim', 4200, 'eur')).outcome).toBe('fingerprint_mismatch');
+  });
+
+  it('a claim records the request it stands for and a machine-readable outcome of its answer', async () => {
+    const key = freshKey();
+    interceptPaymentIntents(() => [200, succeededIntent('pi_request1', 1999, 'usd')]);
+    await claims().chargeOnce({ tenantId: 'acme', key, request: visa() });
+    const { rows } = await db.pool.query(`SELECT amount, currency, response_outcome FROM idempotency_keys WHERE key = $1`, [key]);
+    expect(rows).toEqual([{ amount: visa().amount, currency: visa().currency, response_outcome: 'success' }]);
   });
 });
 

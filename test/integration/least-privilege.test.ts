@@ -5,7 +5,7 @@ import { createPool, type Pool } from '../../src/db/pool.js';
 import { silentLogger } from '../../src/log.js';
 import { sweep, sweepOptions } from '../../src/sweep/sweep.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { charge, memoryChargeSource, seedClaim } from '../support/scenario.js';
+import { charge, memoryChargeSource, memoryEvidence, seedClaim } from '../support/scenario.js';
 
 const NOW = new Date('2026-11-10T12:00:00Z');
 let db: TestDatabase;
@@ -38,7 +38,7 @@ describe('the least-privilege runtime role', () => {
     await seedClaim(db.pool, { tenantId: 'acme', key: 'k1', status: 'in_flight', createdAt: new Date('2026-11-10T09:00:00Z') });
     const stripe = [charge({ id: 'ch_1', created: Date.parse('2026-11-10T09:00:05Z') / 1000, tenantId: 'acme', idempotencyKey: 'k1' })];
     const [report] = await sweep(
-      { pool: runtime, listCharges: memoryChargeSource(() => stripe), clock: () => NOW, logger: silentLogger() },
+      { pool: runtime, listCharges: memoryChargeSource(() => stripe), evidence: memoryEvidence(() => stripe), clock: () => NOW, logger: silentLogger() },
       sweepOptions({
         mode: 'backfill',
         accounts: ['platform'],

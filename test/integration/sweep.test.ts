@@ -5,7 +5,7 @@ import type { NormalizedCharge } from '../../src/stripe/types.js';
 import { lockAccounts, SweepLockedError } from '../../src/sweep/lock.js';
 import { sweep, SweepFailedError, type SweepDeps, type SweepOptions } from '../../src/sweep/sweep.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { charge, memoryChargeSource, seedClaim, seedEffect } from '../support/scenario.js';
+import { charge, memoryChargeSource, memoryEvidence, seedClaim, seedEffect } from '../support/scenario.js';
 import { tableChecksums } from '../support/checksums.js';
 
 const NOW = new Date('2026-11-10T12:00:00Z');
@@ -31,11 +31,12 @@ const baseOptions: SweepOptions = {
 let db: TestDatabase;
 let stripe: NormalizedCharge[];
 const listCalls = { count: 0 };
+let evidence: ReturnType<typeof memoryEvidence>;
 
 /** A sweep of the scenario's Stripe at NOW, with any dependency or option replaced. */
 function sweepWith(deps: Partial<SweepDeps> = {}, options: Partial<SweepOptions> = {}) {
   return sweep(
-    { pool: db.pool, listCharges: memoryChargeSource(() => stripe, listCalls), clock: () => NOW, logger: silentLogger(), ...deps },
+    { pool: db.pool, listCharges: memoryChargeSource(() => stripe, listCalls), evidence, clock: () => NOW, logger: silentLogger(), ...deps },
     { ...baseOptions, ...options },
   );
 }
@@ -49,6 +50,7 @@ const meta = (key: string) => ({ tenantId: 'acme', idempotencyKey: key });
 /** Every category of the table, as crashes and outside hands leave them. */
 async function buildScenario(): Promise<void> {
   stripe = [];
+  evidence = memoryEvidence(() => stripe);
   const q = db.pool;
   // matched
   await seedClaim(q, { tenantId: 'acme', key: 'k-matched', status: 'completed', createdAt: at('10T09:00:00') });
@@ -112,7 +114,7 @@ afterAll(async () => {
 });
 beforeEach(async () => {
   await db.pool.query(
-    'TRUNCATE recon_repairs, recon_findings, recon_watermarks, recon_runs, stripe_charges, payments, idempotency_keys',
+    'TRUNCATE recon_refunds, recon_repairs, recon_findings, recon_watermarks, recon_runs, stripe_charges, payments, idempotency_keys',
   );
   await buildScenario();
 });
@@ -122,7 +124,7 @@ describe('a sweep over every category', () => {
     const [report] = await run();
     expect(report).toMatchObject({
       findings: {
-        matched: 1,
+        matched: 2, // ch_matched, and ch_dup1: the duplicate's kept charge agrees with its claim and payment
         claim_without_effect: 2,
         stale_claim: 2,
         lost_effect: 1,
@@ -259,35 +261,49 @@ describe('a sweep over every category', () => {
 });
 
 describe('--refund-duplicates', () => {
-  it('refunds the extra charge after the slice committed, with a key derived from the charge, once', async () => {
-    const calls: Array<{ charge: string; key: string; committedAsOpen: unknown }> = [];
-    const refund = async (c: { id: string }, key: string) => {
-      // The finding is committed (open) before Stripe is called: a crash here loses nothing.
-      const seen = await db.pool.query(`SELECT state FROM recon_findings WHERE category = 'duplicate_charge'`);
-      calls.push({ charge: c.id, key, committedAsOpen: seen.rows[0]?.state });
-    };
-    const [report] = await sweepWith({ refund }, { refundDuplicates: true });
-    expect(calls).toEqual([{ charge: 'ch_dup2', key: 'sweeper_refund_v1_ch_dup2', committedAsOpen: 'open' }]);
+  it('refunds the extra charge through the outbox after the slice committed, with a key derived from the charge, once', async () => {
+    const [report] = await sweepWith({}, { refundDuplicates: true });
+    expect(evidence.refunds).toMatchObject([{ chargeId: 'ch_dup2', metadata: { sweeper_refund_key: 'sweeper_refund_v1_ch_dup2' } }]);
     expect(report).toMatchObject({ repaired: { duplicate_charge: 1 }, unreconciled: 5 });
     expect(await query(`SELECT state FROM recon_findings WHERE category = 'duplicate_charge'`)).toEqual([{ state: 'repaired' }]);
-    expect(await query(`SELECT r.action FROM recon_repairs r JOIN recon_findings f ON f.id = r.finding_id WHERE f.category = 'duplicate_charge'`)).toEqual([
-      { action: 'refund_duplicates' },
+    expect(await query(`SELECT charge_id, kept_charge_id, state FROM recon_refunds`)).toEqual([
+      { charge_id: 'ch_dup2', kept_charge_id: 'ch_dup1', state: 'refunded' },
     ]);
+    expect(await query(`SELECT r.action FROM recon_repairs r JOIN recon_findings f ON f.id = r.finding_id WHERE f.category = 'duplicate_charge'`)).toEqual([
+      { action: 'refund_duplicate' },
+    ]);
+    // The mirror holds Stripe's answer after the refund.
+    expect(await query(`SELECT refunded, amount_refunded FROM stripe_charges WHERE charge_id = 'ch_dup2'`)).toEqual([{ refunded: true, amount_refunded: 1000 }]);
 
-    // Stripe now shows the extra charge refunded: the duplicate is settled, nothing is refunded again.
-    stripe = stripe.map((c) => (c.id === 'ch_dup2' ? { ...c, refunded: true, amountRefunded: c.amount } : c));
-    const [again] = await sweepWith({ refund }, { refundDuplicates: true });
-    expect(calls).toHaveLength(1);
+    // A rerun of the range: the duplicate is settled, no POST, no new audit row.
+    const [again] = await sweepWith({}, { refundDuplicates: true });
+    expect(evidence.calls.refundPosts).toBe(1);
     expect(again?.findings.duplicate_charge).toBe(0);
     expect(await query(`SELECT state FROM recon_findings WHERE category = 'duplicate_charge'`)).toEqual([{ state: 'repaired' }]);
+    expect(await query(`SELECT count(*)::int AS n FROM recon_repairs WHERE action = 'refund_duplicate'`)).toEqual([{ n: 1 }]);
   });
 
-  it('a refund that Stripe refuses ends the run with the duplicate still open', async () => {
-    const refund = async () => {
-      throw new Error('The provided key does not have the required permissions (rak_refund_write)');
-    };
-    await expect(sweepWith({ refund }, { refundDuplicates: true })).rejects.toThrow(/rak_refund_write/);
+  it('a refund that Stripe refuses ends the run with the duplicate open and the intent kept; the next run finishes it', async () => {
+    evidence.refundFails.next = 1;
+    await expect(sweepWith({}, { refundDuplicates: true })).rejects.toThrow(/could not be reached/);
     expect(await query(`SELECT state FROM recon_findings WHERE category = 'duplicate_charge'`)).toEqual([{ state: 'open' }]);
+    expect(await query(`SELECT state FROM recon_refunds`)).toEqual([{ state: 'intent' }]);
+    const [next] = await sweepWith({}, { refundDuplicates: true });
+    expect(next?.repaired.duplicate_charge).toBe(1);
+    expect(await query(`SELECT state FROM recon_findings WHERE category = 'duplicate_charge'`)).toEqual([{ state: 'repaired' }]);
+    expect(evidence.refunds).toHaveLength(1);
+  });
+
+  it('a crash after Stripe refunded but before the commit: the next run finds the refund and POSTs nothing', async () => {
+    evidence.refundFails.next = 1;
+    evidence.refundFails.afterStripeRefunded = true; // Stripe refunds, the answer is lost
+    // The POST's own error path looks again and finds it: settled in the same run.
+    const [report] = await sweepWith({}, { refundDuplicates: true });
+    expect(report?.repaired.duplicate_charge).toBe(1);
+    expect(evidence.calls.refundPosts).toBe(1);
+    expect(await query(`SELECT state, reason FROM recon_refunds`)).toEqual([
+      { state: 'refunded', reason: 'found at Stripe: already refunded by an earlier attempt' },
+    ]);
   });
 });
 

@@ -2,6 +2,7 @@ import type { Queryable } from '../../src/db/pool.js';
 import type { NormalizedCharge } from '../../src/stripe/types.js';
 import type { ChargeSource } from '../../src/sweep/sweep.js';
 import { downstreamKey } from '../../src/claims/keys.js';
+import type { RefundFact, StripeEvidence } from '../../src/sweep/evidence-source.js';
 
 /** Direct table writes for sweep tests: the states crashes leave behind, made on purpose. */
 
@@ -13,15 +14,25 @@ export interface ClaimSeed {
   lockedUntil?: Date | null;
   attempt?: number;
   responseStatus?: number | null;
+  /** The stored answer's body; by default a completed 2xx names the charge `responseCharge` (or none). */
+  responseBody?: unknown;
+  responseCharge?: string | null;
+  responseOutcome?: 'success' | 'pending_action' | 'declined' | 'rejected' | null;
   accountId?: string | null;
+  /** The request the claim stands for; null = written by another writer. */
+  amount?: number | null;
+  currency?: string | null;
 }
 
 export async function seedClaim(db: Queryable, c: ClaimSeed): Promise<void> {
   const completed = c.status === 'completed';
+  const status = completed ? (c.responseStatus ?? 200) : null;
+  const body = completed ? (c.responseBody ?? (c.responseCharge ? { object: 'charge_result', charge: c.responseCharge } : { seeded: true })) : null;
   await db.query(
     `INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, locked_until, attempt, downstream_key,
-                                   account_id, response_status, response_body, created_at, completed_at, updated_at)
-     VALUES ($1, $2, 'fp', $3, $4, $5, $6, $7, $8, $9, $10, $11, $10)`,
+                                   account_id, response_status, response_body, created_at, completed_at, updated_at,
+                                   response_outcome, amount, currency)
+     VALUES ($1, $2, 'fp', $3, $4, $5, $6, $7, $8, $9, $10, $11, $10, $12, $13, $14)`,
     [
       c.tenantId,
       c.key,
@@ -30,10 +41,13 @@ export async function seedClaim(db: Queryable, c: ClaimSeed): Promise<void> {
       c.attempt ?? 1,
       downstreamKey(c.tenantId, c.key),
       c.accountId ?? null,
-      completed ? (c.responseStatus ?? 200) : null,
-      completed ? JSON.stringify({ seeded: true }) : null,
+      status,
+      body === null ? null : JSON.stringify(body),
       c.createdAt,
       completed ? c.createdAt : null,
+      completed ? (c.responseOutcome === undefined ? (status !== null && status < 300 ? 'success' : 'declined') : c.responseOutcome) : null,
+      c.amount === undefined ? 1000 : c.amount,
+      c.currency === undefined ? 'usd' : c.currency,
     ],
   );
 }
@@ -83,6 +97,8 @@ export function charge(over: Partial<NormalizedCharge> & { id: string; created: 
     refunded: false,
     disputed: false,
     paymentIntent: null,
+    customer: null,
+    paymentMethod: null,
     tenantId: null,
     idempotencyKey: null,
     livemode: false,
@@ -100,5 +116,60 @@ export function memoryChargeSource(charges: () => NormalizedCharge[], calls?: { 
       (c) => (c.account ?? 'platform') === account && c.created >= from && c.created < to,
     );
     for (let i = 0; i < matching.length; i += 100) yield { charges: matching.slice(i, i + 100), malformed: [] };
+  };
+}
+
+/**
+ * Stripe's own word over the same array the scenario lists from: lookups by id,
+ * search by metadata, refunds. `refundsMade` records every refund POST, so tests can
+ * count them across runs; `refundFails` makes the next POSTs throw (a crash, Stripe down).
+ */
+export function memoryEvidence(charges: () => NormalizedCharge[]): StripeEvidence & {
+  calls: { byId: number; searches: number; refundLists: number; refundPosts: number };
+  refunds: RefundFact[];
+  refundFails: { next: number; afterStripeRefunded?: boolean };
+} {
+  const calls = { byId: 0, searches: 0, refundLists: 0, refundPosts: 0 };
+  const refunds: RefundFact[] = [];
+  const refundFails = { next: 0, afterStripeRefunded: false };
+  const inAccount = (account: string) => charges().filter((c) => (c.account ?? 'platform') === account);
+  return {
+    calls,
+    refunds,
+    refundFails,
+    async chargesById(account, ids) {
+      calls.byId += ids.length;
+      return inAccount(account).filter((c) => ids.includes(c.id)).map((c) => ({ ...c }));
+    },
+    async chargesNaming(account, tenantId, key) {
+      calls.searches += 1;
+      return inAccount(account).filter((c) => c.tenantId === tenantId && c.idempotencyKey === key).map((c) => ({ ...c }));
+    },
+    async refundsOf(_account, chargeId) {
+      calls.refundLists += 1;
+      return refunds.filter((r) => r.chargeId === chargeId);
+    },
+    async refund(account, request) {
+      calls.refundPosts += 1;
+      const existing = refunds.find((r) => r.metadata.sweeper_refund_key === request.idempotencyKey);
+      const charge = inAccount(account).find((c) => c.id === request.chargeId);
+      if (refundFails.next > 0 && !refundFails.afterStripeRefunded) {
+        refundFails.next -= 1;
+        throw new Error('Stripe could not be reached');
+      }
+      if (existing) return existing;
+      if (!charge) throw new Error(`No such charge: ${request.chargeId}`);
+      if (charge.amountRefunded >= charge.amount) throw new Error(`Charge ${charge.id} has already been refunded.`);
+      const refund: RefundFact = { id: `re_${refunds.length + 1}`, chargeId: charge.id, amount: request.amount, status: 'succeeded', metadata: { ...request.metadata } };
+      refunds.push(refund);
+      charge.amountRefunded += request.amount;
+      charge.refunded = charge.amountRefunded >= charge.amount;
+      if (refundFails.next > 0) {
+        // Stripe refunded, but the answer never came back.
+        refundFails.next -= 1;
+        throw new Error('connection reset after the refund was made');
+      }
+      return refund;
+    },
   };
 }

@@ -23,6 +23,8 @@ describe('a full Stripe charge object', () => {
         refunded: false,
         disputed: true,
         paymentIntent: 'pi_3QfixtureRefundDisp01',
+        customer: 'cus_RfixtureCustomer1',
+        paymentMethod: 'pm_1QfixtureCard0001',
         tenantId: 'acme',
         idempotencyKey: 'order-1',
         livemode: false,

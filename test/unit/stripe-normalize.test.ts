@@ -51,6 +51,8 @@ describe('normalizeCharge', () => {
         refunded: false,
         disputed: true,
         paymentIntent: 'pi_1',
+        customer: 'cus_1',
+        paymentMethod: 'pm_1',
         tenantId: 'tenant-a',
         idempotencyKey: 'order-1',
         livemode: false,
@@ -147,6 +149,7 @@ describe('normalizeCharge refuses what the mirror would refuse, naming the charg
     ['an id with a NUL', { id: 'ch_\u00001' }, /id is not 1-255 printable ASCII characters without spaces/],
     ['an id that is a number', { id: 12 }, /id is not a string \(number\)/],
     ['a payment_intent with a NUL', { payment_intent: 'pi_\u0000' }, /payment_intent is not an id/],
+    ['a customer that is an array', { customer: ['cus_1'] }, /customer is not an id/],
     ['captured as text', { captured: 'yes' }, /captured is not a boolean \("yes"\)/],
     ['an unknown status', { status: 'refunded' }, /unknown status "refunded"/],
   ])('%s', (_name, overrides, problem) => {

@@ -1,0 +1,146 @@
+import Stripe from 'stripe';
+import type { RefundFact, RefundRequest, StripeEvidence } from '../sweep/evidence-source.js';
+import { StripeListCounters } from './counters.js';
+import { DEFAULT_METADATA_KEYS, normalizeCharge, type MetadataKeys } from './normalize.js';
+import { withRetries, type RetryDeps } from './page-source.js';
+import { RateBudget } from './rate-budget.js';
+import type { NormalizedCharge } from './types.js';
+
+/**
+ * Stripe's own word for the sweep (see src/sweep/evidence-source.ts), through the real
+ * SDK, under the process's shared rate budget and the lister's retry rules:
+ * `GET /v1/charges/:id`, `GET /v1/charges/search` by metadata, `GET /v1/refunds?charge=`
+ * and `POST /v1/refunds` (idempotent by its key, so retrying it is safe).
+ */
+
+export interface StripeEvidenceDeps {
+  stripe: Stripe;
+  budget?: RateBudget;
+  counters?: StripeListCounters;
+  metadataKeys?: MetadataKeys;
+  retry?: RetryDeps['policy'];
+  sleep?: RetryDeps['sleep'];
+  /** Unix seconds now, for the normaliser's range checks. */
+  nowSeconds?: () => number;
+}
+
+/** A re-read answered, but the charge cannot be judged: fail closed rather than decide on it. */
+export class UnreadableEvidenceError extends Error {
+  override readonly name = 'UnreadableEvidenceError';
+  readonly exitCode = 1;
+}
+
+/** Pages of a search followed at most this far: a key names a handful of charges, not thousands. */
+const MAX_SEARCH_PAGES = 10;
+
+type Call<R> = { account: string | null; run: (options: Stripe.RequestOptions) => Promise<R> };
+
+export function createStripeEvidence(deps: StripeEvidenceDeps): StripeEvidence {
+  const keys = deps.metadataKeys ?? DEFAULT_METADATA_KEYS;
+  const nowSeconds = deps.nowSeconds ?? (() => Math.floor(Date.now() / 1000));
+  const retrying = withRetries(
+    <R>(call: Call<R>) => {
+      const options: Stripe.RequestOptions = { maxNetworkRetries: 0 };
+      if (call.account) options.stripeAccount = call.account;
+      return call.run(options);
+    },
+    {
+      budget: deps.budget ?? new RateBudget(),
+      counters: deps.counters ?? new StripeListCounters(),
+      policy: deps.retry,
+      sleep: deps.sleep,
+    },
+  );
+  const send = <R>(account: string, run: Call<R>['run'], signal?: AbortSignal): Promise<R> =>
+    retrying({ account: account === 'platform' ? null : account, run }, signal ?? new AbortController().signal) as Promise<R>;
+
+  const normalize = (raw: unknown, account: string): NormalizedCharge => {
+    const result = normalizeCharge(raw, account === 'platform' ? null : account, keys, nowSeconds());
+    if (!result.ok) throw new UnreadableEvidenceError(`Stripe's re-read of charge ${result.malformed.id ?? '(no id)'} cannot be judged: ${result.malformed.problem}`);
+    return result.charge;
+  };
+
+  return {
+    async chargesById(account, ids, signal) {
+      const found: NormalizedCharge[] = [];
+      for (const id of ids) {
+        const raw = await send(
+          account,
+          async (options) => {
+            try {
+              return await deps.stripe.charges.retrieve(id, {}, options);
+            } catch (error) {
+              if (isMissing(error)) return null;
+              throw error;
+            }
+          },
+          signal,
+        );
+        if (raw) found.push(normalize(raw, account));
+      }
+      return found;
+    },
+    async chargesNaming(account, tenantId, key, signal) {
+      const query = `metadata['${quote(keys.tenantId)}']:'${quote(tenantId)}' AND metadata['${quote(keys.idempotencyKey)}']:'${quote(key)}'`;
+      const found: NormalizedCharge[] = [];
+      let page: string | undefined;
+      for (let n = 0; n < MAX_SEARCH_PAGES; n += 1) {
+        const result = await send(
+          account,
+          (options) => deps.stripe.charges.search({ query, limit: 100, ...(page ? { page } : {}) }, options),
+          signal,
+        );
+        for (const raw of result.data) found.push(normalize(raw, account));
+        if (!result.has_more || !result.next_page) return found;
+        page = result.next_page;
+      }
+      throw new UnreadableEvidenceError(`Stripe's search for ${tenantId}/${key} did not end after ${MAX_SEARCH_PAGES} pages`);
+    },
+    async refundsOf(account, chargeId, signal) {
+      const refunds: RefundFact[] = [];
+      let after: string | undefined;
+      for (;;) {
+        const page = await send(
+          account,
+          (options) => deps.stripe.refunds.list({ charge: chargeId, limit: 100, ...(after ? { starting_after: after } : {}) }, options),
+          signal,
+        );
+        refunds.push(...page.data.map(refundFact));
+        const last = page.data.at(-1);
+        if (!page.has_more || !last || last.id === after) return refunds;
+        after = last.id;
+      }
+    },
+    async refund(account, request: RefundRequest, signal) {
+      const refund = await send(
+        account,
+        (options) =>
+          deps.stripe.refunds.create(
+            { charge: request.chargeId, amount: request.amount, metadata: request.metadata },
+            { ...options, idempotencyKey: request.idempotencyKey },
+          ),
+        signal,
+      );
+      return refundFact(refund);
+    },
+  };
+}
+
+function refundFact(r: Stripe.Refund): RefundFact {
+  return {
+    id: r.id,
+    chargeId: typeof r.charge === 'string' ? r.charge : (r.charge?.id ?? ''),
+    amount: r.amount,
+    status: r.status ?? 'succeeded',
+    metadata: Object.fromEntries(Object.entries(r.metadata ?? {}).filter((e): e is [string, string] => typeof e[1] === 'string')),
+  };
+}
+
+function isMissing(error: unknown): boolean {
+  return error instanceof Stripe.errors.StripeInvalidRequestError && error.statusCode === 404;
+}
+
+/** Stripe's search language: a quote or backslash inside a quoted value is escaped with a backslash. */
+function quote(value: string): string {
+  return value.replace(/[\\']/g, (c) => `\\${c}`);
+}

@@ -1,0 +1,183 @@
+import type { ChargeFact, ClaimFact, EffectFact, IdentityFacts, SliceFacts } from './facts.js';
+import { accountName } from './facts.js';
+import type { Finding } from './judge/index.js';
+import { responseFromCharge, type RepairOutcome } from './repairs.js';
+
+/**
+ * A dry run undoes each slice's repairs at once (so no lock outlives the slice), but
+ * a later slice of the same run must see what a real run would see there: the claims
+ * completed, released or re-created, the payments recorded, the refunds made. This
+ * keeps the would-be repairs in memory (one entry per repair, not per charge) and lays
+ * them over the facts of later slices, so a dry run counts exactly as a real run.
+ */
+export class DryRunOverlay {
+  private readonly claims = new Map<string, ClaimFact>();
+  private readonly effects = new Map<string, EffectFact>();
+  private readonly refunded = new Set<string>();
+
+  record(repairs: ReadonlyMap<Finding, RepairOutcome>, refunds: readonly Finding[], now: Date): void {
+    for (const finding of repairs.keys()) this.recordOne(finding, now);
+    for (const finding of refunds) {
+      if (finding.repair?.kind === 'refund_duplicates') for (const c of finding.repair.refund) this.refunded.add(c.id);
+    }
+  }
+
+  apply(facts: SliceFacts): SliceFacts {
+    if (this.claims.size === 0 && this.effects.size === 0 && this.refunded.size === 0) return facts;
+    return {
+      identities: facts.identities.map((i) => this.applyIdentity(i)),
+      looseCharges: facts.looseCharges.map((l) => ({
+        charge: this.charge(l.charge),
+        effect: l.effect ? this.effect(l.effect) : (this.effects.get(l.charge.id) ?? null),
+      })),
+      looseEffects: facts.looseEffects.map((l) => ({ effect: this.effect(l.effect), charge: l.charge ? this.charge(l.charge) : null })),
+    };
+  }
+
+  private recordOne(finding: Finding, now: Date): void {
+    const repair = finding.repair;
+    if (!repair) return;
+    switch (repair.kind) {
+      case 'complete_claim': {
+        const key = claimKey(repair.claim.tenantId, repair.claim.key);
+        const claim = this.claims.get(key);
+        const response = responseFromCharge(repair.charge);
+        this.claims.set(key, {
+          ...(claim ?? placeholderClaim(repair.claim.tenantId, repair.claim.key, repair.charge, repair.claim.createdAt)),
+          status: 'completed',
+          lockedUntil: null,
+          responseStatus: response.status,
+          responseOutcome: response.outcome,
+          responseChargeId: repair.charge.id,
+          updatedAt: now,
+        });
+        if (repair.insertEffect) this.effects.set(repair.charge.id, effectFrom(repair.charge, repair.claim.tenantId, repair.claim.key));
+        return;
+      }
+      case 'release_claim': {
+        const key = claimKey(repair.claim.tenantId, repair.claim.key);
+        this.claims.set(key, { ...(this.claims.get(key) ?? released(repair.claim)), status: 'released', lockedUntil: null, updatedAt: now });
+        return;
+      }
+      case 'recreate_claim': {
+        if (repair.withClaim) {
+          const response = responseFromCharge(repair.charge);
+          this.claims.set(claimKey(repair.tenantId, repair.key), {
+            ...placeholderClaim(repair.tenantId, repair.key, repair.charge, repair.createdAt),
+            accountId: repair.accountId,
+            responseStatus: response.status,
+            responseOutcome: response.outcome,
+          });
+        }
+        if (repair.insertEffect) this.effects.set(repair.charge.id, effectFrom(repair.charge, repair.tenantId, repair.key));
+        return;
+      }
+      case 'update_effect':
+        this.effects.set(repair.effect.chargeId, {
+          ...repair.effect,
+          status: repair.charge.status,
+          amountRefunded: repair.charge.amountRefunded,
+          disputed: repair.charge.disputed,
+        });
+        return;
+      case 'refund_duplicates':
+        return;
+    }
+  }
+
+  private applyIdentity(identity: IdentityFacts): IdentityFacts {
+    const overlaid = this.claims.get(claimKey(identity.tenantId, identity.key));
+    let { claim, claimAccount, tenantKnown } = identity;
+    if (overlaid) {
+      const here = accountName(overlaid.accountId) === identity.account;
+      // The overlay knows only what a repair changed; the rest of a claim is what was read.
+      claim = here ? { ...(claim ?? overlaid), ...changedFields(overlaid) } : claim;
+      if (!here && !claim) claimAccount = accountName(overlaid.accountId);
+    }
+    if (!tenantKnown) {
+      tenantKnown = [...this.claims.values()].some((c) => c.tenantId === identity.tenantId && accountName(c.accountId) === identity.account);
+    }
+    const effects = new Map(identity.effects.map((e) => [e.chargeId, this.effect(e)]));
+    for (const [id, effect] of this.effects) {
+      const named = effect.tenantId === identity.tenantId && effect.idempotencyKey === identity.key && accountName(effect.accountId) === identity.account;
+      if (named && !effects.has(id)) effects.set(id, effect);
+    }
+    return { ...identity, claim, claimAccount, tenantKnown, charges: identity.charges.map((c) => this.charge(c)), effects: [...effects.values()] };
+  }
+
+  private effect(e: EffectFact): EffectFact {
+    return this.effects.get(e.chargeId) ?? e;
+  }
+
+  private charge(c: ChargeFact): ChargeFact {
+    return this.refunded.has(c.id) ? { ...c, refunded: true, amountRefunded: c.amount } : c;
+  }
+}
+
+const claimKey = (tenantId: string, key: string) => `${tenantId}\u001f${key}`;
+
+/** The fields a repair changes; the others stay as read. */
+function changedFields(c: ClaimFact): Partial<ClaimFact> {
+  return {
+    status: c.status,
+    lockedUntil: c.lockedUntil,
+    responseStatus: c.responseStatus,
+    responseOutcome: c.responseOutcome,
+    responseChargeId: c.responseChargeId,
+    updatedAt: c.updatedAt,
+  };
+}
+
+function placeholderClaim(tenantId: string, key: string, charge: ChargeFact, createdAt: Date): ClaimFact {
+  return {
+    tenantId,
+    key,
+    accountId: charge.account === 'platform' ? null : charge.account,
+    status: 'completed',
+    attempt: 1,
+    lockedUntil: null,
+    createdAt,
+    updatedAt: createdAt,
+    responseStatus: 200,
+    responseOutcome: 'success',
+    responseChargeId: charge.id,
+    amount: charge.amount,
+    currency: charge.currency,
+    downstreamKey: '',
+  };
+}
+
+function released(claim: { tenantId: string; key: string; createdAt: Date; attempt: number }): ClaimFact {
+  return {
+    tenantId: claim.tenantId,
+    key: claim.key,
+    accountId: null,
+    status: 'released',
+    attempt: claim.attempt,
+    lockedUntil: null,
+    createdAt: claim.createdAt,
+    updatedAt: claim.createdAt,
+    responseStatus: null,
+    responseOutcome: null,
+    responseChargeId: null,
+    amount: null,
+    currency: null,
+    downstreamKey: '',
+  };
+}
+
+function effectFrom(charge: ChargeFact, tenantId: string, key: string): EffectFact {
+  return {
+    chargeId: charge.id,
+    tenantId,
+    idempotencyKey: key,
+    accountId: charge.account === 'platform' ? null : charge.account,
+    paymentIntentId: charge.paymentIntent,
+    amount: charge.amount,
+    currency: charge.currency,
+    status: charge.status,
+    amountRefunded: charge.amountRefunded,
+    disputed: charge.disputed,
+    createdAt: charge.created,
+  };
+}

@@ -1,0 +1,77 @@
+import type { LooseCharge, LooseEffect, SliceFacts } from '../facts.js';
+import { chargeSummary, emptyJudgement, finding } from './build.js';
+import { identityKey, isMoney } from './evidence.js';
+import { judgeIdentity } from './identity.js';
+import { judgePair } from './pairs.js';
+import type { Finding, JudgeContext, Judgement } from './types.js';
+
+/**
+ * The decision itself: facts in, findings, planned repairs and the reads still
+ * needed from Stripe out. No I/O and no clock of its own. README "How a key is
+ * judged" is the table this implements; each situation has its own module:
+ * pairs.ts (a payment row against its charge), claimed.ts, unclaimed.ts,
+ * duplicates.ts; build.ts makes every finding.
+ */
+export function judgeSlice(facts: SliceFacts, ctx: JudgeContext): Judgement {
+  const out = emptyJudgement();
+  for (const identity of facts.identities) judgeIdentity(identity, ctx, out);
+  for (const loose of facts.looseCharges) judgeLooseCharge(loose, ctx, out);
+  for (const loose of facts.looseEffects) judgeLooseEffect(loose, ctx, out);
+  out.findings = dedupe(out.findings);
+  out.matched = [...new Set(out.matched)];
+  out.needs = {
+    charges: [...new Map(out.needs.charges.map((n) => [`${n.account}\u001f${n.id}`, n])).values()],
+    identities: [...new Map(out.needs.identities.map((n) => [identityKey(n.account, n.tenantId, n.key), n])).values()],
+  };
+  return out;
+}
+
+/** A charge without tenant/key metadata: its payment row is checked; money without one is `unattributed_charge`. */
+function judgeLooseCharge({ charge, effect }: LooseCharge, ctx: JudgeContext, out: Judgement): void {
+  out.judgedSubjects.push(charge.id);
+  if (effect) {
+    if (judgePair(effect, charge, ctx, out) === 'agrees') out.matched.push(charge.id);
+    return;
+  }
+  if (!isMoney(charge)) {
+    out.quiet.charges.push(charge.id);
+    return;
+  }
+  out.findings.push(
+    finding({
+      category: 'unattributed_charge',
+      tenantId: charge.tenantId,
+      key: charge.idempotencyKey,
+      charge,
+      reason: 'no tenant/key metadata: cannot tell which claim it belongs to',
+      details: { charge: chargeSummary(charge) },
+      covers: { charges: [charge.id] },
+    }),
+  );
+}
+
+/** A payment row without tenant/key: checked against its own charge only. */
+function judgeLooseEffect({ effect, charge }: LooseEffect, ctx: JudgeContext, out: Judgement): void {
+  if (judgePair(effect, charge, ctx, out) === 'agrees' && charge) out.matched.push(charge.id);
+}
+
+/** One finding per (category, subject): an object reached twice (by a key and as loose) is reported once. */
+function dedupe(findings: Finding[]): Finding[] {
+  const seen = new Map<string, Finding>();
+  for (const f of findings) {
+    const id = `${f.category}\u001f${f.subject}`;
+    const first = seen.get(id);
+    if (!first) {
+      seen.set(id, f);
+      continue;
+    }
+    first.covers.claims.push(...f.covers.claims.filter((c) => !first.covers.claims.includes(c)));
+    first.covers.charges.push(...f.covers.charges.filter((c) => !first.covers.charges.includes(c)));
+    first.covers.effects.push(...f.covers.effects.filter((c) => !first.covers.effects.includes(c)));
+  }
+  return [...seen.values()];
+}
+
+export { NOTHING_VERIFIED } from './types.js';
+export type { ClaimVersion, Covers, Finding, FindingCategory, JudgeContext, Judgement, RepairPlan, Verified, VerificationNeeds } from './types.js';
+export { identityKey, isLiveLease } from './evidence.js';

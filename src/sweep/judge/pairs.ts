@@ -1,0 +1,69 @@
+import type { ChargeFact, EffectFact } from '../facts.js';
+import { chargeSummary, effectSummary, finding } from './build.js';
+import type { JudgeContext, Judgement } from './types.js';
+
+/**
+ * A payment row against its own charge (by id): the checks every path shares.
+ * - no charge: a failed row recorded no money (nothing to say); any other row is
+ *   `effect_without_charge`, raised only once Stripe itself said the charge does not
+ *   exist (looked up by id this run), never from the mirror alone;
+ * - amount or currency differ: `amount_mismatch` (Stripe shows what was charged);
+ * - refund, dispute or status differ: `status_drift`, repaired from the charge.
+ */
+export type PairVerdict = 'agrees' | 'amount_mismatch' | 'status_drift' | 'effect_without_charge' | 'quiet' | 'deferred';
+
+export function judgePair(effect: EffectFact, charge: ChargeFact | null, ctx: JudgeContext, out: Judgement): PairVerdict {
+  const ids = { tenantId: effect.tenantId, key: effect.idempotencyKey };
+  out.judgedSubjects.push(effect.chargeId);
+  if (!charge) {
+    if (effect.status === 'failed') {
+      out.quiet.effects.push(effect.chargeId);
+      return 'quiet';
+    }
+    if (!ctx.verified.chargeIds.has(effect.chargeId)) {
+      out.needs.charges.push({ account: effect.accountId ?? 'platform', id: effect.chargeId });
+      out.deferred.push(effect.chargeId);
+      return 'deferred';
+    }
+    out.findings.push(
+      finding({
+        category: 'effect_without_charge',
+        ...ids,
+        charge: null,
+        chargeId: effect.chargeId,
+        reason: 'Stripe has no charge with this id (looked up by id)',
+        details: { effect: effectSummary(effect) },
+        covers: { effects: [effect.chargeId] },
+      }),
+    );
+    return 'effect_without_charge';
+  }
+  const covers = { effects: [effect.chargeId], charges: [charge.id] };
+  if (charge.amount !== effect.amount || charge.currency !== effect.currency) {
+    out.findings.push(
+      finding({
+        category: 'amount_mismatch',
+        ...ids,
+        charge,
+        reason: 'the payment row and the charge disagree on amount or currency',
+        details: { effect: effectSummary(effect), charge: chargeSummary(charge) },
+        covers,
+      }),
+    );
+    return 'amount_mismatch';
+  }
+  if (charge.amountRefunded !== effect.amountRefunded || charge.disputed !== effect.disputed || charge.status !== effect.status) {
+    out.findings.push(
+      finding({
+        category: 'status_drift',
+        ...ids,
+        charge,
+        repair: { kind: 'update_effect', effect, charge },
+        details: { effect: effectSummary(effect), charge: chargeSummary(charge) },
+        covers,
+      }),
+    );
+    return 'status_drift';
+  }
+  return 'agrees';
+}
