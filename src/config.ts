@@ -25,7 +25,7 @@ export const DURATION_BOUNDS = {
   SWEEPER_FIRST_RUN_LOOKBACK: { fallback: '1d', min: MINUTE, max: 31 * DAY },
   SWEEPER_RETRY_HORIZON: { fallback: '1d', min: MINUTE, max: 30 * DAY },
   SWEEPER_SHUTDOWN_GRACE: { fallback: '20s', min: 1_000, max: 5 * MINUTE },
-  SWEEPER_RUN_DEADLINE: { fallback: '12m', min: MINUTE, max: 7 * DAY },
+  SWEEPER_RUN_DEADLINE: { fallback: '12m', min: 5_000, max: 7 * DAY },
   SWEEPER_REQUEST_DEADLINE: { fallback: '20s', min: 1_000, max: 5 * MINUTE },
   SWEEPER_DB_LOCK_TIMEOUT: { fallback: '30s', min: 100, max: 10 * MINUTE },
   SWEEPER_DB_STATEMENT_TIMEOUT: { fallback: '5m', min: 1_000, max: HOUR },

@@ -49,4 +49,22 @@ describe('the least-privilege runtime role', () => {
     const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM pg_inherits WHERE inhparent = 'stripe_charges'::regclass`);
     expect(rows[0].n).toBeGreaterThan(0);
   });
+
+  it('has lock, statement and idle-in-transaction limits of its own, for sessions that do not set them', async () => {
+    const { rows } = await db.pool.query<{ setconfig: string[] }>(
+      `SELECT setconfig FROM pg_db_role_setting WHERE setrole = 'sweeper_runtime'::regrole AND setdatabase = 0`,
+    );
+    expect(rows[0]?.setconfig).toEqual(
+      expect.arrayContaining(['lock_timeout=30s', 'statement_timeout=5min', 'idle_in_transaction_session_timeout=5min']),
+    );
+  });
+
+  it('creates partitions only for days a sweep can need: not in 2100, not before Stripe existed', async () => {
+    const ensure = (from: string, to: string) =>
+      runtime.query(`SELECT sweeper_ensure_day_partitions('stripe_charges', $1::date, $2::date) AS n`, [from, to]);
+    await expect(ensure('2100-01-01', '2100-12-31')).rejects.toMatchObject({ code: '22023', message: expect.stringMatching(/35 days ahead/) });
+    await expect(ensure('2009-12-31', '2010-01-02')).rejects.toMatchObject({ code: '22023' });
+    const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM pg_class WHERE relname LIKE 'stripe_charges_p21%'`);
+    expect(rows[0].n).toBe(0);
+  });
 });

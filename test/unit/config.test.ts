@@ -54,7 +54,7 @@ describe('loadConfig', () => {
     [{ SWEEPER_RETRY_HORIZON: '60d' }, /^SWEEPER_RETRY_HORIZON must be between 1m and 30d/],
     [{ SWEEPER_CLAIM_LEASE: '2h' }, /^SWEEPER_CLAIM_LEASE must be between 1s and 1h/],
     [{ SWEEPER_SHUTDOWN_GRACE: '1h' }, /^SWEEPER_SHUTDOWN_GRACE must be between 1s and 5m/],
-    [{ SWEEPER_RUN_DEADLINE: '30s' }, /^SWEEPER_RUN_DEADLINE must be between 1m and 7d/],
+    [{ SWEEPER_RUN_DEADLINE: '4s' }, /^SWEEPER_RUN_DEADLINE must be between 5s and 7d/],
     [{ SWEEPER_REQUEST_DEADLINE: '10m' }, /^SWEEPER_REQUEST_DEADLINE must be between 1s and 5m/],
     [{ SWEEPER_DB_LOCK_TIMEOUT: '0s' }, /^SWEEPER_DB_LOCK_TIMEOUT must be a duration/],
     [{ SWEEPER_DB_STATEMENT_TIMEOUT: '2h' }, /^SWEEPER_DB_STATEMENT_TIMEOUT must be between 1s and 1h/],
