@@ -89,6 +89,6 @@ describe('sweeper migrate (subprocess)', () => {
   it('rejects a malformed setting with exit 64, naming the variable', async () => {
     const result = await runCli(['migrate'], { DATABASE_URL: db.url, SWEEPER_RETENTION: 'a week' });
     expect(result.code).toBe(64);
-    expect(result.stderr).toMatch(/SWEEPER_RETENTION: .*duration like 90s, 15m, 1h or 7d/);
+    expect(result.stderr).toMatch(/SWEEPER_RETENTION must be a duration like 90s, 15m, 1h or 7d/);
   });
 });
