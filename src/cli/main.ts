@@ -7,10 +7,12 @@ import { registerExpire } from './commands/expire.js';
 import { registerSchedule } from './commands/schedule.js';
 import { registerDemo } from './commands/demo.js';
 import { ExitCode, reportFatal } from './exit.js';
+import { packageJson } from './package-info.js';
 
 export function buildProgram(): Command {
   const program = new Command('sweeper')
     .description('Reconciles Stripe charges against local idempotency claims and payment rows.')
+    .version(packageJson().version, '-V, --version', 'print the version and exit')
     .showHelpAfterError()
     .exitOverride()
     .addHelpText(

