@@ -85,3 +85,18 @@ export class PageFetchError extends Error {
 export class MalformedPageError extends Error {
   override readonly name = 'MalformedPageError';
 }
+
+/**
+ * One line about anything thrown, never throwing itself: an upstream (or a fuzzer) can
+ * make an error out of any value, including objects without a prototype, whose
+ * `String()` throws.
+ */
+export function describeError(error: unknown): string {
+  const message = (error as { message?: unknown } | null)?.message;
+  if (typeof message === 'string') return message;
+  try {
+    return typeof error === 'string' ? error : JSON.stringify(error) ?? String(error);
+  } catch {
+    return `an error of type ${typeof error}`;
+  }
+}

@@ -1,5 +1,6 @@
 import Stripe from 'stripe';
 import { parseRetryAfter } from './backoff.js';
+import { describeError } from './errors.js';
 
 export type FailureVerdict =
   | {
@@ -30,7 +31,7 @@ interface ErrorLike {
 export function classifyListFailure(error: unknown, nowMs: number = Date.now()): FailureVerdict {
   const err = (typeof error === 'object' && error !== null ? error : {}) as ErrorLike;
   const status = typeof err.statusCode === 'number' ? err.statusCode : undefined;
-  const message = typeof err.message === 'string' ? err.message : String(error);
+  const message = describeError(error);
   if (status === 401) return { action: 'invalid_key', message };
   if (status === 403) return { action: 'missing_permission', message };
 

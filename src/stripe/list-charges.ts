@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import type Stripe from 'stripe';
 import type { RetryPolicy } from './backoff.js';
 import { StripeListCounters } from './counters.js';
-import { IncompleteWindowError, InvalidStripeKeyError, MalformedPageError, MissingStripePermissionError } from './errors.js';
+import { describeError, IncompleteWindowError, InvalidStripeKeyError, MalformedPageError, MissingStripePermissionError } from './errors.js';
 import { DEFAULT_METADATA_KEYS, normalizeCharge, pageCursorOf, STRIPE_ID, type MetadataKeys } from './normalize.js';
 import { pageShapeProblem, sdkPageSource, withRetries, type FetchChargePage, type RawChargePage } from './page-source.js';
 import { RateBudget, type Sleep } from './rate-budget.js';
@@ -102,7 +102,7 @@ export async function* listChargeWindow(
     if (failure) return;
     if (error instanceof InvalidStripeKeyError || error instanceof MissingStripePermissionError) failure = error;
     else {
-      const reason = (error as { message?: string })?.message ?? String(error);
+      const reason = describeError(error);
       failure = new IncompleteWindowError(account, range, { gte: task.gte, lt: task.lt }, reason, { cause: error });
     }
     controller.abort(failure);

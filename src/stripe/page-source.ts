@@ -1,7 +1,7 @@
 import Stripe from 'stripe';
 import { backoffDelayMs, DEFAULT_RETRY_POLICY, type RetryPolicy } from './backoff.js';
 import { StripeListCounters } from './counters.js';
-import { InvalidStripeKeyError, MalformedPageError, MissingStripePermissionError, PageFetchError } from './errors.js';
+import { describeError, InvalidStripeKeyError, MalformedPageError, MissingStripePermissionError, PageFetchError } from './errors.js';
 import { classifyListFailure } from './failure.js';
 import { realSleep, RateBudget, type Sleep } from './rate-budget.js';
 
@@ -138,6 +138,6 @@ function countFailure(counters: StripeListCounters, error: unknown, connection: 
 }
 
 function describeFailure(status: number | undefined, error: unknown): string {
-  const message = (error as { message?: string })?.message ?? String(error);
+  const message = describeError(error);
   return status === undefined ? message : `HTTP ${status}: ${message}`;
 }
