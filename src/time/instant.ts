@@ -20,3 +20,16 @@ export function parseInstant(text: string): Date | undefined {
   const check = new Date(Date.UTC(y ?? 0, (m ?? 1) - 1, d ?? 1));
   return check.getUTCDate() === d ? date : undefined;
 }
+
+const WITHOUT_ZONE = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?$/;
+
+/**
+ * Why `text` is not an instant, for a usage error after `<flag> <text>: `. A time of
+ * day without a zone is the usual slip: it gets its own advice instead of "not a time".
+ */
+export function instantProblem(text: string): string {
+  if (WITHOUT_ZONE.test(text.trim())) {
+    return `a time needs a zone: add one (Z or +hh:mm), e.g. ${text.trim().replace(' ', 'T')}Z`;
+  }
+  return 'not a time; use 2026-11-01 or 2026-11-01T12:00:00Z';
+}

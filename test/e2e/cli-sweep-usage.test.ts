@@ -26,7 +26,7 @@ describe('sweeper run/backfill: bad usage', () => {
   const cases: Array<[string, string[], Record<string, string | undefined>, RegExp]> = [
     ['--from after --to', ['backfill', '--from', '2026-11-05', '--to', '2026-11-01'], {}, /--from 2026-11-05 must be before --to/],
     ['unparseable --from', ['backfill', '--from', 'last week', '--to', '2026-11-01'], {}, /--from last week: not a time/],
-    ['a time without a zone', ['backfill', '--from', '2026-11-01T10:00', '--to', '2026-11-02'], {}, /not a time/],
+    ['a time without a zone', ['backfill', '--from', '2026-11-01T10:00', '--to', '2026-11-02'], {}, /--from 2026-11-01T10:00: a time needs a zone: add one \(Z or \+hh:mm\), e\.g\. 2026-11-01T10:00Z/],
     ['future --to', ['backfill', '--from', '2026-11-01', '--to', future], {}, /is in the future/],
     ['unknown account', ['run', '--account', 'acct_nope'], {}, /--account acct_nope is not in SWEEPER_ACCOUNTS/],
     ['malformed shard', ['run', '--shard', '3/2'], {}, /--shard 3\/2: expected I\/N/],

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseInstant } from '../../src/time/instant.js';
+import { instantProblem, parseInstant } from '../../src/time/instant.js';
 
 describe('parseInstant', () => {
   it.each([
@@ -14,4 +14,17 @@ describe('parseInstant', () => {
     'refuses %j',
     (text) => expect(parseInstant(text)).toBeUndefined(),
   );
+});
+
+describe('instantProblem', () => {
+  it.each([
+    ['2026-11-01T12:00:00', 'a time needs a zone: add one (Z or +hh:mm), e.g. 2026-11-01T12:00:00Z'],
+    ['2026-11-01T12:00', 'a time needs a zone: add one (Z or +hh:mm), e.g. 2026-11-01T12:00Z'],
+    ['2026-11-01 12:00:00.5', 'a time needs a zone: add one (Z or +hh:mm), e.g. 2026-11-01T12:00:00.5Z'],
+    ['yesterday', 'not a time; use 2026-11-01 or 2026-11-01T12:00:00Z'],
+    ['2026-02-30', 'not a time; use 2026-11-01 or 2026-11-01T12:00:00Z'],
+  ])('%j: %s', (text, message) => {
+    expect(parseInstant(text)).toBeUndefined();
+    expect(instantProblem(text)).toBe(message);
+  });
 });

@@ -5,7 +5,7 @@ import { finished } from 'node:stream/promises';
 import type { Command } from 'commander';
 import { writeReport, type ReportFilter } from '../../report/findings-report.js';
 import { CATEGORIES } from '../../sweep/categories.js';
-import { parseInstant } from '../../time/instant.js';
+import { instantProblem, parseInstant } from '../../time/instant.js';
 import { UsageError, withDatabase } from '../context.js';
 
 const STATES = ['open', 'repaired', 'resolved', 'ignored'];
@@ -82,7 +82,7 @@ function parseFilter(flags: ReportFlags): ReportFilter {
   if (flags.account !== undefined) filter.account = flags.account;
   if (flags.since !== undefined) {
     const since = parseInstant(flags.since);
-    if (!since) throw new UsageError(`--since ${flags.since}: not a time; use 2026-11-01 or 2026-11-01T12:00:00Z`);
+    if (!since) throw new UsageError(`--since ${flags.since}: ${instantProblem(flags.since)}`);
     filter.since = since;
   }
   return filter;

@@ -11,7 +11,7 @@ import { CATEGORIES } from '../../sweep/categories.js';
 import { sweep, SweepFailedError, type SweepDeps, type SweepReport } from '../../sweep/sweep.js';
 import { parseShard, shardOf, type Shard, type TimeWindow } from '../../sweep/window.js';
 import { parseDuration } from '../../time/duration.js';
-import { parseInstant } from '../../time/instant.js';
+import { instantProblem, parseInstant } from '../../time/instant.js';
 import { redact } from '../../secrets.js';
 import { terminalSafe } from '../../terminal-text.js';
 import { assertBackfillBounds, LARGE_BACKFILL_FLAG } from '../backfill-bounds.js';
@@ -236,9 +236,9 @@ export function selectAccounts(config: Config, account: string | undefined, shar
 
 function backfillWindow(flags: SweepFlags, config: Config, now: Date): TimeWindow {
   const from = parseInstant(flags.from ?? '');
-  if (!from) throw new UsageError(`--from ${flags.from}: not a time; use 2026-11-01 or 2026-11-01T12:00:00Z`);
+  if (!from) throw new UsageError(`--from ${flags.from}: ${instantProblem(flags.from ?? '')}`);
   const to = parseInstant(flags.to ?? '');
-  if (!to) throw new UsageError(`--to ${flags.to}: not a time; use 2026-11-01 or 2026-11-01T12:00:00Z`);
+  if (!to) throw new UsageError(`--to ${flags.to}: ${instantProblem(flags.to ?? '')}`);
   if (from >= to) throw new UsageError(`--from ${flags.from} must be before --to ${flags.to}`);
   if (to > now) throw new UsageError(`--to ${flags.to} is in the future`);
   if (to.getTime() > now.getTime() - config.settleMs) {
