@@ -67,7 +67,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       `SELECT id, category, subject, details ->> 'reason' AS reason FROM recon_findings WHERE state = 'open' ORDER BY category, id`,
     );
     for (const f of open.rows) {
-      print(`   #${f.id} ${f.category}: ${RUNBOOK[f.category].means}.\n        → ${f.reason ?? RUNBOOK[f.category].person}`);
+      // Why (the finding's own reason when it has one), then what to do: never the reason twice.
+      print(`   #${f.id} ${f.category}: ${f.reason ?? RUNBOOK[f.category].means}.\n        → to do: ${RUNBOOK[f.category].person}`);
     }
     const firstRunExitCode = first.unreconciled > 0 ? 3 : 0;
     const openNow = await readOpenFindings(pool, first.account);
@@ -84,7 +85,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       new Date(),
     );
     print(`\n   The webhook alert it would send (signed with X-Sweeper-Signature):\n${indent(JSON.stringify(body, null, 2), 5)}`);
-    print(`\n   Exit code: ${firstRunExitCode} (${firstRunExitCode === 3 ? 'unreconciled findings are open: the CronJob shows red, alerts fire' : 'reconciled'})`);
+    print(`\n   Exit code: ${firstRunExitCode} (${firstRunExitCode === 3 ? 'unreconciled findings are open: alerts fire; the shipped CronJobs pass --findings-exit 0, so only a failed run fails the Job' : 'reconciled'})`);
 
     print('\n3. The same sweep again:');
     const [second] = await sweepOnce(pool, double, window);

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { CATEGORIES } from '../../src/sweep/categories.js';
+import { RUNBOOK } from '../../src/sweep/runbook.js';
 import { runCli } from '../support/cli.js';
 
 describe('sweeper demo', () => {
@@ -14,6 +15,10 @@ describe('sweeper demo', () => {
     expect(out).toMatch(/a worker killed after Stripe charged/);
     expect(out).toMatch(/a double click: two identical requests at once → charged \+ in_progress; its retry → replayed, one charge/);
     expect(out).toMatch(/Left for a person, and why:/);
+    // Each open finding: why, then what to do (the runbook's action, not the reason again).
+    const unattributed = /#\d+ unattributed_charge: (.+)\.\n\s+→ to do: (.+)/.exec(out);
+    expect(unattributed?.[2]).toBe(RUNBOOK.unattributed_charge.person);
+    expect(unattributed?.[2]).not.toBe(unattributed?.[1]);
     expect(out).toMatch(/"event": "findings.open"/);
     expect(out).toMatch(/Exit code: 3 \(unreconciled findings are open/);
     expect(out).toMatch(/3\. The same sweep again:\n {3}repaired 0; matched \d+; still open 5/);
