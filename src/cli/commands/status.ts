@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { readStatus, resolveFinding } from '../../sweep/status.js';
 import { redact } from '../../secrets.js';
 import { terminalSafe } from '../../terminal-text.js';
+import { alignColumns } from '../columns.js';
 import { UsageError, withDatabase, writeJson } from '../context.js';
 
 export function registerStatusCommands(program: Command): void {
@@ -23,9 +24,7 @@ export function registerStatusCommands(program: Command): void {
           out.push(`  ${r.account}  ${r.mode}  ${r.status}  ${r.started_at}  ${r.id}${r.error ? `  error: ${r.error}` : ''}`);
         }
         out.push(`open findings (unreconciled): ${status.unreconciled}`);
-        for (const [account, byCategory] of Object.entries(status.open_findings)) {
-          for (const [category, n] of Object.entries(byCategory)) out.push(`  ${account}  ${category}  ${n}`);
-        }
+        out.push(...openFindingsLines(status.open_findings));
         const c = status.claims;
         out.push(`claims: ${c.count} (${c.in_flight} in flight), oldest ${c.oldest_created_at ?? '-'} (${c.oldest_age_seconds ?? 0}s)`);
         // Account names, errors and categories come from the database: redacted and made terminal-safe.
@@ -54,6 +53,12 @@ export function registerStatusCommands(program: Command): void {
         process.stdout.write(`finding ${id}: ${previous} → ${flags.ignore ? 'ignored' : 'resolved'}\n`);
       });
     });
+}
+
+/** Open findings per account and category, one aligned row each, counts right-aligned. */
+export function openFindingsLines(open: Readonly<Record<string, Readonly<Record<string, number>>>>): string[] {
+  const rows = Object.entries(open).flatMap(([account, byCategory]) => Object.entries(byCategory).map(([category, n]) => [account, category, String(n)]));
+  return alignColumns(rows, { right: [2] }).map((line) => `  ${line}`);
 }
 
 function safeUser(): string {

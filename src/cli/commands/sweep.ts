@@ -16,6 +16,7 @@ import { redact } from '../../secrets.js';
 import { terminalSafe } from '../../terminal-text.js';
 import { assertBackfillBounds, LARGE_BACKFILL_FLAG } from '../backfill-bounds.js';
 import { ExitCode, writeErrorLine } from '../exit.js';
+import { alignColumns } from '../columns.js';
 import { exitCodeFor, findingsExitFrom } from '../exit-decision.js';
 import { UsageError, withDatabase, writeJson } from '../context.js';
 import { installShutdown } from '../shutdown.js';
@@ -269,14 +270,15 @@ export function formatReport(r: SweepReport): string {
     `${r.mode} ${r.run_id}  account ${r.account}${r.dry_run ? '  (dry run: nothing written)' : ''}`,
     `window ${r.window ? `${r.window.from} → ${r.window.to}` : '(nothing settled yet)'}   charges scanned ${r.charges_scanned}`,
     '',
-    `  ${'category'.padEnd(24)}${'found'.padStart(8)}${(r.dry_run ? 'would repair' : 'repaired').padStart(14)}`,
   ];
+  const rows = [['category', 'found', r.dry_run ? 'would repair' : 'repaired']];
   for (const category of CATEGORIES) {
     const found = r.findings[category];
     const repaired = r.repaired[category];
     if (found === 0 && repaired === 0) continue;
-    lines.push(`  ${category.padEnd(24)}${String(found).padStart(8)}${String(repaired).padStart(14)}`);
+    rows.push([category, String(found), String(repaired)]);
   }
+  lines.push(...alignColumns(rows, { right: [1, 2], gap: 4 }).map((line) => `  ${line}`));
   lines.push('', `unreconciled (open findings): ${r.unreconciled}`);
   if (r.deferred_keys > 0) {
     const later = r.mode === 'run' ? 'the next run judges them' : 'run this backfill again once their leases end';
