@@ -161,6 +161,12 @@ const envSchema = z.object({
 
 const MIN_SETTLE_GRACE_MS = 60_000;
 
+/**
+ * A backfill's deadline when SWEEPER_RUN_DEADLINE is not set: 5h50m, below the 6 hours
+ * of jobs/k8s/backfill-job.yaml. A backfill stopped there resumes from its last slice.
+ */
+export const DEFAULT_BACKFILL_DEADLINE_MS = 350 * MINUTE;
+
 export interface Config {
   databaseUrl: string | undefined;
   stripeApiKey: string | undefined;
@@ -187,8 +193,10 @@ export interface Config {
   retryHorizonMs: number;
   /** After SIGTERM, how long the current slice may take before the process exits anyway. */
   shutdownGraceMs: number;
-  /** After this, a run stops as on SIGTERM (below the CronJob's activeDeadlineSeconds). */
+  /** After this, `run` stops as on SIGTERM (below the CronJob's activeDeadlineSeconds). */
   runDeadlineMs: number;
+  /** The same for `backfill`: SWEEPER_RUN_DEADLINE when set, else below backfill-job.yaml's deadline. */
+  backfillDeadlineMs: number;
   /** Total time one Stripe request may take, headers and body. */
   requestDeadlineMs: number;
   /** PostgreSQL session limits of the sweeper's own connections (src/db/pool.ts). */
@@ -242,6 +250,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     retryHorizonMs: e.SWEEPER_RETRY_HORIZON,
     shutdownGraceMs: e.SWEEPER_SHUTDOWN_GRACE,
     runDeadlineMs: e.SWEEPER_RUN_DEADLINE,
+    backfillDeadlineMs: nonEmpty.SWEEPER_RUN_DEADLINE === undefined ? DEFAULT_BACKFILL_DEADLINE_MS : e.SWEEPER_RUN_DEADLINE,
     requestDeadlineMs: e.SWEEPER_REQUEST_DEADLINE,
     db: {
       lockTimeoutMs: e.SWEEPER_DB_LOCK_TIMEOUT,

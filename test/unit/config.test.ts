@@ -91,10 +91,13 @@ describe('loadConfig', () => {
     expect(config).toMatchObject({ sliceMs: 60_000, overlapMs: 86_400_000, retentionMs: 366 * 86_400_000, stripeRatePerSecond: 100 });
     expect(loadConfig({})).toMatchObject({
       runDeadlineMs: 12 * 60_000,
+      backfillDeadlineMs: 350 * 60_000,
       requestDeadlineMs: 20_000,
       db: { lockTimeoutMs: 30_000, statementTimeoutMs: 300_000, idleInTransactionTimeoutMs: 300_000 },
     });
     expect(loadConfig({ DATABASE_URL: 'postgres:///payments?host=/var/run/postgresql' }).databaseUrl).toMatch(/^postgres:/);
+    // Set, the run deadline is every run's; unset, a backfill gets its own, longer one.
+    expect(loadConfig({ SWEEPER_RUN_DEADLINE: '2h' })).toMatchObject({ runDeadlineMs: 7_200_000, backfillDeadlineMs: 7_200_000 });
   });
 
   it('treats empty variables as unset', () => {

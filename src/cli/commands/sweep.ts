@@ -59,7 +59,7 @@ Exit codes: 0 reconciled, 1 run failed (the slice in progress rolled back),
 3 unreconciled findings open, 64 bad usage or configuration, 75 another run holds the lock.`,
       ),
   ).action(async (flags: SweepFlags) => {
-    process.exitCode = await executeSweep('run', flags, installShutdownFromConfig());
+    process.exitCode = await executeSweep('run', flags, installShutdownFromConfig('run'));
   });
 
   common(
@@ -81,7 +81,7 @@ A backfill never moves the scheduled watermark. Killed, it continues from its la
 committed slice when started again with the same range.`,
       ),
   ).action(async (flags: SweepFlags) => {
-    process.exitCode = await executeSweep('backfill', flags, installShutdownFromConfig());
+    process.exitCode = await executeSweep('backfill', flags, installShutdownFromConfig('backfill'));
   });
 }
 
@@ -250,9 +250,9 @@ function backfillWindow(flags: SweepFlags, config: Config, now: Date): TimeWindo
 }
 
 /** SIGTERM, SIGINT and SWEEPER_RUN_DEADLINE all stop a run the same way. */
-function installShutdownFromConfig(): AbortSignal {
+function installShutdownFromConfig(mode: 'run' | 'backfill'): AbortSignal {
   const config = loadConfig();
-  return installShutdown(config.shutdownGraceMs, config.runDeadlineMs);
+  return installShutdown(config.shutdownGraceMs, mode === 'run' ? config.runDeadlineMs : config.backfillDeadlineMs);
 }
 
 /** SWEEPER_TEST_CRASH_AT=slice:N:phase kills the process at that point (crash tests only). */
