@@ -1,7 +1,7 @@
 import type { Logger } from '../log.js';
 import type { MetricsConfig } from './config.js';
 import type { MetricsInput } from './input.js';
-import { pushToGateway, type Fetch } from './pushgateway.js';
+import { pushToGateway } from './pushgateway.js';
 import { buildMetricsRegistry } from './registry.js';
 import { writeTextfileAtomically } from './textfile.js';
 
@@ -21,7 +21,6 @@ export async function publishMetrics(args: {
   config: MetricsConfig;
   input: MetricsInput;
   logger: Logger;
-  fetch?: Fetch;
   grouping?: Readonly<Record<string, string>>;
   timeoutMs?: number;
 }): Promise<PublishResult> {
@@ -44,14 +43,7 @@ export async function publishMetrics(args: {
   }
   if (pushgatewayUrl) {
     try {
-      await pushToGateway({
-        url: pushgatewayUrl,
-        body: text,
-        contentType: registry.contentType,
-        fetch: args.fetch ?? globalThis.fetch,
-        grouping: args.grouping,
-        timeoutMs: args.timeoutMs,
-      });
+      await pushToGateway({ url: pushgatewayUrl, registry, grouping: args.grouping, timeoutMs: args.timeoutMs });
       result.pushed = true;
       args.logger.debug('metrics pushed');
     } catch (error) {

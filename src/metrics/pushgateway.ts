@@ -1,11 +1,10 @@
-export type Fetch = typeof globalThis.fetch;
+import { Pushgateway, type Registry } from 'prom-client';
 
 export interface PushOptions {
   /** Base URL, e.g. http://pushgateway:9091; may carry user:password for basic auth. */
   url: string;
-  body: string;
-  contentType: string;
-  fetch: Fetch;
+  /** What is pushed: the registry's metrics, rendered by prom-client. */
+  registry: Registry;
   jobName?: string;
   /** Extra grouping labels (e.g. a shard), each its own group on the gateway. */
   grouping?: Readonly<Record<string, string>>;
@@ -13,48 +12,48 @@ export interface PushOptions {
 }
 
 /**
- * PUT replaces every metric of the group, so series that vanished (an account no
- * longer swept) do not linger on the gateway as they would with POST.
+ * prom-client's Pushgateway, with `push` (HTTP PUT): PUT replaces every metric of the
+ * group, so series that vanished (an account no longer swept) do not linger on the
+ * gateway as they would with POST (`pushAdd`). Basic auth comes from the URL. Errors
+ * are rewritten to say what happened without the URL, which may carry credentials.
  */
 export async function pushToGateway(options: PushOptions): Promise<void> {
-  const { target, authorization } = gatewayTarget(options.url, options.jobName ?? 'sweeper', options.grouping ?? {});
-  let response: Response;
+  // prom-client appends "/metrics/…" to the URL's path as it is: a trailing slash would double.
+  const base = new URL(options.url);
+  base.pathname = base.pathname.replace(/\/+$/, '');
+  const gateway = new Pushgateway(
+    base.toString(),
+    { timeout: options.timeoutMs ?? 10_000, headers: { 'Content-Type': options.registry.contentType } },
+    options.registry,
+  );
   try {
-    response = await options.fetch(target, {
-      method: 'PUT',
-      headers: { 'content-type': options.contentType, ...(authorization ? { authorization } : {}) },
-      body: options.body,
-      signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
-    });
+    await gateway.push({ jobName: options.jobName ?? 'sweeper', groupings: gatewayGrouping(options.grouping ?? {}) });
   } catch (error) {
-    const err = error as { name?: string; message?: string };
-    if (err?.name === 'TimeoutError' || err?.name === 'AbortError') throw new Error('Pushgateway did not answer in time');
-    throw new Error(`Pushgateway unreachable: ${err?.message ?? String(error)}`);
+    throw new Error(describePushError(error));
   }
-  const text = await response.text().catch(() => '');
-  if (!response.ok) throw new Error(`Pushgateway answered HTTP ${response.status}${text.trim() ? `: ${text.trim().slice(0, 200)}` : ''}`);
 }
 
 /**
- * `/metrics/job/<job>/<label>/<value>…`. Values that are empty or contain a slash
- * use the gateway's `<label>@base64/<base64url>` form. fetch refuses URLs with
- * credentials, so they move to an Authorization header.
+ * Grouping labels as the Pushgateway reads them from the path. A value that is empty
+ * or contains a slash cannot be a path segment: it goes as `<label>@base64` with the
+ * base64url value, the gateway's own escape (prom-client percent-encodes the `@`, and
+ * the gateway decodes the path before it reads it).
  */
-export function gatewayTarget(base: string, jobName: string, grouping: Readonly<Record<string, string>>): { target: string; authorization?: string } {
-  const url = new URL(base);
-  let authorization: string | undefined;
-  if (url.username || url.password) {
-    const user = decodeURIComponent(url.username);
-    const password = decodeURIComponent(url.password);
-    authorization = `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
-    url.username = '';
-    url.password = '';
-  }
-  const segments = [['job', jobName] as const, ...Object.entries(grouping)].map(([label, value]) =>
-    value === '' || value.includes('/')
-      ? `${label}@base64/${Buffer.from(value).toString('base64url') || '='}`
-      : `${label}/${encodeURIComponent(value)}`,
+export function gatewayGrouping(grouping: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(grouping).map(([label, value]) =>
+      value === '' || value.includes('/') ? [`${label}@base64`, Buffer.from(value).toString('base64url') || '='] : [label, value],
+    ),
   );
-  url.pathname = `${url.pathname.replace(/\/+$/, '')}/metrics/${segments.join('/')}`;
-  return authorization ? { target: url.toString(), authorization } : { target: url.toString() };
+}
+
+function describePushError(error: unknown): string {
+  const message = (error as Error)?.message ?? String(error);
+  const refused = /^push failed with status (\d+), ?([\s\S]*)$/.exec(message);
+  if (refused) {
+    const body = refused[2]!.trim();
+    return `Pushgateway answered HTTP ${refused[1]}${body ? `: ${body.slice(0, 200)}` : ''}`;
+  }
+  if (/timed out/i.test(message)) return 'Pushgateway did not answer in time';
+  return `Pushgateway unreachable: ${message}`;
 }

@@ -146,7 +146,9 @@ describe('pushgateway', () => {
 
   it('sends grouping labels and basic auth, and returns a refusal without the credentials', async () => {
     nock(GATEWAY)
-      .put('/metrics/job/sweeper/shard@base64/MC80')
+      // "shard@base64/MC80": the gateway's escape for a value with a slash; prom-client
+      // percent-encodes the @, which the gateway decodes.
+      .put('/metrics/job/sweeper/shard%40base64/MC80')
       .matchHeader('authorization', `Basic ${Buffer.from('ops:s3cret').toString('base64')}`)
       .reply(503, 'overloaded');
     const result = await publishMetrics({

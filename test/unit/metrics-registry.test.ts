@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { metricsConfigFromEnv } from '../../src/metrics/config.js';
 import type { MetricsInput, SweepReportLike } from '../../src/metrics/input.js';
-import { gatewayTarget } from '../../src/metrics/pushgateway.js';
+import nock from 'nock';
+import { gatewayGrouping, pushToGateway } from '../../src/metrics/pushgateway.js';
 import { buildMetricsRegistry } from '../../src/metrics/registry.js';
 import { emptyCounts } from '../../src/sweep/categories.js';
 
@@ -149,13 +150,32 @@ describe('metrics registry', () => {
   });
 });
 
-describe('pushgateway target', () => {
-  it('puts the job and grouping labels in the path, credentials in a header', () => {
-    expect(gatewayTarget('http://pushgateway:9091', 'sweeper', {})).toEqual({ target: 'http://pushgateway:9091/metrics/job/sweeper' });
-    expect(gatewayTarget('https://u:p%40ss@gw.example/prefix/', 'sweeper', { shard: '0/4', account: 'acct_1' })).toEqual({
-      target: 'https://gw.example/prefix/metrics/job/sweeper/shard@base64/MC80/account/acct_1',
-      authorization: `Basic ${Buffer.from('u:p@ss').toString('base64')}`,
-    });
+describe('pushgateway', () => {
+  it('grouping labels: plain values as they are, an empty value or one with a slash as <label>@base64', () => {
+    expect(gatewayGrouping({})).toEqual({});
+    expect(gatewayGrouping({ shard: '0_4', account: 'acct_1' })).toEqual({ shard: '0_4', account: 'acct_1' });
+    expect(gatewayGrouping({ shard: '0/4', empty: '' })).toEqual({ 'shard@base64': 'MC80', 'empty@base64': '=' });
+  });
+
+  it('PUTs under the URL path prefix (trailing slash or not) with basic auth from the URL, through prom-client', async () => {
+    nock.disableNetConnect();
+    try {
+      for (const base of ['https://u:p%40ss@gw.example/prefix/', 'https://u:p%40ss@gw.example/prefix']) {
+        const scope = nock('https://gw.example')
+          .put('/prefix/metrics/job/sweeper/account/acct_1')
+          .matchHeader('authorization', `Basic ${Buffer.from('u:p@ss').toString('base64')}`)
+          .reply(200, '');
+        await pushToGateway({ url: base, registry: buildMetricsRegistry(input()), grouping: { account: 'acct_1' } });
+        expect(scope.isDone(), base).toBe(true);
+      }
+      nock('https://gw.example').put('/metrics/job/sweeper').replyWithError('socket hang up');
+      await expect(pushToGateway({ url: 'https://u:secret@gw.example', registry: buildMetricsRegistry(input()) })).rejects.toThrow(
+        /^Pushgateway unreachable: socket hang up$/,
+      );
+    } finally {
+      nock.cleanAll();
+      nock.enableNetConnect();
+    }
   });
 });
 
