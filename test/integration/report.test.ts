@@ -110,4 +110,46 @@ describe('findings report', () => {
     expect(result.code).toBe(0);
     expect(result.stderr).not.toMatch(/Error|EPIPE/);
   });
+
+  it('neutralises formulas in CSV text cells, escapes control characters, and keeps amounts numbers', async () => {
+    const hostile = await createTestDatabase();
+    try {
+      await hostile.pool.query(
+        `INSERT INTO recon_runs (id, mode, account, window_from, window_to, status, checkpoint, started_at)
+         VALUES ('run_h', 'run', 'platform', '2026-11-01', '2026-11-02', 'succeeded', '2026-11-02', '2026-11-02')`,
+      );
+      await hostile.pool.query(
+        `INSERT INTO recon_findings (category, account, subject, charge_id, tenant_id, idempotency_key, state, details,
+                                     first_seen_run, last_seen_run, first_seen_at, last_seen_at, note)
+         VALUES ('amount_mismatch', 'platform', 'ch_h', 'ch_h', $1, $2, 'open', $3, 'run_h', 'run_h', now(), now(), $4)`,
+        [
+          '=HYPERLINK("https://evil.example","click")',
+          '-2+3',
+          JSON.stringify({ charge: { amount: 500, currency: 'usd' }, effect: { amount: -500 }, reason: '@SUM(A1:A9)' }),
+          '\u001b[31mred\u001b[0m\ttab\u009b2J\u202eevil',
+        ],
+      );
+      const csv = collect();
+      await writeReport(hostile.pool, {}, 'csv', csv.stream);
+      const [row] = parse(csv.text(), { columns: true }) as Array<Record<string, string>>;
+      expect(row).toMatchObject({
+        tenant_id: `'=HYPERLINK("https://evil.example","click")`,
+        idempotency_key: "'-2+3",
+        reason: "'@SUM(A1:A9)",
+        effect_amount: '-500',
+        charge_amount: '500',
+        note: '\\x1b[31mred\\x1b[0m\ttab\\x9b2J\\u202eevil',
+      });
+      for (const char of ['\u001b', '\u009b', '\u202e']) expect(csv.text()).not.toContain(char);
+
+      const json = collect();
+      await writeReport(hostile.pool, {}, 'json', json.stream);
+      for (const char of ['\u001b', '\u009b', '\u202e']) expect(json.text()).not.toContain(char);
+      const [parsed] = JSON.parse(json.text()) as Array<Record<string, unknown>>;
+      // JSON keeps the values exactly (escaped the JSON way) and the amounts numbers.
+      expect(parsed).toMatchObject({ tenant_id: '=HYPERLINK("https://evil.example","click")', effect_amount: -500, note: '\u001b[31mred\u001b[0m\ttab\u009b2J\u202eevil' });
+    } finally {
+      await hostile.drop();
+    }
+  });
 });
