@@ -1,5 +1,5 @@
 import type { ChargeFact, ClaimFact, EffectFact, IdentityFacts, SliceFacts } from './facts.js';
-import { accountName } from './facts.js';
+import { accountIdOf, accountName } from './facts.js';
 import type { Finding } from './judge/index.js';
 import { responseFromCharge, type RepairOutcome } from './repairs.js';
 
@@ -12,6 +12,12 @@ import { responseFromCharge, type RepairOutcome } from './repairs.js';
  */
 export class DryRunOverlay {
   private readonly claims = new Map<string, ClaimFact>();
+  private readonly accountId: string | null;
+
+  /** One overlay per account's run: every claim it completes or releases is on that account. */
+  constructor(account: string) {
+    this.accountId = accountIdOf(account);
+  }
   private readonly effects = new Map<string, EffectFact>();
   private readonly refunded = new Set<string>();
 
@@ -43,7 +49,7 @@ export class DryRunOverlay {
         const claim = this.claims.get(key);
         const response = responseFromCharge(repair.charge);
         this.claims.set(key, {
-          ...(claim ?? placeholderClaim(repair.claim.tenantId, repair.claim.key, repair.charge, repair.claim.createdAt)),
+          ...(claim ?? { ...placeholderClaim(repair.claim.tenantId, repair.claim.key, repair.charge, repair.claim.createdAt), accountId: this.accountId }),
           status: 'completed',
           lockedUntil: null,
           responseStatus: response.status,
@@ -56,7 +62,12 @@ export class DryRunOverlay {
       }
       case 'release_claim': {
         const key = claimKey(repair.claim.tenantId, repair.claim.key);
-        this.claims.set(key, { ...(this.claims.get(key) ?? released(repair.claim)), status: 'released', lockedUntil: null, updatedAt: now });
+        this.claims.set(key, {
+          ...(this.claims.get(key) ?? released(repair.claim, this.accountId)),
+          status: 'released',
+          lockedUntil: null,
+          updatedAt: now,
+        });
         return;
       }
       case 'recreate_claim': {
@@ -147,11 +158,11 @@ function placeholderClaim(tenantId: string, key: string, charge: ChargeFact, cre
   };
 }
 
-function released(claim: { tenantId: string; key: string; createdAt: Date; attempt: number }): ClaimFact {
+function released(claim: { tenantId: string; key: string; createdAt: Date; attempt: number }, accountId: string | null): ClaimFact {
   return {
     tenantId: claim.tenantId,
     key: claim.key,
-    accountId: null,
+    accountId,
     status: 'released',
     attempt: claim.attempt,
     lockedUntil: null,

@@ -25,8 +25,9 @@ WITH keys AS (
      AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
 )
 SELECT k.tenant_id, k.key,
-       CASE WHEN coalesce(claim.account_id, 'platform') = $1 THEN row_to_json(claim) END AS claim,
-       CASE WHEN coalesce(claim.account_id, 'platform') <> $1 THEN coalesce(claim.account_id, 'platform') END AS claim_account,
+       CASE WHEN claim.key IS NOT NULL AND coalesce(claim.account_id, 'platform') = $1 THEN row_to_json(claim) END AS claim,
+       CASE WHEN claim.key IS NOT NULL AND coalesce(claim.account_id, 'platform') <> $1
+            THEN coalesce(claim.account_id, 'platform') END AS claim_account,
        (EXISTS (SELECT 1 FROM idempotency_keys c WHERE c.tenant_id = k.tenant_id
                    AND (c.account_id = $4 OR ($4::text IS NULL AND c.account_id IS NULL)))
         OR EXISTS (SELECT 1 FROM payments p WHERE p.tenant_id = k.tenant_id
@@ -61,24 +62,31 @@ SELECT k.tenant_id, k.key,
       UNION
       SELECT p.* FROM stripe_charges sc JOIN payments p ON p.charge_id = sc.charge_id
        WHERE sc.tenant_id = k.tenant_id AND sc.idempotency_key = k.key AND sc.account = $1
+         AND (p.account_id = $4 OR ($4::text IS NULL AND p.account_id IS NULL))
     ) e
   ) ef ON true`;
 
 const LOOSE_CHARGES_SQL = `
 SELECT row_to_json(sc) AS charge,
-       (SELECT row_to_json(p) FROM payments p WHERE p.charge_id = sc.charge_id) AS effect
+       (SELECT row_to_json(p) FROM payments p WHERE p.charge_id = sc.charge_id AND coalesce(p.account_id, 'platform') = $1) AS effect
   FROM stripe_charges sc
  WHERE sc.account = $1 AND sc.created >= $2 AND sc.created < $3
-   AND (sc.tenant_id IS NULL OR sc.idempotency_key IS NULL)`;
+   AND (sc.tenant_id IS NULL OR sc.idempotency_key IS NULL)
+   -- A payment row naming a tenant and key makes the charge that key's: judged with it.
+   AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.charge_id = sc.charge_id AND coalesce(p.account_id, 'platform') = $1
+                      AND p.tenant_id IS NOT NULL AND p.idempotency_key IS NOT NULL)`;
 
-// Payment rows without attribution, with their charge if the mirror has it. One whose
-// charge is mirrored is also reached from that charge's slice; findings are per
-// (category, subject), so it is reported once.
+// Payment rows without attribution (nor a charge naming a key), with their charge if
+// the mirror has it. Every object is judged on exactly one path: with its identity,
+// or here as loose.
 const LOOSE_EFFECTS_SQL = `
 SELECT row_to_json(p) AS effect, (SELECT row_to_json(sc) FROM stripe_charges sc WHERE sc.charge_id = p.charge_id LIMIT 1) AS charge
   FROM payments p
  WHERE coalesce(p.account_id, 'platform') = $1 AND p.created_at >= $2 AND p.created_at < $3
-   AND (p.tenant_id IS NULL OR p.idempotency_key IS NULL)`;
+   AND (p.tenant_id IS NULL OR p.idempotency_key IS NULL)
+   -- A charge naming a tenant and key makes the row that key's: judged with it.
+   AND NOT EXISTS (SELECT 1 FROM stripe_charges sc WHERE sc.charge_id = p.charge_id AND sc.account = $1
+                      AND sc.tenant_id IS NOT NULL AND sc.idempotency_key IS NOT NULL)`;
 
 type Json = Record<string, unknown>;
 

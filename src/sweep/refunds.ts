@@ -85,6 +85,8 @@ export interface SettleArgs {
   clock: () => Date;
   log: Logger;
   signal?: AbortSignal;
+  /** Crash tests: `refund:<charge>:posted` (Stripe refunded, nothing recorded yet). */
+  faultPoint?: (name: string) => void | Promise<void>;
 }
 
 /** Settles every open intent of the account; returns how many findings became `repaired`. */
@@ -98,6 +100,7 @@ export async function settleRefundIntents(args: SettleArgs): Promise<{ refunded:
   for (const intent of intents) {
     args.signal?.throwIfAborted();
     const outcome = await settleOne(args, intent);
+    await args.faultPoint?.(`refund:${intent.charge_id}:${outcome.kind === 'refunded' ? 'posted' : 'cancelled'}`);
     if (outcome.kind === 'refunded') totals.refunded += 1;
     else totals.cancelled += 1;
     totals.repairedFindings += await record(args, intent, outcome);

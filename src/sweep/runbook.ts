@@ -23,14 +23,14 @@ export const RUNBOOK: Record<Exclude<Category, 'matched'>, { means: string; swee
     person: 'nothing',
   },
   orphan_charge: {
-    means: 'a charge made outside the library whose metadata names a tenant and key',
+    means: 'a charge made outside the library whose metadata names a key of a tenant known on the account',
     sweeper: 'created the claim and the payment row from the charge',
     person: 'check why it was made outside the library',
   },
   unattributed_charge: {
-    means: 'money taken with no tenant/key metadata: nobody can say whose it is',
-    sweeper: 'nothing it can safely do',
-    person: 'find who made it (dashboard, another system), then record or refund it',
+    means: 'money nobody here can attribute (no metadata, a tenant unknown on the account, another account\u2019s claim, an unreadable charge)',
+    sweeper: 'nothing: metadata alone never makes a claim',
+    person: 'look the charge up in the Stripe dashboard (customer, payment intent), then record it and resolve, or refund it',
   },
   effect_without_charge: {
     means: 'a payment row for a charge Stripe never made: money recorded that was never taken',
@@ -38,7 +38,7 @@ export const RUNBOOK: Record<Exclude<Category, 'matched'>, { means: string; swee
     person: 'correct the books; find the code path that wrote the row',
   },
   amount_mismatch: {
-    means: 'the payment row and the Stripe charge disagree on amount or currency',
+    means: 'a payment row or a claim\u2019s request disagrees with its charge on amount or currency',
     sweeper: 'nothing: which side is wrong is a business question',
     person: 'Stripe shows what was charged; fix the row or refund the difference',
   },
@@ -49,7 +49,7 @@ export const RUNBOOK: Record<Exclude<Category, 'matched'>, { means: string; swee
   },
   duplicate_charge: {
     means: 'two or more successful charges for one tenant and key: the customer paid twice',
-    sweeper: 'nothing by default; with --refund-duplicates it refunds the extras',
+    sweeper: 'nothing by default; with --refund-duplicates it refunds extras identical to the kept charge',
     person: 'refund the extra charge (or rerun with --refund-duplicates)',
   },
 };

@@ -142,11 +142,20 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
     lock,
     watermarkHold,
     verified: nothingVerifiedYet(),
-    overlay: dry ? new DryRunOverlay() : null,
+    overlay: dry ? new DryRunOverlay(account) : null,
   };
   const settleRefunds = async () => {
     if (dry) return;
-    const settled = await settleRefundIntents({ pool: deps.pool, evidence: deps.evidence, account, runId, clock: deps.clock, log, signal: options.signal });
+    const settled = await settleRefundIntents({
+      pool: deps.pool,
+      evidence: deps.evidence,
+      account,
+      runId,
+      clock: deps.clock,
+      log,
+      signal: options.signal,
+      faultPoint: deps.faultPoint,
+    });
     report.repaired.duplicate_charge += settled.repairedFindings;
   };
   try {

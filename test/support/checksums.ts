@@ -8,6 +8,7 @@ const TABLES = [
   'recon_watermarks',
   'recon_findings',
   'recon_repairs',
+  'recon_refunds',
 ];
 
 /** md5 of every row of every table, in a stable order, plus the partition list. */

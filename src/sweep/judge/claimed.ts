@@ -45,8 +45,16 @@ function judgeKept(scope: IdentityScope, claim: ClaimFact, request: Request | nu
 }
 
 function judgeMismatched(scope: IdentityScope, claim: ClaimFact, request: Request): void {
+  // Charges the duplicate finding already accounts for (no kept charge: all live ones) are not reported twice.
+  const duplicate = scope.out.findings.find((f) => f.category === 'duplicate_charge');
+  const elsewhere = new Set(duplicate?.covers.charges ?? []);
   let claimCovered = false;
+  if (duplicate && scope.evidence.money.every((c) => elsewhere.has(c.id) || scope.pairs.get(c.id) === 'amount_mismatch')) {
+    duplicate.covers.claims.push(scope.subject);
+    claimCovered = true;
+  }
   for (const charge of scope.evidence.money) {
+    if (elsewhere.has(charge.id)) continue;
     // The first finding also accounts for the claim, which none of these charges may repair.
     const claims = claimCovered ? [] : [scope.subject];
     claimCovered = true;

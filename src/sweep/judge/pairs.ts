@@ -1,19 +1,22 @@
-import type { ChargeFact, EffectFact } from '../facts.js';
+import { accountName, type ChargeFact, type EffectFact } from '../facts.js';
 import { chargeSummary, effectSummary, finding } from './build.js';
 import type { JudgeContext, Judgement } from './types.js';
 
 /**
  * A payment row against its own charge (by id): the checks every path shares.
- * - no charge: a failed row recorded no money (nothing to say); any other row is
- *   `effect_without_charge`, raised only once Stripe itself said the charge does not
- *   exist (looked up by id this run), never from the mirror alone;
+ * - no charge in the row's own account: a failed row recorded no money (nothing to
+ *   say); any other row is `effect_without_charge`, raised only once Stripe itself
+ *   said the charge does not exist there (looked up by id this run), never from the
+ *   mirror alone;
  * - amount or currency differ: `amount_mismatch` (Stripe shows what was charged);
  * - refund, dispute or status differ: `status_drift`, repaired from the charge.
  */
 export type PairVerdict = 'agrees' | 'amount_mismatch' | 'status_drift' | 'effect_without_charge' | 'quiet' | 'deferred';
 
-export function judgePair(effect: EffectFact, charge: ChargeFact | null, ctx: JudgeContext, out: Judgement): PairVerdict {
+export function judgePair(effect: EffectFact, found: ChargeFact | null, ctx: JudgeContext, out: Judgement): PairVerdict {
   const ids = { tenantId: effect.tenantId, key: effect.idempotencyKey };
+  // A row recorded in account B for a charge Stripe has in account A: B has no such charge.
+  const charge = found && found.account === accountName(effect.accountId) ? found : null;
   out.judgedSubjects.push(effect.chargeId);
   if (!charge) {
     if (effect.status === 'failed') {
