@@ -114,7 +114,7 @@ describe('a poison charge becomes an open finding naming it; the rest of its sli
     proxy.mode = 'poison';
     const at = (minutes: number) => new Date(Date.now() - minutes * MINUTE);
     good.push(double.createCharge(null, { created: at(50), amount: 1200 }).id);
-    for (const [i, name] of (Object.keys(POISONS) as Poison[]).entries()) {
+    for (const [i, name] of (Object.keys(POISONS) as Poison[]).filter((p) => p !== 'no_id').entries()) {
       const charge = double.createCharge(null, { created: at(49 - i), amount: 1000 + i, metadata: { [POISON_KEY]: name } });
       poisoned.set(charge.id, name);
     }
@@ -158,5 +158,30 @@ describe('a poison charge becomes an open finding naming it; the rest of its sli
     const result = await runCli(['run', '--json'], env(db));
     expect(result.code, result.stderr).toBe(3);
     expect(await count()).toBe(poisoned.size);
+  });
+});
+
+describe('a charge without an id cannot be named', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    proxy.mode = 'poison';
+    for (const [minutes, poison] of [[45, 'no_id'], [44, undefined]] as const) {
+      double.createCharge('acct_1NoId', { created: new Date(Date.now() - minutes * MINUTE), ...(poison ? { metadata: { [POISON_KEY]: poison } } : {}) });
+    }
+  });
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  it('is counted and logged, the rest commits, and the run exits 1 saying how many', async () => {
+    const result = await runCli(['run', '--json'], { ...env(db), SWEEPER_ACCOUNTS: 'acct_1NoId' });
+    expect(result.code, result.stderr).toBe(1);
+    expect(verdict(result)).toMatch(/^sweeper: 1 charge\(s\) from Stripe had no usable id and could not be judged or recorded/);
+    expect(result.stderr).toMatch(/Stripe returned a charge the sweep cannot judge/);
+    const [report] = result.stdout.trim().split('\n').map((line) => JSON.parse(line) as { status: string; malformed_charges: number });
+    expect(report).toMatchObject({ status: 'succeeded', malformed_charges: 1 });
+    const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM stripe_charges WHERE account = 'acct_1NoId'`);
+    expect(rows[0].n).toBe(1);
   });
 });

@@ -46,6 +46,7 @@ export const POISONS = {
   negative_refunded: { apply: (c: Charge) => Object.assign(c, { amount_refunded: -100 }), problem: /amount_refunded -100 is negative/ },
   created_ms: { apply: (c: Charge) => Object.assign(c, { created: (c.created as number) * 1000 }), problem: /milliseconds, not seconds/ },
   created_zero: { apply: (c: Charge) => Object.assign(c, { created: 0 }), problem: /created 0 is not after 1970/ },
+  no_id: { apply: (c: Charge) => delete c.id, problem: /missing id/ },
   created_year_ahead: {
     apply: (c: Charge, now: number) => Object.assign(c, { created: now + 365 * 86_400 }),
     problem: /more than a day ahead of now/,
