@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, type Pool } from '../../src/db/pool.js';
 import { silentLogger } from '../../src/log.js';
 import { sweep, sweepOptions } from '../../src/sweep/sweep.js';
+import { runCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { charge, memoryChargeSource, memoryEvidence, seedClaim } from '../support/scenario.js';
 
@@ -57,6 +58,23 @@ describe('the least-privilege runtime role', () => {
     expect(rows[0]?.setconfig).toEqual(
       expect.arrayContaining(['lock_timeout=30s', 'statement_timeout=5min', 'idle_in_transaction_session_timeout=5min']),
     );
+  });
+
+  it('migrate and expire as the runtime role exit 64 and say to run them as the schema owner, changing nothing', async () => {
+    const url = new URL(db.url);
+    url.searchParams.set('options', '-c role=sweeper_runtime');
+    const partitions = async () => (await db.pool.query(`SELECT count(*)::int AS n FROM pg_inherits`)).rows[0].n as number;
+    const before = await partitions();
+    for (const command of ['migrate', 'expire'] as const) {
+      const result = await runCli([command], { DATABASE_URL: url.toString() });
+      expect(result.code, result.stderr).toBe(64);
+      expect(result.stderr).toMatch(
+        new RegExp(`^sweeper: sweeper ${command} changes the schema and sweeper_runtime does not own it \\(\\w+ does\\): run this as the schema owner`, 'm'),
+      );
+    }
+    expect(await partitions()).toBe(before);
+    // The owner may: the same commands with the owner's URL succeed.
+    expect((await runCli(['expire', '--dry-run'], { DATABASE_URL: db.url })).code).toBe(0);
   });
 
   it('creates partitions only for days a sweep can need: not in 2100, not before Stripe existed', async () => {

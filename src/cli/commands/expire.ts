@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../../config.js';
 import { assertSafeRetention, expirePartitions } from '../../db/expire.js';
+import { assertSchemaOwner } from '../../db/owner.js';
 import { withDatabase, writeJson } from '../context.js';
 
 export function registerExpire(program: Command): void {
@@ -22,6 +23,7 @@ SWEEPER_RETRY_HORIZON: a retry arriving after its claim was dropped could charge
       const config = loadConfig();
       assertSafeRetention(config.retentionMs, config.retryHorizonMs);
       return withDatabase(async ({ pool, logger }) => {
+        await assertSchemaOwner(pool, 'expire');
         const result = await expirePartitions(pool, { now: new Date(), retentionMs: config.retentionMs, dryRun: flags.dryRun });
         logger.info({ ...result, dry_run: Boolean(flags.dryRun) }, 'expire finished');
         if (flags.json) return writeJson({ ...result, dry_run: Boolean(flags.dryRun) });

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { loadConfig, requireDatabaseUrl } from '../../config.js';
 import { checkConnection, createPool } from '../../db/pool.js';
 import { migrate } from '../../db/migrate.js';
+import { assertSchemaOwner } from '../../db/owner.js';
 import { ensureDayPartitions, partitionDays } from '../../db/partitions.js';
 import { createLogger } from '../../log.js';
 
@@ -28,6 +29,7 @@ one at a time under an advisory lock, each in its own transaction.`,
       const pool = createPool(url, { max: 2, timeouts: { ...config.db, statementTimeoutMs: 0, lockTimeoutMs: 0 } });
       try {
         await checkConnection(pool, url);
+        await assertSchemaOwner(pool, 'migrate');
         const result = await migrate(pool, { logger });
         const created = await ensureDayPartitions(pool, partitionDays(new Date(), config.retentionMs));
         const summary = { version: result.version, applied: result.applied, partitions_created: created };
