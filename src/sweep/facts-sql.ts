@@ -45,14 +45,18 @@ SELECT k.tenant_id, k.key,
   -- accounts, and which account a charge is in is judged in judge/evidence.ts.
   LEFT JOIN LATERAL (
     SELECT json_agg(c) AS j FROM (
-      SELECT sc.* FROM stripe_charges sc
-       WHERE sc.tenant_id = k.tenant_id AND sc.idempotency_key = k.key AND sc.account = $1
-      UNION
-      SELECT sc.* FROM payments p JOIN stripe_charges sc ON sc.charge_id = p.charge_id
-       WHERE p.tenant_id = k.tenant_id AND p.idempotency_key = k.key
-         AND (p.account_id = $4 OR ($4::text IS NULL AND p.account_id IS NULL))
-      UNION
-      SELECT sc.* FROM stripe_charges sc WHERE sc.charge_id = claim.response_charge_id
+      SELECT c.*, (SELECT coalesce(p.account_id, 'platform') FROM payments p
+                    WHERE p.charge_id = c.charge_id AND coalesce(p.account_id, 'platform') <> c.account) AS recorded_in
+        FROM (
+          SELECT sc.* FROM stripe_charges sc
+           WHERE sc.tenant_id = k.tenant_id AND sc.idempotency_key = k.key AND sc.account = $1
+          UNION
+          SELECT sc.* FROM payments p JOIN stripe_charges sc ON sc.charge_id = p.charge_id
+           WHERE p.tenant_id = k.tenant_id AND p.idempotency_key = k.key
+             AND (p.account_id = $4 OR ($4::text IS NULL AND p.account_id IS NULL))
+          UNION
+          SELECT sc.* FROM stripe_charges sc WHERE sc.charge_id = claim.response_charge_id
+        ) c
     ) c
   ) ch ON true
   LEFT JOIN LATERAL (
@@ -161,6 +165,7 @@ export function chargeFact(j: Json): ChargeFact {
     paymentMethod: textOrNull(j.payment_method),
     tenantId: textOrNull(j.tenant_id),
     idempotencyKey: textOrNull(j.idempotency_key),
+    recordedIn: textOrNull(j.recorded_in),
   };
 }
 

@@ -28,6 +28,11 @@ export type ChargeFact = Omit<NormalizedCharge, 'created' | 'account' | 'livemod
   /** `platform` or `acct_…`. */
   account: string;
   created: Date;
+  /**
+   * A payment row for this charge exists under another account than the charge's
+   * (charge ids are unique, so no row can be added here): that account's name.
+   */
+  recordedIn?: string | null;
 };
 
 /** A payment row as the sweep reads it: the same shape the claim library writes. */

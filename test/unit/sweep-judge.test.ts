@@ -224,6 +224,14 @@ describe('a key with its claim on this account', () => {
     expect(f).toMatchObject({ category: 'effect_without_charge' });
     expect(f.covers.claims).toEqual([SUBJECT]);
   });
+  it('a kept charge whose payment row is recorded under another account is left open (charge ids are unique)', () => {
+    expect(only(identity({ claim: inFlight(), charges: [charge({ recordedIn: 'acct_1Other' })] }))).toMatchObject({
+      category: 'claim_without_effect',
+      repair: null,
+      reason: expect.stringMatching(/recorded under account acct_1Other/),
+    });
+    expect(only(identity({ charges: [charge({ recordedIn: 'acct_1Other' })] }))).toMatchObject({ category: 'orphan_charge', repair: null });
+  });
   it('a live lease is not judged at all, and says it deferred', () => {
     const j = judge([identity({ claim: inFlight({ lockedUntil: new Date(NOW.getTime() + 1000) }), charges: [charge()] })]);
     expect(j).toMatchObject({ findings: [], matched: [], deferred: [SUBJECT] });

@@ -30,14 +30,19 @@ function judgeKept(scope: IdentityScope, claim: ClaimFact, request: Request | nu
   const covers = { claims: [scope.subject], charges: unhomed(scope, [kept]), effects: unhomedEffect(scope, kept) };
   // A claim that records no request is repaired from a charge only when that charge
   // is the only one naming the key: otherwise nothing says which one it stands for.
-  const ambiguous = request === null && scope.evidence.money.length > 1;
+  const reason =
+    request === null && scope.evidence.money.length > 1
+      ? 'the claim records no request and more than one charge names the key: a person decides'
+      : !effect && kept.recordedIn
+        ? `the charge's payment row is recorded under account ${kept.recordedIn}: a person moves it`
+        : undefined;
   scope.out.findings.push(
     finding({
       category: 'claim_without_effect',
       ...scope.ids,
       charge: kept,
-      repair: ambiguous ? null : { kind: 'complete_claim', claim: versionOf(claim), charge: kept, insertEffect: !effect },
-      ...(ambiguous ? { reason: 'the claim records no request and more than one charge names the key: a person decides' } : {}),
+      repair: reason ? null : { kind: 'complete_claim', claim: versionOf(claim), charge: kept, insertEffect: !effect },
+      ...(reason ? { reason } : {}),
       details: { claim: claimSummary(claim), charge: chargeSummary(kept) },
       covers,
     }),

@@ -63,17 +63,21 @@ function judgeOwnCharge(scope: IdentityScope, charge: ChargeFact, only: boolean)
     return;
   }
   if (charge.status === 'failed') return;
+  const reason = !only
+    ? 'more than one charge names the key: a person decides which one the claim stands for'
+    : charge.recordedIn
+      ? `the charge's payment row is recorded under account ${charge.recordedIn}: a person moves it`
+      : !withinRetention
+        ? 'charge older than the claim retention window: payment recorded, claim not re-created'
+        : undefined;
+  const repairable = only && !charge.recordedIn;
   out.findings.push(
     finding({
       category: 'orphan_charge',
       ...scope.ids,
       charge,
-      repair: only ? recreate(scope, charge, { insertEffect: true, withClaim: withinRetention }) : null,
-      ...(!only
-        ? { reason: 'more than one charge names the key: a person decides which one the claim stands for' }
-        : !withinRetention
-          ? { reason: 'charge older than the claim retention window: payment recorded, claim not re-created' }
-          : {}),
+      repair: repairable ? recreate(scope, charge, { insertEffect: true, withClaim: withinRetention }) : null,
+      ...(reason ? { reason } : {}),
       details: { charge: chargeSummary(charge) },
       covers,
     }),
