@@ -124,6 +124,26 @@ describe('a scheduled run and a backfill of the same account', () => {
     }
   });
 
+  it('SIGTERM while a backfill waits ends the wait at once: exit 1, nothing swept, the lock untouched', async () => {
+    const held = await hold('run');
+    try {
+      const before = await runs();
+      const waiting = startCli(backfill('--wait', '10m'), env());
+      await waiting.stderrLine(/waiting for it/);
+      while (!(await someoneWaits())) {
+        // queued in PostgreSQL's lock manager
+      }
+      waiting.child.kill('SIGTERM');
+      const done = await waiting.done;
+      expect(done.code).toBe(1);
+      expect(done.stderr).toMatch(/^sweeper: interrupted while waiting for the lock of account platform; nothing was swept$/m);
+      expect(await runs()).toEqual(before);
+      expect(await someoneWaits()).toBe(false);
+    } finally {
+      await held.release();
+    }
+  });
+
   it('two backfills queue instead of failing: the second starts when the first is done', async () => {
     const first = await hold('backfill');
     let released = false;
