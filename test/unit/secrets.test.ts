@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { clearSecrets, redact, redactDeep, registerSecret, registerSecretsFromEnv } from '../../src/secrets.js';
-import { terminalSafe, terminalSafeLine } from '../../src/terminal-text.js';
+import { terminalSafe, terminalSafeJson, terminalSafeLine } from '../../src/terminal-text.js';
 
 afterEach(() => clearSecrets());
 
@@ -66,5 +66,12 @@ describe('text for a terminal', () => {
     expect(terminalSafe('\u001b[31mred\u001b[0m\ttab\nnext\u0007\u202eevil')).toBe('\\x1b[31mred\\x1b[0m\ttab\nnext\\x07\\u202eevil');
     expect(terminalSafeLine('one\ntwo\r')).toBe('one\\x0atwo\\x0d');
     expect(terminalSafe('plain, ünïcode ✓')).toBe('plain, ünïcode ✓');
+  });
+
+  it('makes JSON terminal-safe without changing what it parses to', () => {
+    const value = { note: '\u001b[31m\u009b2J\u202e\u2028x', n: -5 };
+    const safe = terminalSafeJson(JSON.stringify(value));
+    for (const char of ['\u001b', '\u009b', '\u202e', '\u2028']) expect(safe).not.toContain(char);
+    expect(JSON.parse(safe)).toEqual(value);
   });
 });
