@@ -46,6 +46,7 @@ describe('sweeper run/backfill: bad usage', () => {
     ['schedule without STRIPE_API_KEY', ['schedule'], { STRIPE_API_KEY: undefined }, /STRIPE_API_KEY is not set/],
     ['schedule with a bad cron', ['schedule', '--cron', 'every minute'], {}, /--cron "every minute" is not a valid cron expression/],
     ['schedule with a bad alert setting', ['schedule'], { SWEEPER_WEBHOOK_URL: 'http://127.0.0.1:9/hook' }, /SWEEPER_WEBHOOK_SECRET/],
+    ['schedule with a bad SWEEPER_FINDINGS_EXIT', ['schedule'], { SWEEPER_FINDINGS_EXIT: '1' }, /^sweeper: SWEEPER_FINDINGS_EXIT must be 0 or 3 \(got "1"\)/m],
   ];
 
   it.each(cases)('%s → exit 64, nothing written', async (_name, args, overrides, message) => {

@@ -8,6 +8,7 @@ import { isValidCron, startScheduler } from '../../schedule/scheduler.js';
 import { UsageError, withDatabase } from '../context.js';
 import { installShutdown } from '../shutdown.js';
 import { executeSweep } from './sweep.js';
+import { findingsExitFrom } from '../exit-decision.js';
 
 export function registerSchedule(program: Command): void {
   program
@@ -39,6 +40,7 @@ pass --no-expire and run \`sweeper expire\` as the owner elsewhere.`,
       requireStripeApiKey(config);
       alertConfigFromEnv();
       metricsConfigFromEnv();
+      findingsExitFrom(undefined);
       if (flags.expire) assertSafeRetention(config.retentionMs, config.retryHorizonMs);
       await withDatabase(async () => undefined, config); // reachable, migrated
       const logger = createLogger({ level: config.logLevel });
