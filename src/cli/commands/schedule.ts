@@ -52,8 +52,17 @@ pass --no-expire and run \`sweeper expire\` as the owner elsewhere.`,
         logger,
         sweepOnce: async () => {
           // Each tick has the run deadline of `sweeper run`: stopped as on SIGTERM when it passes.
-          const code = await executeSweep('run', {}, AbortSignal.any([signal, AbortSignal.timeout(config.runDeadlineMs)]));
-          logger.info({ exit_code: code }, 'scheduled sweep finished');
+          const tick = new AbortController();
+          const stop = () => tick.abort(signal.reason);
+          signal.addEventListener('abort', stop, { once: true });
+          const deadline = setTimeout(() => tick.abort(new Error('the run deadline SWEEPER_RUN_DEADLINE was reached')), config.runDeadlineMs);
+          try {
+            const code = await executeSweep('run', {}, tick.signal);
+            logger.info({ exit_code: code }, 'scheduled sweep finished');
+          } finally {
+            clearTimeout(deadline);
+            signal.removeEventListener('abort', stop);
+          }
         },
         expireOnce: flags.expire
           ? () =>
