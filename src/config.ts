@@ -30,6 +30,10 @@ export const DURATION_BOUNDS = {
   SWEEPER_DB_LOCK_TIMEOUT: { fallback: '30s', min: 100, max: 10 * MINUTE },
   SWEEPER_DB_STATEMENT_TIMEOUT: { fallback: '5m', min: 1_000, max: HOUR },
   SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT: { fallback: '5m', min: 1_000, max: HOUR },
+  SWEEPER_EVENTS_LAG: { fallback: '5m', min: 1_000, max: 6 * HOUR },
+  SWEEPER_EVENTS_OVERLAP: { fallback: '10m', min: 1_000, max: DAY },
+  SWEEPER_DEEP_READ_EVERY: { fallback: '1d', min: HOUR, max: 31 * DAY },
+  SWEEPER_MAX_LAG: { fallback: '2h', min: 10 * MINUTE, max: 30 * DAY },
 } as const satisfies Record<string, { fallback: string; min: number; max: number }>;
 
 type DurationVariable = keyof typeof DURATION_BOUNDS;
@@ -152,6 +156,11 @@ const envSchema = z.object({
   SWEEPER_DB_LOCK_TIMEOUT: duration('SWEEPER_DB_LOCK_TIMEOUT'),
   SWEEPER_DB_STATEMENT_TIMEOUT: duration('SWEEPER_DB_STATEMENT_TIMEOUT'),
   SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT: duration('SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT'),
+  SWEEPER_EVENTS_LAG: duration('SWEEPER_EVENTS_LAG'),
+  SWEEPER_EVENTS_OVERLAP: duration('SWEEPER_EVENTS_OVERLAP'),
+  SWEEPER_DEEP_READ_EVERY: duration('SWEEPER_DEEP_READ_EVERY'),
+  SWEEPER_MAX_LAG: duration('SWEEPER_MAX_LAG'),
+  SWEEPER_DEEP_READ_DAYS: positiveInt('SWEEPER_DEEP_READ_DAYS', '3', 30),
   // Stripe allows 100 read requests per second in live mode (25 in test mode).
   SWEEPER_STRIPE_RATE: positiveInt('SWEEPER_STRIPE_RATE', '20', 100),
   SWEEPER_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
@@ -201,6 +210,14 @@ export interface Config {
   requestDeadlineMs: number;
   /** PostgreSQL session limits of the sweeper's own connections (src/db/pool.ts). */
   db: DbTimeouts;
+  /** Late changes (README "Late changes"): events younger than the lag wait; each read re-reads the overlap. */
+  eventsLagMs: number;
+  eventsOverlapMs: number;
+  /** How often, and how many days back, the deep re-read compares Stripe with the mirror. */
+  deepReadEveryMs: number;
+  deepReadDays: number;
+  /** A watermark or events cursor further behind than this alerts (a stalled sweeper pages even with nothing open). */
+  maxLagMs: number;
 }
 
 export interface DbTimeouts {
@@ -257,6 +274,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       statementTimeoutMs: e.SWEEPER_DB_STATEMENT_TIMEOUT,
       idleInTransactionTimeoutMs: e.SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT,
     },
+    eventsLagMs: e.SWEEPER_EVENTS_LAG,
+    eventsOverlapMs: e.SWEEPER_EVENTS_OVERLAP,
+    deepReadEveryMs: e.SWEEPER_DEEP_READ_EVERY,
+    deepReadDays: e.SWEEPER_DEEP_READ_DAYS,
+    maxLagMs: e.SWEEPER_MAX_LAG,
   };
 }
 

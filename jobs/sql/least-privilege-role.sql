@@ -19,7 +19,8 @@ REVOKE CREATE ON SCHEMA public FROM sweeper_runtime;
 GRANT USAGE ON SCHEMA public TO sweeper_runtime;
 
 GRANT SELECT, INSERT, UPDATE ON idempotency_keys, payments, stripe_charges,
-      recon_runs, recon_watermarks, recon_findings, recon_refunds, alert_state TO sweeper_runtime;
+      recon_runs, recon_watermarks, recon_findings, recon_refunds, recon_event_cursors, recon_deep_reads,
+      alert_state TO sweeper_runtime;
 -- The audit is append-only: insert and read, never change.
 GRANT SELECT, INSERT ON recon_repairs TO sweeper_runtime;
 GRANT SELECT ON sweeper_migrations TO sweeper_runtime;

@@ -31,6 +31,7 @@ import { maxPagesFor } from './list-charges.js';
 import { pageShapeProblem, withRetries } from './page-source.js';
 import { RateBudget, type Sleep } from './rate-budget.js';
 import { createChargeRetriever, type RetrievedCharge } from './retrieve-charges.js';
+import type { ChangeSource } from '../sweep/types.js';
 
 export type { ChangeEvent } from './change-event.js';
 
@@ -249,5 +250,13 @@ export function createEventReader(deps: EventReaderDeps): EventReader {
     counters,
     read: (account, window, options = {}) => readEvents(fetchPage, account, window, { ...options, counters }),
     retrieveCharges: (account, ids, options = {}) => retriever.retrieveCharges(account, ids, options),
+  };
+}
+
+/** The sweep's port for late changes (src/sweep/types.ts ChangeSource), over this reader. */
+export function changeSource(reader: EventReader): ChangeSource {
+  return async (account, window, signal) => {
+    const listing = await reader.read(account === 'platform' ? null : account, window, signal ? { signal } : {});
+    return listing.events.map((e) => ({ id: e.id, type: e.type, created: e.created, chargeId: e.chargeId }));
   };
 }

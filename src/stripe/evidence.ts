@@ -4,12 +4,14 @@ import { StripeListCounters } from './counters.js';
 import { DEFAULT_METADATA_KEYS, normalizeCharge, type MetadataKeys } from './normalize.js';
 import { withRetries, type RetryDeps } from './page-source.js';
 import { RateBudget } from './rate-budget.js';
+import { createChargeRetriever } from './retrieve-charges.js';
 import type { NormalizedCharge } from './types.js';
 
 /**
  * Stripe's own word for the sweep (see src/sweep/evidence-source.ts), through the real
  * SDK, under the process's shared rate budget and the lister's retry rules:
- * `GET /v1/charges/:id`, `GET /v1/charges/search` by metadata, `GET /v1/refunds?charge=`
+ * `GET /v1/charges/:id` (the events reader's retriever), `GET /v1/charges/search` by
+ * metadata, `GET /v1/refunds?charge=`
  * and `POST /v1/refunds` (idempotent by its key, so retrying it is safe).
  */
 
@@ -38,19 +40,18 @@ type Call<R> = { account: string | null; run: (options: Stripe.RequestOptions) =
 export function createStripeEvidence(deps: StripeEvidenceDeps): StripeEvidence {
   const keys = deps.metadataKeys ?? DEFAULT_METADATA_KEYS;
   const nowSeconds = deps.nowSeconds ?? (() => Math.floor(Date.now() / 1000));
+  const budget = deps.budget ?? new RateBudget();
+  const counters = deps.counters ?? new StripeListCounters();
   const retrying = withRetries(
     <R>(call: Call<R>) => {
       const options: Stripe.RequestOptions = { maxNetworkRetries: 0 };
       if (call.account) options.stripeAccount = call.account;
       return call.run(options);
     },
-    {
-      budget: deps.budget ?? new RateBudget(),
-      counters: deps.counters ?? new StripeListCounters(),
-      policy: deps.retry,
-      sleep: deps.sleep,
-    },
+    { budget, counters, policy: deps.retry, sleep: deps.sleep },
   );
+  // By id: the events reader's retriever, a few at a time under the same budget.
+  const retriever = createChargeRetriever({ stripe: deps.stripe, budget, counters, policy: deps.retry, sleep: deps.sleep });
   const send = <R>(account: string, run: Call<R>['run'], signal?: AbortSignal): Promise<R> =>
     retrying({ account: account === 'platform' ? null : account, run }, signal ?? new AbortController().signal) as Promise<R>;
 
@@ -62,23 +63,8 @@ export function createStripeEvidence(deps: StripeEvidenceDeps): StripeEvidence {
 
   return {
     async chargesById(account, ids, signal) {
-      const found: NormalizedCharge[] = [];
-      for (const id of ids) {
-        const raw = await send(
-          account,
-          async (options) => {
-            try {
-              return await deps.stripe.charges.retrieve(id, {}, options);
-            } catch (error) {
-              if (isMissing(error)) return null;
-              throw error;
-            }
-          },
-          signal,
-        );
-        if (raw) found.push(normalize(raw, account));
-      }
-      return found;
+      const answers = await retriever.retrieveCharges(account === 'platform' ? null : account, ids, signal ? { signal } : {});
+      return answers.flatMap((a) => (a.found ? [normalize(a.raw, account)] : []));
     },
     async chargesNaming(account, tenantId, key, signal) {
       const query = `metadata['${quote(keys.tenantId)}']:'${quote(tenantId)}' AND metadata['${quote(keys.idempotencyKey)}']:'${quote(key)}'`;
@@ -136,9 +122,6 @@ function refundFact(r: Stripe.Refund): RefundFact {
   };
 }
 
-function isMissing(error: unknown): boolean {
-  return error instanceof Stripe.errors.StripeInvalidRequestError && error.statusCode === 404;
-}
 
 /** Stripe's search language: a quote or backslash inside a quoted value is escaped with a backslash. */
 function quote(value: string): string {

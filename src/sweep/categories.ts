@@ -19,7 +19,7 @@ export type Category = (typeof CATEGORIES)[number];
  * a NUL in its metadata, a negative amount, `created` in milliseconds…) is recorded: an
  * open finding naming the charge, its reason the problem (slice.ts `unjudgeable`).
  */
-export const MALFORMED_CHARGE_CATEGORY: Category = 'unattributed_charge';
+export const MALFORMED_CHARGE_CATEGORY = 'unattributed_charge' satisfies Category;
 
 /** Categories whose open findings page someone: money may be wrong. */
 export const CRITICAL_CATEGORIES: readonly Category[] = [

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/pool.js';
 import type { ResponseOutcome } from '../claims/claim-store.js';
-import type { ChargeFact, ClaimFact, EffectFact, SliceFacts } from './facts.js';
+import { accountIdOf, type ChargeFact, type ClaimFact, type EffectFact, type SliceFacts } from './facts.js';
 import type { TimeWindow } from './window.js';
 
 /**
@@ -12,7 +12,8 @@ import type { TimeWindow } from './window.js';
  * payment's charge id, the charge the claim's stored answer names), wherever they lie
  * in time. Which of them count is judged in judge/evidence.ts.
  */
-export const IDENTITIES_SQL = `
+/** The identities whose charge was created, claim last changed, or payment row created in a slice. */
+const SLICE_KEYS = `
 WITH keys AS (
   SELECT tenant_id, idempotency_key AS key FROM stripe_charges
    WHERE account = $1 AND created >= $2 AND created < $3 AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
@@ -23,15 +24,29 @@ WITH keys AS (
   SELECT tenant_id, idempotency_key FROM payments
    WHERE coalesce(account_id, 'platform') = $1 AND created_at >= $2 AND created_at < $3
      AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
-)
+)`;
+
+/** The identities of the charges `$2` (ids): their metadata, or a payment row of this account naming a key. */
+const CHARGES_KEYS = `
+WITH keys AS (
+  SELECT tenant_id, idempotency_key AS key FROM stripe_charges
+   WHERE account = $1 AND charge_id = ANY($2::text[]) AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
+  UNION
+  SELECT tenant_id, idempotency_key FROM payments
+   WHERE coalesce(account_id, 'platform') = $1 AND charge_id = ANY($2::text[])
+     AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
+)`;
+
+/** Everything each identity of `keys` is judged on ($1 account name, `accountId` the parameter holding its account_id). */
+const identitiesSql = (keys: string, accountId: string) => `${keys}
 SELECT k.tenant_id, k.key,
        CASE WHEN claim.key IS NOT NULL AND coalesce(claim.account_id, 'platform') = $1 THEN row_to_json(claim) END AS claim,
        CASE WHEN claim.key IS NOT NULL AND coalesce(claim.account_id, 'platform') <> $1
             THEN coalesce(claim.account_id, 'platform') END AS claim_account,
        (EXISTS (SELECT 1 FROM idempotency_keys c WHERE c.tenant_id = k.tenant_id
-                   AND (c.account_id = $4 OR ($4::text IS NULL AND c.account_id IS NULL)))
+                   AND (c.account_id = ${accountId} OR (${accountId}::text IS NULL AND c.account_id IS NULL)))
         OR EXISTS (SELECT 1 FROM payments p WHERE p.tenant_id = k.tenant_id
-                   AND (p.account_id = $4 OR ($4::text IS NULL AND p.account_id IS NULL)))) AS tenant_known,
+                   AND (p.account_id = ${accountId} OR (${accountId}::text IS NULL AND p.account_id IS NULL)))) AS tenant_known,
        coalesce(ch.j, '[]') AS charges, coalesce(ef.j, '[]') AS effects
   FROM keys k
   LEFT JOIN LATERAL (
@@ -53,7 +68,7 @@ SELECT k.tenant_id, k.key,
           UNION
           SELECT sc.* FROM payments p JOIN stripe_charges sc ON sc.charge_id = p.charge_id
            WHERE p.tenant_id = k.tenant_id AND p.idempotency_key = k.key
-             AND (p.account_id = $4 OR ($4::text IS NULL AND p.account_id IS NULL))
+             AND (p.account_id = ${accountId} OR (${accountId}::text IS NULL AND p.account_id IS NULL))
           UNION
           SELECT sc.* FROM stripe_charges sc WHERE sc.charge_id = claim.response_charge_id
         ) c
@@ -62,19 +77,23 @@ SELECT k.tenant_id, k.key,
   LEFT JOIN LATERAL (
     SELECT json_agg(e) AS j FROM (
       SELECT p.* FROM payments p WHERE p.tenant_id = k.tenant_id AND p.idempotency_key = k.key
-         AND (p.account_id = $4 OR ($4::text IS NULL AND p.account_id IS NULL))
+         AND (p.account_id = ${accountId} OR (${accountId}::text IS NULL AND p.account_id IS NULL))
       UNION
       SELECT p.* FROM stripe_charges sc JOIN payments p ON p.charge_id = sc.charge_id
        WHERE sc.tenant_id = k.tenant_id AND sc.idempotency_key = k.key AND sc.account = $1
-         AND (p.account_id = $4 OR ($4::text IS NULL AND p.account_id IS NULL))
+         AND (p.account_id = ${accountId} OR (${accountId}::text IS NULL AND p.account_id IS NULL))
     ) e
   ) ef ON true`;
 
-const LOOSE_CHARGES_SQL = `
+export const IDENTITIES_SQL = identitiesSql(SLICE_KEYS, '$4');
+const CHANGED_IDENTITIES_SQL = identitiesSql(CHARGES_KEYS, '$3');
+
+/** Charges without attribution metadata that no payment row of this account attributes to a key. */
+const looseChargesSql = (selection: string) => `
 SELECT row_to_json(sc) AS charge,
        (SELECT row_to_json(p) FROM payments p WHERE p.charge_id = sc.charge_id AND coalesce(p.account_id, 'platform') = $1) AS effect
   FROM stripe_charges sc
- WHERE sc.account = $1 AND sc.created >= $2 AND sc.created < $3
+ WHERE sc.account = $1 AND ${selection}
    AND (sc.tenant_id IS NULL OR sc.idempotency_key IS NULL)
    -- A payment row naming a tenant and key makes the charge that key's: judged with it.
    AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.charge_id = sc.charge_id AND coalesce(p.account_id, 'platform') = $1
@@ -83,19 +102,40 @@ SELECT row_to_json(sc) AS charge,
 // Payment rows without attribution (nor a charge naming a key), with their charge if
 // the mirror has it. Every object is judged on exactly one path: with its identity,
 // or here as loose.
-const LOOSE_EFFECTS_SQL = `
+const looseEffectsSql = (selection: string) => `
 SELECT row_to_json(p) AS effect, (SELECT row_to_json(sc) FROM stripe_charges sc WHERE sc.charge_id = p.charge_id LIMIT 1) AS charge
   FROM payments p
- WHERE coalesce(p.account_id, 'platform') = $1 AND p.created_at >= $2 AND p.created_at < $3
+ WHERE coalesce(p.account_id, 'platform') = $1 AND ${selection}
    AND (p.tenant_id IS NULL OR p.idempotency_key IS NULL)
    -- A charge naming a tenant and key makes the row that key's: judged with it.
    AND NOT EXISTS (SELECT 1 FROM stripe_charges sc WHERE sc.charge_id = p.charge_id AND sc.account = $1
                       AND sc.tenant_id IS NOT NULL AND sc.idempotency_key IS NOT NULL)`;
 
-type Json = Record<string, unknown>;
+const SLICE = {
+  identities: IDENTITIES_SQL,
+  looseCharges: looseChargesSql('sc.created >= $2 AND sc.created < $3'),
+  looseEffects: looseEffectsSql('p.created_at >= $2 AND p.created_at < $3'),
+};
+const CHANGED = {
+  identities: CHANGED_IDENTITIES_SQL,
+  looseCharges: looseChargesSql('sc.charge_id = ANY($2::text[])'),
+  looseEffects: looseEffectsSql('p.charge_id = ANY($2::text[])'),
+};
 
-export async function loadSliceFacts(db: Queryable, account: string, slice: TimeWindow): Promise<SliceFacts> {
-  const args = [account, slice.from, slice.to];
+type Json = Record<string, unknown>;
+type Queries = typeof SLICE;
+
+/** The facts of one slice of time. */
+export function loadSliceFacts(db: Queryable, account: string, slice: TimeWindow): Promise<SliceFacts> {
+  return loadFacts(db, account, SLICE, [account, slice.from, slice.to], [account, slice.from, slice.to, accountIdOf(account)]);
+}
+
+/** The facts of the identities some charges belong to (the charges Stripe's events point at), whatever their age. */
+export function loadChangedFacts(db: Queryable, account: string, chargeIds: readonly string[]): Promise<SliceFacts> {
+  return loadFacts(db, account, CHANGED, [account, chargeIds], [account, chargeIds, accountIdOf(account)]);
+}
+
+async function loadFacts(db: Queryable, account: string, queries: Queries, args: unknown[], identityArgs: unknown[]): Promise<SliceFacts> {
   const identities = await db.query<{
     tenant_id: string;
     key: string;
@@ -104,9 +144,9 @@ export async function loadSliceFacts(db: Queryable, account: string, slice: Time
     tenant_known: boolean;
     charges: Json[];
     effects: Json[];
-  }>(IDENTITIES_SQL, [...args, account === 'platform' ? null : account]);
-  const looseCharges = await db.query<{ charge: Json; effect: Json | null }>(LOOSE_CHARGES_SQL, args);
-  const looseEffects = await db.query<{ effect: Json; charge: Json | null }>(LOOSE_EFFECTS_SQL, args);
+  }>(queries.identities, identityArgs);
+  const looseCharges = await db.query<{ charge: Json; effect: Json | null }>(queries.looseCharges, args);
+  const looseEffects = await db.query<{ effect: Json; charge: Json | null }>(queries.looseEffects, args);
   return {
     identities: identities.rows.map((r) => ({
       account,

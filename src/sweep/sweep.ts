@@ -10,6 +10,8 @@ import {
   markAbandonedRuns,
   readWatermark,
 } from './runs-store.js';
+import { sweepChanges } from './changes.js';
+import { recordRunChanges } from './changes-store.js';
 import { DryRunOverlay } from './dry-run-overlay.js';
 import { settleRefundIntents } from './refunds.js';
 import { sweepSlice, type SliceContext } from './slice.js';
@@ -159,7 +161,12 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
     report.repaired.duplicate_charge += settled.repairedFindings;
   };
   try {
-    if (dry) await dry.query('BEGIN');
+    if (dry) {
+      await dry.query('BEGIN');
+      // The dry run's one transaction stays open while each slice lists Stripe: the
+      // session's idle-in-transaction limit (SWEEPER_DB_*) must not end it midway.
+      await dry.query('SET LOCAL idle_in_transaction_session_timeout = 0');
+    }
     await insertRun(dry ?? deps.pool, run);
     log.info({ window: report.window, slices: slices.length, start: window.start.toISOString() }, 'sweep started');
     // Refunds an earlier run recorded but did not finish (a crash, Stripe down): settled first.
@@ -173,6 +180,15 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
       const { refundIntents } = await sweepSlice(deps, options, { ...shared, slice, index });
       if (refundIntents > 0) await settleRefunds();
       deps.onSlice?.(index + 1, slices.length);
+    }
+    if (report.status !== 'interrupted' && !options.signal?.aborted) {
+      // Changes to charges whatever their age: events since the cursor, and the periodic deep re-read.
+      const changes = await sweepChanges(deps, options, shared);
+      if (changes) {
+        report.changes = changes;
+        if (!dry) await recordRunChanges(deps.pool, runId, changes);
+        await settleRefunds();
+      }
     }
     report.unreconciled = await countOpenFindings(dry ?? deps.pool, account);
     if (!dry) await finishRun(deps.pool, runId, { status: report.status, now: deps.clock(), unreconciled: report.unreconciled });

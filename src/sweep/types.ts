@@ -14,15 +14,36 @@ export type ChargeSource = (
   signal?: AbortSignal,
 ) => AsyncIterable<{ charges: NormalizedCharge[]; malformed: MalformedCharge[] }>;
 
+/** One event Stripe sent about a change: only a pointer to the charge to re-read. */
+export interface ChangePointer {
+  id: string;
+  type: string;
+  /** Unix seconds. */
+  created: number;
+  chargeId: string | null;
+}
+
+/**
+ * One account's change events created in `(after − overlap, before)` (unix seconds),
+ * every one of them, or a thrown error: never a partial answer.
+ */
+export type ChangeSource = (
+  account: string,
+  window: { after: number; overlapSeconds: number; before: number },
+  signal?: AbortSignal,
+) => Promise<ChangePointer[]>;
+
 export interface SweepDeps {
   pool: Pool;
   listCharges: ChargeSource;
+  /** Stripe's Events API; without it a scheduled run skips the late-changes step (README "Late changes"). */
+  listChanges?: ChangeSource;
   clock: () => Date;
   logger: Logger;
   /** Stripe's own word: re-reads before a critical finding, a release or a refund, and the refunds themselves. */
   evidence: StripeEvidence;
-  /** Tests: every slice's judgement, as judged (after Stripe's own word was read). */
-  observeJudgement?: (judgement: Judgement, slice: TimeWindow) => void;
+  /** Tests: every batch's judgement (`slice:N`, `changes:N`), as judged (after Stripe's own word was read). */
+  observeJudgement?: (judgement: Judgement, batch: string) => void;
   /** Crash and race tests: called at named points (`slice:N:phase`); may kill the process. */
   faultPoint?: (name: string) => void | Promise<void>;
   onSlice?: (done: number, total: number) => void;
@@ -47,6 +68,13 @@ export interface SweepOptions {
   refundDuplicates: boolean;
   /** Backfill: continue an unfinished backfill of the same range (default true). */
   resume: boolean;
+  /** Scheduled runs: events younger than this are left for the next run (the Events API is eventually consistent). */
+  eventsLagMs: number;
+  /** Each events read starts this far before the cursor: events listed late are read again (harmlessly: they are pointers). */
+  eventsOverlapMs: number;
+  /** How often a scheduled run also re-reads the last `deepReadDays` of charges and compares them with the mirror. */
+  deepReadEveryMs: number;
+  deepReadDays: number;
   /** Backfill: how long to wait for a lock another sweep holds (default 0: exit 75 at once). */
   lockWaitMs?: number;
   signal?: AbortSignal;
@@ -70,6 +98,21 @@ export interface SweepReport {
   /** Why the account's sweep failed (status `failed`). */
   error?: string;
   resumed_from?: string;
+  /** Scheduled runs: the late-changes step (README "Late changes"). */
+  changes?: ChangesReport;
+}
+
+export interface ChangesReport {
+  /** Events read this run, and the distinct charges they pointed at (re-read and judged). */
+  events: number;
+  charges: number;
+  /** Events up to here are read; null before the first read. */
+  cursor: string | null;
+  cursor_lag_seconds: number | null;
+  /** The cursor was older than Stripe keeps events: the charges created since were re-listed instead. */
+  fallback?: { from: string; to: string; hours: number; differing: number };
+  /** The periodic deep re-read, when this run made it. */
+  deep_read?: { from: string; to: string; hours: number; differing: number };
 }
 
 /** The documented defaults (README "Configuration"), for callers that are not the CLI. */
@@ -84,6 +127,10 @@ export function sweepOptions(options: Partial<SweepOptions> & Pick<SweepOptions,
     firstRunLookbackMs: 86_400_000,
     refundDuplicates: false,
     resume: false,
+    eventsLagMs: 5 * 60_000,
+    eventsOverlapMs: 10 * 60_000,
+    deepReadEveryMs: 86_400_000,
+    deepReadDays: 3,
     ...options,
   };
 }

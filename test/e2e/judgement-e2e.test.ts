@@ -52,7 +52,7 @@ afterAll(async () => {
 beforeEach(async () => {
   double.reset();
   await db.pool.query(
-    'TRUNCATE recon_refunds, recon_repairs, recon_findings, recon_watermarks, recon_runs, stripe_charges, payments, idempotency_keys',
+    'TRUNCATE recon_event_cursors, recon_deep_reads, recon_refunds, recon_repairs, recon_findings, recon_watermarks, recon_runs, stripe_charges, payments, idempotency_keys',
   );
 });
 

@@ -40,7 +40,7 @@ afterAll(async () => {
 
 async function reset(h: History): Promise<NormalizedCharge[]> {
   await db.pool.query(
-    'TRUNCATE recon_refunds, recon_repairs, recon_findings, recon_watermarks, recon_runs, stripe_charges, payments, idempotency_keys',
+    'TRUNCATE recon_event_cursors, recon_deep_reads, recon_refunds, recon_repairs, recon_findings, recon_watermarks, recon_runs, stripe_charges, payments, idempotency_keys',
   );
   const stripe = stripeChargesOf(h);
   await writeHistory(db.pool, h, stripe);

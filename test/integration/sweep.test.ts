@@ -3,7 +3,7 @@ import { ensureDayPartitions } from '../../src/db/partitions.js';
 import { silentLogger } from '../../src/log.js';
 import type { NormalizedCharge } from '../../src/stripe/types.js';
 import { lockAccounts, SweepLockedError } from '../../src/sweep/lock.js';
-import { sweep, SweepFailedError, type SweepDeps, type SweepOptions } from '../../src/sweep/sweep.js';
+import { sweep, SweepFailedError, sweepOptions, type SweepDeps, type SweepOptions } from '../../src/sweep/sweep.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { charge, memoryChargeSource, memoryEvidence, seedClaim, seedEffect } from '../support/scenario.js';
 import { tableChecksums } from '../support/checksums.js';
@@ -13,7 +13,7 @@ const at = (iso: string) => new Date(`2026-11-${iso}Z`);
 const secs = (iso: string) => at(iso).getTime() / 1000;
 const MIN = 60_000;
 
-const baseOptions: SweepOptions = {
+const baseOptions: SweepOptions = sweepOptions({
   mode: 'backfill',
   accounts: ['platform'],
   window: { from: at('09T08:00:00'), to: at('10T11:00:00') },
@@ -26,7 +26,7 @@ const baseOptions: SweepOptions = {
   firstRunLookbackMs: 24 * 60 * MIN,
   refundDuplicates: false,
   resume: false,
-};
+});
 
 let db: TestDatabase;
 let stripe: NormalizedCharge[];
@@ -114,7 +114,7 @@ afterAll(async () => {
 });
 beforeEach(async () => {
   await db.pool.query(
-    'TRUNCATE recon_refunds, recon_repairs, recon_findings, recon_watermarks, recon_runs, stripe_charges, payments, idempotency_keys',
+    'TRUNCATE recon_event_cursors, recon_deep_reads, recon_refunds, recon_repairs, recon_findings, recon_watermarks, recon_runs, stripe_charges, payments, idempotency_keys',
   );
   await buildScenario();
 });

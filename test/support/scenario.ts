@@ -1,6 +1,6 @@
 import type { Queryable } from '../../src/db/pool.js';
 import type { NormalizedCharge } from '../../src/stripe/types.js';
-import type { ChargeSource } from '../../src/sweep/sweep.js';
+import type { ChangeSource, ChargeSource } from '../../src/sweep/sweep.js';
 import { downstreamKey } from '../../src/claims/keys.js';
 import type { RefundFact, StripeEvidence } from '../../src/sweep/evidence-source.js';
 
@@ -171,5 +171,25 @@ export function memoryEvidence(charges: () => NormalizedCharge[]): StripeEvidenc
       }
       return refund;
     },
+  };
+}
+
+export interface MemoryEvent {
+  id: string;
+  type: string;
+  /** Unix seconds. */
+  created: number;
+  chargeId: string | null;
+  account?: string | null;
+}
+
+/** Stripe's Events API over an array: the reader's window rules (created > after, or ≥ after − overlap; < before). */
+export function memoryChangeSource(events: () => MemoryEvent[], calls?: { count: number }): ChangeSource {
+  return async (account, window) => {
+    if (calls) calls.count += 1;
+    const from = window.overlapSeconds > 0 ? window.after - window.overlapSeconds : window.after + 1;
+    return events()
+      .filter((e) => (e.account ?? 'platform') === account && e.created >= from && e.created < window.before)
+      .map(({ id, type, created, chargeId }) => ({ id, type, created, chargeId }));
   };
 }

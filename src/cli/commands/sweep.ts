@@ -7,6 +7,7 @@ import { metricsConfigFromEnv, publishMetrics, readLastSuccessByAccount } from '
 import { readStatus } from '../../sweep/status.js';
 import { createChargeLister, createStripeClient, RateBudget } from '../../stripe/index.js';
 import { createStripeEvidence } from '../../stripe/evidence.js';
+import { changeSource, createEventReader } from '../../stripe/events.js';
 import { CATEGORIES } from '../../sweep/categories.js';
 import { sweep, SweepFailedError, type SweepDeps, type SweepReport } from '../../sweep/sweep.js';
 import { parseShard, shardOf, type Shard, type TimeWindow } from '../../sweep/window.js';
@@ -114,6 +115,7 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
       logger,
       listCharges: (account, w, abort) => lister.list(account === 'platform' ? null : account, w, { signal: abort }),
       evidence: createStripeEvidence({ stripe, budget, counters: lister.counters, metadataKeys: config.metadataKeys }),
+      listChanges: changeSource(createEventReader({ stripe, budget, counters: lister.counters })),
       faultPoint: crashPointFromEnv(),
       onSlice: process.stderr.isTTY ? (done, total) => process.stderr.write(`\rslice ${done}/${total}`) : undefined,
       onSkipped: (account) => skipped.push(account),
@@ -156,6 +158,10 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
         leaseMs: config.claimLeaseMs,
         retentionMs: config.retentionMs,
         firstRunLookbackMs: config.firstRunLookbackMs,
+        eventsLagMs: config.eventsLagMs,
+        eventsOverlapMs: config.eventsOverlapMs,
+        deepReadEveryMs: config.deepReadEveryMs,
+        deepReadDays: config.deepReadDays,
         refundDuplicates: Boolean(flags.refundDuplicates),
         resume: flags.resume !== false,
         lockWaitMs,

@@ -1,0 +1,264 @@
+import type { PoolClient } from '../db/pool.js';
+import { ensureDayPartitions, utcDay } from '../db/partitions.js';
+import { LOCK_CLASS, LockObject } from '../db/locks.js';
+import type { Logger } from '../log.js';
+import { STRIPE_IDEMPOTENCY_WINDOW_MS } from '../stripe/limits.js';
+import type { MalformedCharge, NormalizedCharge } from '../stripe/types.js';
+import { MALFORMED_CHARGE_CATEGORY } from './categories.js';
+import type { DryRunOverlay } from './dry-run-overlay.js';
+import type { SliceFacts } from './facts.js';
+import { closeHealedFindings, recordFindings } from './findings-store.js';
+import { judgeSlice, type Finding, type Judgement } from './judge/index.js';
+import type { SweepLock } from './lock.js';
+import { upsertCharges } from './mirror.js';
+import { upsertChargesIsolating } from './mirror-isolating.js';
+import { isRefund, recordRefundIntents } from './refunds.js';
+import { executeRepairs } from './repairs.js';
+import type { RunMode } from './runs-store.js';
+import type { SweepDeps, SweepOptions, SweepReport } from './types.js';
+import { readStripesWord, type VerifiedSoFar } from './verify.js';
+import type { TimeWindow } from './window.js';
+
+/**
+ * One judged batch: what a slice of the window is, and what the late-changes step is
+ * for the charges Stripe's events point at. Land the charges in the mirror; gather and
+ * judge; if the judgement needs Stripe's own word (before a critical finding or a
+ * release), commit the ingest, read it, and judge again; then repair, record findings,
+ * audit rows and refund intents, and checkpoint, in one transaction.
+ */
+
+/** Each batch written to the mirror in one statement: a page or a few. */
+const INGEST_BATCH = 500;
+
+/** What every batch of one account's run shares. */
+export interface RunContext {
+  run: {
+    id: string;
+    mode: RunMode;
+    account: string;
+    shard: string;
+    watermarkShard: string;
+    window: TimeWindow;
+    startedAt: Date;
+    checkpoint: Date;
+  };
+  report: SweepReport;
+  log: Logger;
+  readUntil: Date;
+  /** A real run: a fresh transaction each call. A dry run: its one long transaction. */
+  inTransaction: <T>(fn: (client: PoolClient) => Promise<T>) => Promise<T>;
+  /** Deferred keys already counted this run (few: only keys a live writer or a missing read held back). */
+  countedDeferred: Set<string>;
+  lock: SweepLock;
+  verified: VerifiedSoFar;
+  /** Dry runs only. */
+  overlay: DryRunOverlay | null;
+}
+
+export interface Batch {
+  /** For fault points and logs: `slice:3`, `changes:0`. */
+  name: string;
+  /** Charges to land in the mirror first, read at `fetchedAt`. */
+  charges: NormalizedCharge[];
+  fetchedAt: Date;
+  /** Charges the listing could not read. */
+  unreadable: MalformedCharge[];
+  /** Gathers the facts to judge, inside the batch's transaction. */
+  load: (client: PoolClient) => Promise<SliceFacts>;
+  /** Whether a matched charge created at this instant is counted by this batch (each charge once per run). */
+  countsMatched: (created: Date) => boolean;
+  /**
+   * Records progress in the batch's transaction; `deferred` says whether some key was
+   * held back (a live writer, a lost compare-and-swap, Stripe's word still missing).
+   */
+  checkpoint: (client: PoolClient, deferred: string[], now: Date) => Promise<void>;
+}
+
+export async function judgeBatch(deps: SweepDeps, options: SweepOptions, ctx: RunContext, batch: Batch): Promise<{ refundIntents: number }> {
+  const fault = async (phase: string) => deps.faultPoint?.(`${batch.name}:${phase}`);
+  const days = spanOf(batch.charges);
+  const prepare = async (client: PoolClient, span: TimeWindow | null) => {
+    // Keeps `expire` from detaching a mirror partition under this batch's inserts.
+    await client.query('SELECT pg_advisory_xact_lock_shared($1, $2)', [LOCK_CLASS, LockObject.partitions]);
+    // In the batch's transaction: `expire` may have dropped an old day since the run
+    // began (old charges), and a dry run's partitions roll back with it.
+    if (span) await ensureDayPartitions(client, { from: utcDay(span.from), to: utcDay(span.to) }, ['stripe_charges']);
+  };
+  const judge = async (client: PoolClient): Promise<{ facts: SliceFacts; judgement: Judgement }> => {
+    const raw = await batch.load(client);
+    const facts = ctx.overlay ? ctx.overlay.apply(raw) : raw;
+    const judgement = judgeSlice(facts, {
+      now: deps.clock(),
+      retentionMs: options.retentionMs,
+      refundDuplicates: options.refundDuplicates,
+      providerIdempotencyWindowMs: STRIPE_IDEMPOTENCY_WINDOW_MS,
+      verified: ctx.verified,
+    });
+    return { facts, judgement };
+  };
+
+  // First pass: ingest and judge. Most batches need nothing more and finish right here.
+  let first: { facts: SliceFacts; judgement: Judgement } | null = null;
+  let refundIntents = 0;
+  await ctx.inTransaction(async (client) => {
+    await prepare(client, days);
+    for (let i = 0; i < batch.charges.length; i += INGEST_BATCH) {
+      // A charge the database refuses (one the normaliser did not know to refuse) becomes
+      // an open finding naming it; the rest of the batch lands and is judged.
+      const { refused } = await upsertChargesIsolating(client, batch.charges.slice(i, i + INGEST_BATCH), batch.fetchedAt);
+      for (const r of refused) {
+        ctx.log.warn({ charge: r.charge.id, code: r.error.code, error: r.error.message }, 'the database refused a charge; it stays an open finding');
+        batch.unreadable.push({ id: r.charge.id, account: r.charge.account, problem: `the database refused it: ${r.error.message}` });
+      }
+    }
+    await fault('ingested');
+    first = await judge(client);
+    if (!needsStripe(first.judgement)) refundIntents = await finish(deps, options, ctx, batch, client, first);
+  });
+  const pending = first as { facts: SliceFacts; judgement: Judgement } | null;
+  if (!pending || !needsStripe(pending.judgement)) {
+    await fault('committed');
+    return { refundIntents };
+  }
+
+  // Second pass: Stripe's own word for what the first asked, into the mirror, then judge again.
+  const found = await readStripesWord(deps.evidence, pending.judgement.needs, ctx.verified, ctx.log, options.signal);
+  await fault('verified');
+  await ctx.inTransaction(async (client) => {
+    await prepare(client, spanOf(found));
+    await upsertCharges(client, found, deps.clock());
+    const second = await judge(client);
+    refundIntents = await finish(deps, options, ctx, batch, client, second);
+  });
+  await fault('committed');
+  return { refundIntents };
+}
+
+function needsStripe(judgement: Judgement): boolean {
+  return judgement.needs.charges.length > 0 || judgement.needs.identities.length > 0;
+}
+
+function spanOf(charges: readonly NormalizedCharge[]): TimeWindow | null {
+  if (charges.length === 0) return null;
+  let min = Infinity;
+  let max = -Infinity;
+  for (const c of charges) {
+    if (c.created < min) min = c.created;
+    if (c.created > max) max = c.created;
+  }
+  return { from: new Date(min * 1000), to: new Date(max * 1000) };
+}
+
+async function finish(
+  deps: SweepDeps,
+  options: SweepOptions,
+  ctx: RunContext,
+  batch: Batch,
+  client: PoolClient,
+  { facts, judgement }: { facts: SliceFacts; judgement: Judgement },
+): Promise<number> {
+  const { run, report } = ctx;
+  const fault = async (phase: string) => deps.faultPoint?.(`${batch.name}:${phase}`);
+  const now = deps.clock();
+  deps.observeJudgement?.(judgement, batch.name);
+  const findings = capClaimCreation([...judgement.findings, ...batch.unreadable.flatMap(unjudgeable)]);
+  await fault('judged');
+  // A dry run repairs inside a savepoint that it rolls back at once: the row and
+  // advisory locks those writes took go with it, so live writers wait milliseconds, not
+  // for the whole dry run. What the repairs did is kept in the overlay, so later
+  // batches judge what a real run would see.
+  if (options.dryRun) await client.query('SAVEPOINT dry_run_batch');
+  const repairs = await executeRepairs(client, findings, { now });
+  await fault('repaired');
+  // A repair that lost its compare-and-swap to a live writer is no finding: the writer
+  // settles it, or, if it dies, a later run must judge the key again (deferred).
+  const recorded = findings.filter((f) => !f.repair || repairs.has(f) || isRefund(f));
+  const lostToWriter = findings.filter((f) => f.repair && !repairs.has(f) && !isRefund(f)).map((f) => f.subject);
+  const refunds = recorded.filter(isRefund);
+  if (ctx.overlay) {
+    await client.query('ROLLBACK TO SAVEPOINT dry_run_batch');
+    ctx.overlay.record(repairs, refunds, now);
+  }
+  const rows = await recordFindings(client, { account: run.account, runId: run.id, now, findings: recorded, repairs });
+  await closeHealedFindings(client, { account: run.account, runId: run.id, now, judgedSubjects: judgement.judgedSubjects, findings: recorded });
+  const intents = options.dryRun ? 0 : await recordRefundIntents(client, { account: run.account, runId: run.id, now, findings: refunds, recorded: rows });
+
+  // Counting: each finding once per run (the first batch that records it in this run),
+  // each matched charge once (the batch its own `created` belongs to), every repair made.
+  report.malformed_charges += batch.unreadable.length;
+  const created = createdById(facts);
+  for (const id of judgement.matched) {
+    const at = created.get(id);
+    if (at !== undefined && batch.countsMatched(at)) report.findings.matched += 1;
+  }
+  for (const row of rows) if (row.firstThisRun) report.findings[row.category as keyof SweepReport['findings']] += 1;
+  for (const f of repairs.keys()) report.repaired[f.category] += 1;
+  if (options.dryRun) report.repaired.duplicate_charge += refunds.length; // would refund
+  const deferred = [...judgement.deferred, ...lostToWriter];
+  for (const subject of deferred) {
+    if (ctx.countedDeferred.has(subject)) continue;
+    ctx.countedDeferred.add(subject);
+    report.deferred_keys += 1;
+  }
+  await batch.checkpoint(client, deferred, now);
+  await ctx.lock.confirmHeld(client);
+  await fault('before-commit');
+  if (options.dryRun) {
+    for (const [f, r] of repairs) ctx.log.info({ category: f.category, subject: f.subject, action: r.action }, 'dry run: would repair');
+  }
+  return intents;
+}
+
+function createdById(facts: SliceFacts): Map<string, Date> {
+  const created = new Map<string, Date>();
+  for (const identity of facts.identities) for (const c of identity.charges) created.set(c.id, c.created);
+  for (const loose of facts.looseCharges) created.set(loose.charge.id, loose.charge.created);
+  for (const loose of facts.looseEffects) if (loose.charge) created.set(loose.charge.id, loose.charge.created);
+  return created;
+}
+
+/**
+ * Every claim insert holds an advisory lock until its transaction commits (that is
+ * what makes claims unique across partitions), and PostgreSQL's lock table is
+ * bounded (max_locks_per_transaction × connections, about 6,400 by default). A batch
+ * re-creates at most this many claims; the rest stay open findings that say why,
+ * and a backfill of the range with a smaller SWEEPER_SLICE picks them up.
+ */
+export const MAX_CLAIMS_CREATED_PER_SLICE = 1_000;
+
+function capClaimCreation(findings: Finding[]): Finding[] {
+  let creations = 0;
+  return findings.map((f) => {
+    if (f.repair?.kind !== 'recreate_claim' || !f.repair.withClaim) return f;
+    creations += 1;
+    if (creations <= MAX_CLAIMS_CREATED_PER_SLICE) return f;
+    return {
+      ...f,
+      repair: null,
+      reason: `deferred: more than ${MAX_CLAIMS_CREATED_PER_SLICE} claims to re-create in one slice; backfill this range with a smaller SWEEPER_SLICE`,
+    };
+  });
+}
+
+/**
+ * A charge Stripe returned without what reconciliation needs cannot be judged, but it
+ * may be money: it stays an open finding until it reads well (then it is judged as
+ * any other charge, and this finding heals). One with no id cannot even be named; it
+ * is logged and counted in `malformed_charges`.
+ */
+function unjudgeable(bad: MalformedCharge): Finding[] {
+  if (!bad.id) return [];
+  return [
+    {
+      category: MALFORMED_CHARGE_CATEGORY,
+      subject: bad.id,
+      chargeId: bad.id,
+      tenantId: null,
+      idempotencyKey: null,
+      repair: null,
+      reason: `Stripe returned this charge without what the sweep needs (${bad.problem}); it cannot be judged`,
+      details: { malformed: bad.problem },
+      covers: { claims: [], charges: [bad.id], effects: [] },
+    },
+  ];
+}

@@ -1,0 +1,95 @@
+import { judgeBatch, type RunContext } from './batch.js';
+import { advanceEventCursor, readDeepRead, readEventCursor, recordDeepRead } from './changes-store.js';
+import { deepRead } from './deep-read.js';
+import { loadChangedFacts } from './facts-sql.js';
+import type { ChangesReport, SweepDeps, SweepOptions } from './types.js';
+
+/**
+ * Late changes (README "Late changes"): after its window, a scheduled run reads the
+ * account's change events from its cursor to now − SWEEPER_EVENTS_LAG (re-reading an
+ * overlap), re-reads from Stripe every charge they point at, lands it in the mirror
+ * and judges each affected identity with all its evidence, exactly as a slice would.
+ * Events are only pointers, so a repeated or out-of-order event changes nothing.
+ * Read a day at a time; each day's judgement and cursor advance commit together.
+ */
+
+/** Stripe keeps events 30 days; past 25 the cursor is too close to losing some. */
+export const EVENTS_KEPT_MS = 30 * 86_400_000;
+export const EVENTS_SAFE_MS = 25 * 86_400_000;
+/** One read and one transaction per day of events at most. */
+const CHUNK_MS = 86_400_000;
+
+export async function sweepChanges(deps: SweepDeps, options: SweepOptions, ctx: RunContext): Promise<ChangesReport | undefined> {
+  const listChanges = deps.listChanges;
+  if (ctx.run.mode !== 'run' || !listChanges) return undefined;
+  const { account } = ctx.run;
+  const now = deps.clock();
+  const before = new Date(Math.floor((now.getTime() - options.eventsLagMs) / 1000) * 1000);
+  const stored = await ctx.inTransaction((client) => readEventCursor(client, account));
+  let cursor = stored ?? new Date(now.getTime() - options.firstRunLookbackMs);
+  const report: ChangesReport = { events: 0, charges: 0, cursor: null, cursor_lag_seconds: null };
+
+  if (now.getTime() - cursor.getTime() > EVENTS_SAFE_MS) {
+    // Events older than 30 days are gone: what changed in the gap can only be found by
+    // listing the charges created since, and comparing them with the mirror.
+    const relist = { from: new Date(cursor.getTime() - options.eventsOverlapMs), to: ctx.run.window.to };
+    ctx.log.warn(
+      { cursor: cursor.toISOString(), from: relist.from.toISOString(), to: relist.to.toISOString() },
+      'the events cursor is more than 25 days behind (Stripe keeps events 30 days): re-listing the charges created since it instead; ' +
+        'changes to charges created before it in that gap cannot be seen',
+    );
+    report.fallback = await deepRead(deps, options, ctx, relist, 'fallback');
+    cursor = new Date(now.getTime() - EVENTS_KEPT_MS + CHUNK_MS);
+  }
+
+  for (let n = 0; cursor < before; n += 1) {
+    options.signal?.throwIfAborted();
+    const chunkEnd = new Date(Math.min(before.getTime(), cursor.getTime() + CHUNK_MS));
+    const pointers = await listChanges(
+      account,
+      { after: Math.floor(cursor.getTime() / 1000), overlapSeconds: Math.round(options.eventsOverlapMs / 1000), before: Math.floor(chunkEnd.getTime() / 1000) },
+      options.signal,
+    );
+    const ids = [...new Set(pointers.flatMap((p) => (p.chargeId ? [p.chargeId] : [])))];
+    await deps.faultPoint?.(`changes:${n}:listed`);
+    const fetchedAt = deps.clock();
+    const charges = ids.length > 0 ? await deps.evidence.chargesById(account, ids, options.signal) : [];
+    if (charges.length < ids.length) {
+      const found = new Set(charges.map((c) => c.id));
+      ctx.log.warn({ missing: ids.filter((id) => !found.has(id)).slice(0, 5) }, 'events point at charges Stripe does not return by id; they are left out');
+    }
+    report.events += pointers.length;
+    report.charges += charges.length;
+    let held = false;
+    await judgeBatch(deps, options, ctx, {
+      name: `changes:${n}`,
+      charges,
+      fetchedAt,
+      unreadable: [],
+      load: (client) => loadChangedFacts(client, account, ids),
+      countsMatched: () => false,
+      async checkpoint(client, deferred, at) {
+        // A key held back keeps the cursor here: the next run reads these events again.
+        if (deferred.length > 0) held = true;
+        else await advanceEventCursor(client, account, chunkEnd, ctx.run.id, at);
+      },
+    });
+    if (held) break;
+    cursor = chunkEnd;
+  }
+  report.cursor = cursor.toISOString();
+  report.cursor_lag_seconds = Math.round((now.getTime() - cursor.getTime()) / 1000);
+
+  if (options.deepReadEveryMs > 0 && options.deepReadDays > 0 && !report.fallback) {
+    const last = await ctx.inTransaction((client) => readDeepRead(client, account));
+    if (!last || now.getTime() - last.lastAt.getTime() >= options.deepReadEveryMs) {
+      const window = { from: new Date(now.getTime() - options.deepReadDays * 86_400_000), to: ctx.run.window.to };
+      const read = await deepRead(deps, options, ctx, window, 'deep-read');
+      report.deep_read = read;
+      await ctx.inTransaction((client) =>
+        recordDeepRead(client, account, ctx.run.id, { lastAt: now, from: new Date(read.from), to: new Date(read.to), hours: read.hours, differing: read.differing }),
+      );
+    }
+  }
+  return report;
+}
