@@ -193,3 +193,11 @@ export function memoryChangeSource(events: () => MemoryEvent[], calls?: { count:
       .map(({ id, type, created, chargeId }) => ({ id, type, created, chargeId }));
   };
 }
+
+/** Empties every table a sweep reads or writes (alert state aside), for tests that rebuild a scenario. */
+export async function truncateSweepTables(db: Queryable): Promise<void> {
+  await db.query(
+    `TRUNCATE recon_event_cursors, recon_deep_reads, recon_refunds, recon_repairs, recon_findings, recon_watermarks,
+              recon_runs, stripe_charges, payments, idempotency_keys`,
+  );
+}
