@@ -169,6 +169,12 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
     }
     await insertRun(dry ?? deps.pool, run);
     log.info({ window: report.window, slices: slices.length, start: window.start.toISOString() }, 'sweep started');
+    const progress = (phase: 'slices' | 'changes', slicesDone: number) =>
+      deps.onProgress?.({
+        runId, mode: options.mode, account, window: window.full, start: window.start, resumedFrom: window.resumedFrom,
+        phase, slicesDone, slicesTotal: slices.length, chargesScanned: report.charges_scanned,
+      });
+    progress('slices', 0);
     // Refunds an earlier run recorded but did not finish (a crash, Stripe down): settled first.
     await settleRefunds();
     for (const [index, slice] of slices.entries()) {
@@ -180,9 +186,11 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
       const { refundIntents } = await sweepSlice(deps, options, { ...shared, slice, index });
       if (refundIntents > 0) await settleRefunds();
       deps.onSlice?.(index + 1, slices.length);
+      progress('slices', index + 1);
     }
     if (report.status !== 'interrupted' && !options.signal?.aborted) {
       // Changes to charges whatever their age: events since the cursor, and the periodic deep re-read.
+      if (options.mode === 'run') progress('changes', slices.length);
       const changes = await sweepChanges(deps, options, shared);
       if (changes) {
         report.changes = changes;

@@ -47,8 +47,26 @@ export interface SweepDeps {
   /** Crash and race tests: called at named points (`slice:N:phase`); may kill the process. */
   faultPoint?: (name: string) => void | Promise<void>;
   onSlice?: (done: number, total: number) => void;
+  /** The CLI's progress display and log (src/cli/progress.ts): at an account's start, after each slice, before the late-changes step. */
+  onProgress?: (progress: SweepProgress) => void;
   /** A scheduled run left the account alone because a backfill has it (see lock.ts). */
   onSkipped?: (account: string) => void;
+}
+
+/** Where one account's sweep is: committed slices and charges scanned so far. */
+export interface SweepProgress {
+  runId: string;
+  mode: RunMode;
+  account: string;
+  window: TimeWindow;
+  /** Where this run began: the window's start, or the checkpoint a resumed backfill continues from. */
+  start: Date;
+  resumedFrom?: string;
+  /** `slices` while slices are judged; `changes` once they are done and the late-changes step runs. */
+  phase: 'slices' | 'changes';
+  slicesDone: number;
+  slicesTotal: number;
+  chargesScanned: number;
 }
 
 export interface SweepOptions {
