@@ -34,6 +34,7 @@ export const DURATION_BOUNDS = {
   SWEEPER_EVENTS_OVERLAP: { fallback: '10m', min: 1_000, max: DAY },
   SWEEPER_DEEP_READ_EVERY: { fallback: '1d', min: HOUR, max: 31 * DAY },
   SWEEPER_MAX_LAG: { fallback: '2h', min: 10 * MINUTE, max: 30 * DAY },
+  SWEEPER_PROGRESS_INTERVAL: { fallback: '10s', min: 1_000, max: 15 * MINUTE },
 } as const satisfies Record<string, { fallback: string; min: number; max: number }>;
 
 type DurationVariable = keyof typeof DURATION_BOUNDS;
@@ -160,12 +161,16 @@ const envSchema = z.object({
   SWEEPER_EVENTS_OVERLAP: duration('SWEEPER_EVENTS_OVERLAP'),
   SWEEPER_DEEP_READ_EVERY: duration('SWEEPER_DEEP_READ_EVERY'),
   SWEEPER_MAX_LAG: duration('SWEEPER_MAX_LAG'),
+  SWEEPER_PROGRESS_INTERVAL: duration('SWEEPER_PROGRESS_INTERVAL'),
   SWEEPER_DEEP_READ_DAYS: positiveInt('SWEEPER_DEEP_READ_DAYS', '3', 30),
   // Stripe allows 100 read requests per second in live mode (25 in test mode).
   SWEEPER_STRIPE_RATE: positiveInt('SWEEPER_STRIPE_RATE', '20', 100),
   SWEEPER_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
     message: 'SWEEPER_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent',
   }).default('info'),
+  SWEEPER_LOG_FORMAT: z.enum(['json', 'pretty'], {
+    message: 'SWEEPER_LOG_FORMAT must be json or pretty (unset: pretty when stderr is a terminal, JSON otherwise)',
+  }).optional(),
 });
 
 const MIN_SETTLE_GRACE_MS = 60_000;
@@ -187,6 +192,10 @@ export interface Config {
   maxAmount: number;
   metadataKeys: { tenantId: string; idempotencyKey: string };
   logLevel: string;
+  /** Forced log format; unset, the CLI picks pretty on a terminal and JSON otherwise. */
+  logFormat: 'json' | 'pretty' | undefined;
+  /** When stderr is not a terminal, a progress log line this often during a sweep. */
+  progressIntervalMs: number;
   /** Stripe accounts swept: `platform` and/or Connect `acct_…` ids. */
   accounts: string[];
   /** Work younger than this is not judged: it may still be in flight. ≥ lease + 1 minute. */
@@ -258,6 +267,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxAmount: e.SWEEPER_MAX_AMOUNT,
     metadataKeys: { tenantId: e.SWEEPER_METADATA_TENANT_KEY, idempotencyKey: e.SWEEPER_METADATA_IDEMPOTENCY_KEY },
     logLevel: e.SWEEPER_LOG_LEVEL,
+    logFormat: e.SWEEPER_LOG_FORMAT,
+    progressIntervalMs: e.SWEEPER_PROGRESS_INTERVAL,
     accounts,
     settleMs: e.SWEEPER_SETTLE,
     overlapMs: e.SWEEPER_OVERLAP,
