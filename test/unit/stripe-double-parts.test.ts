@@ -6,7 +6,8 @@ import { canonicalJson, parseForm } from '../../src/fakes/stripe-double/form.js'
 import { IdempotencyStore } from '../../src/fakes/stripe-double/idempotency.js';
 import { parseListQuery } from '../../src/fakes/stripe-double/list-query.js';
 import { EndpointRateLimiter } from '../../src/fakes/stripe-double/rate-limit.js';
-import { seedCharges } from '../../src/fakes/stripe-double/seed.js';
+import { renderCharge } from '../../src/fakes/stripe-double/render.js';
+import { seedCharges, type SeededCharge } from '../../src/fakes/stripe-double/seed.js';
 import { DoubleState } from '../../src/fakes/stripe-double/state.js';
 
 const record = (id: string, created: number, account: string | null = null): ChargeRecord => ({
@@ -112,6 +113,42 @@ describe('seedCharges', () => {
       expect(a.created > b.created || (a.created === b.created && a.id > b.id)).toBe(true);
     }
     expect(all.ok).toBe(true);
+  });
+
+  it('attributes charges one by one (metadataOf) and renders realistic ones at about 2 KB', () => {
+    const state = new DoubleState(new DoubleClock());
+    const told: SeededCharge[] = [];
+    seedCharges(state, null, 50, {
+      from: 1_000,
+      to: 2_000,
+      realistic: true,
+      metadata: { shared: 'yes' },
+      metadataOf: (charge) => {
+        told.push(charge);
+        return charge.index % 2 === 0 ? { tenant_id: 't1', idempotency_key: `k-${charge.index}` } : undefined;
+      },
+    });
+    const charges = state.charges.all(null);
+    expect(told.map((c) => c.index).sort((a, b) => a - b)).toEqual([...Array(50).keys()]);
+    for (const c of told) {
+      const charge = state.charges.get(c.id) as ChargeRecord;
+      expect(charge.created).toBe(c.created);
+      expect(charge.amount).toBe(c.amount);
+      expect(charge.metadata).toEqual(c.index % 2 === 0 ? { tenant_id: 't1', idempotency_key: `k-${c.index}` } : { shared: 'yes' });
+    }
+    // Index 0 is the oldest.
+    const oldest = told.find((c) => c.index === 0) as SeededCharge;
+    expect(charges.at(-1)?.id).toBe(oldest.id);
+    const json = renderCharge(charges[0] as ChargeRecord);
+    expect(json).toMatchObject({ object: 'charge', payment_method_details: { type: 'card' }, refunds: { object: 'list' } });
+    expect(typeof json.customer).toBe('string');
+    const size = JSON.stringify(json).length;
+    expect(size).toBeGreaterThan(1_800);
+    expect(size).toBeLessThan(2_600);
+    // The small shape stays the default.
+    const plain = new DoubleState(new DoubleClock());
+    seedCharges(plain, null, 1, { from: 1_000, to: 2_000 });
+    expect(renderCharge(plain.charges.all(null)[0] as ChargeRecord)).not.toHaveProperty('payment_method_details');
   });
 });
 

@@ -28,6 +28,11 @@ export interface ChargeRecord {
   declineCode: string | null;
   /** Fields left out of the rendered JSON, to test how clients cope with a malformed charge. */
   omitFields?: readonly string[];
+  /**
+   * Rendered with the rest of a real charge's fields (billing and card details, receipt
+   * URL, refunds list, …), derived from the record: about 2 KB of JSON, as Stripe sends.
+   */
+  realistic?: boolean;
 }
 
 export interface ListQuery {

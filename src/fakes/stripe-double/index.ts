@@ -4,7 +4,7 @@ export { READ_ONLY_PERMISSIONS, type KeyPolicy } from './auth.js';
 export { ENDPOINTS, type Endpoint } from './routes.js';
 export type { FaultConfig } from './faults.js';
 export type { RateLimit } from './rate-limit.js';
-export type { SeedOptions, SeedResult } from './seed.js';
+export type { SeedOptions, SeedResult, SeededCharge } from './seed.js';
 export type { ChargeJson, PaymentIntentJson, RefundJson } from './render.js';
 export { DoubleClock } from './clock.js';
 export { RequestCounters } from './counters.js';

@@ -14,6 +14,18 @@ export interface SeedOptions {
   status?: ChargeStatus;
   /** Shared by every seeded charge (one object, so a million charges do not hold a million copies). */
   metadata?: Readonly<Record<string, string>>;
+  /**
+   * Per-charge metadata instead (undefined: the shared `metadata`), e.g. a benchmark
+   * attributing each charge to a claim. Told each charge's id, `created`, amount and
+   * index (0 = the oldest of this batch); called newest first.
+   */
+  metadataOf?: (charge: SeededCharge) => Readonly<Record<string, string>> | undefined;
+  /**
+   * Charges as big as real ones (about 2 KB of JSON each: billing and card details,
+   * receipt URL, refunds list, a customer and a description), for benchmarks that must
+   * move and decode what Stripe sends. Off by default: the small shape tests read.
+   */
+  realistic?: boolean;
   seed?: number;
   /**
    * Also store each charge's creation event (`charge.succeeded`, …), dated at its
@@ -21,6 +33,14 @@ export interface SeedOptions {
    * less, and a benchmark of the charge listing does not pay for events it never reads.
    */
   events?: boolean;
+}
+
+export interface SeededCharge {
+  /** 0 = the oldest charge of this batch. */
+  index: number;
+  id: string;
+  created: number;
+  amount: number;
 }
 
 export interface SeedResult {
@@ -62,10 +82,14 @@ export function seedCharges(state: DoubleState, account: string | null, n: numbe
   for (let i = 0; i < n; i += 1) {
     // i-th newest charge: created[n-1-i]; the counter grows towards the newest, so ids descend in list order.
     const amount = minAmount + Math.floor(random() * (maxAmount - minAmount + 1));
+    const index = n - 1 - i;
+    const id = `${prefix}${index.toString(36).padStart(8, '0')}`;
+    const at = created[index] as number;
+    const own = options.metadataOf?.({ index, id, created: at, amount });
     records[i] = {
-      id: `${prefix}${(n - 1 - i).toString(36).padStart(8, '0')}`,
+      id,
       account,
-      created: created[n - 1 - i] as number,
+      created: at,
       amount,
       amountCaptured: captured ? amount : 0,
       amountRefunded: 0,
@@ -75,12 +99,13 @@ export function seedCharges(state: DoubleState, account: string | null, n: numbe
       disputed: false,
       paymentIntent: null,
       paymentMethod: 'pm_card_visa',
-      customer: null,
-      description: null,
-      metadata,
+      customer: options.realistic ? `cus_S${(index % 50_000).toString(36).padStart(6, '0')}` : null,
+      description: options.realistic ? `Order ${index.toString(36).toUpperCase()} (${amount} ${currency})` : null,
+      metadata: own ? Object.freeze({ ...own }) : metadata,
       failureCode: status === 'failed' ? 'card_declined' : null,
       failureMessage: status === 'failed' ? 'Your card was declined.' : null,
       declineCode: status === 'failed' ? 'generic_decline' : null,
+      ...(options.realistic ? { realistic: true } : {}),
     };
   }
   state.charges.insertSorted(account, records);
@@ -99,7 +124,7 @@ export function seedCharges(state: DoubleState, account: string | null, n: numbe
         visibleAtMs: record.created * 1000 + state.eventLagMs,
         seq: 0,
         // The charge as created (a later refund must not rewrite its creation event), without a copy each.
-        snapshot: { seededCharge: record, metadata },
+        snapshot: { seededCharge: record, metadata: record.metadata },
         request,
       };
     }
