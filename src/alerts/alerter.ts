@@ -1,7 +1,8 @@
 import type { Queryable } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import type { Category } from '../sweep/categories.js';
-import { ALERT_CATEGORIES, type AlertCategory } from './categories.js';
+import { ALERT_CATEGORIES, ALERT_KEYS, LAG_ALERT, type AlertCategory, type AlertKey } from './categories.js';
+import type { LagStatus } from './lag.js';
 import { alertSecrets, type AlertConfig } from './config.js';
 import { DEFAULT_TIMEOUT_MS, type Fetch } from './http.js';
 import type { AlertContext } from './message.js';
@@ -31,6 +32,17 @@ export interface NotifyInput {
   account: string;
   openByCategory: Readonly<Record<Category, number>>;
   oldestOpenAt: Date | null;
+  /**
+   * The account's lags (src/sweep/completeness.ts): the `reconciliation_lag` alert
+   * fires while `lagging`, and resolves when it is not. Without it that alert is left
+   * as it stands (neither fired nor resolved).
+   */
+  lag?: LagStatus;
+  /**
+   * Only the lag alert: the run of this account failed, so its findings were not
+   * brought up to date, but a stalled account must still page.
+   */
+  lagOnly?: boolean;
 }
 
 export interface NotifyResult {
@@ -46,7 +58,7 @@ export interface Alerter {
   readonly sinks: readonly SinkName[];
   notify(input: NotifyInput): Promise<NotifyResult>;
   /** `notify` with the account's open findings read from the database. */
-  notifyAccount(input: { runId: string; account: string }): Promise<NotifyResult>;
+  notifyAccount(input: { runId: string; account: string; lag?: LagStatus; lagOnly?: boolean }): Promise<NotifyResult>;
 }
 
 /**
@@ -70,7 +82,9 @@ export function createAlerter(deps: AlerterDeps): Alerter {
 
   async function notifySink(sink: AlertSink, input: NotifyInput, counts: Record<AlertCategory, number>, now: Date): Promise<NotifyResult> {
     const state = await loadAlertState(deps.pool, sink.name, input.account);
-    const changes = diffCategories(ALERT_CATEGORIES, state, counts, now, deps.config.repeatMs);
+    const keys: readonly AlertKey[] = input.lag ? (input.lagOnly ? [LAG_ALERT] : ALERT_KEYS) : input.lagOnly ? [] : ALERT_CATEGORIES;
+    const all: Record<AlertKey, number> = { ...counts, [LAG_ALERT]: input.lag?.lagging ? 1 : 0 };
+    const changes = diffCategories(keys, state, all, now, deps.config.repeatMs);
     const ctx: AlertContext = {
       runId: input.runId,
       account: input.account,
@@ -79,6 +93,7 @@ export function createAlerter(deps: AlerterDeps): Alerter {
       unreconciled: ALERT_CATEGORIES.reduce((sum, c) => sum + counts[c], 0),
       oldestOpenAt: input.oldestOpenAt,
       changes,
+      lag: input.lag ?? null,
     };
     const deliveries = sink.plan(ctx);
     const outcomes = await Promise.all(deliveries.map((d) => attempt(sink.name, input, d)));
@@ -92,7 +107,7 @@ export function createAlerter(deps: AlerterDeps): Alerter {
           sink: sink.name,
           account: input.account,
           sentAt: now,
-          counts: delivery.categories.map((category) => ({ category, count: counts[category] })),
+          counts: delivery.categories.map((category) => ({ category, count: all[category] })),
         });
       } else {
         result.failed += 1;
@@ -139,10 +154,10 @@ export function createAlerter(deps: AlerterDeps): Alerter {
   return {
     sinks: sinks.map((s) => s.name),
     notify,
-    async notifyAccount({ runId, account }) {
+    async notifyAccount({ runId, account, lag, lagOnly }) {
       if (sinks.length === 0) return { sent: 0, failed: 0, errors: [] };
       const open = await readOpenFindings(deps.pool, account);
-      return notify({ runId, account, ...open });
+      return notify({ runId, account, ...open, ...(lag ? { lag } : {}), ...(lagOnly ? { lagOnly } : {}) });
     },
   };
 }

@@ -4,9 +4,26 @@ import { CATEGORIES, CRITICAL_CATEGORIES, type Category } from '../sweep/categor
 export type AlertCategory = Exclude<Category, 'matched'>;
 export const ALERT_CATEGORIES: readonly AlertCategory[] = CATEGORIES.filter((c): c is AlertCategory => c !== 'matched');
 
+/**
+ * An alert that is not about findings: the account's charges watermark or events
+ * cursor is further behind than SWEEPER_MAX_LAG (README "Completeness"). It goes
+ * through the same machinery as a category (count 1 while lagging, 0 when not: sent
+ * on change, repeated, resolved, with its own state row and PagerDuty dedup key),
+ * and is never a finding category: no finding, report row or `findings` count has it.
+ */
+export const LAG_ALERT = 'reconciliation_lag';
+export type LagAlert = typeof LAG_ALERT;
+
+/** What a sink keeps state for and alerts on. */
+export type AlertKey = AlertCategory | LagAlert;
+export const ALERT_KEYS: readonly AlertKey[] = [...ALERT_CATEGORIES, LAG_ALERT];
+
 export type Severity = 'critical' | 'warning';
 
-/** Money may be wrong in the critical categories; the others are bookkeeping that can wait for office hours. */
-export function severityOf(category: Category): Severity {
-  return CRITICAL_CATEGORIES.includes(category) ? 'critical' : 'warning';
+/**
+ * Money may be wrong in the critical categories; the others are bookkeeping that can
+ * wait for office hours. A stalled sweeper is critical: it stops seeing money go wrong.
+ */
+export function severityOf(key: Category | LagAlert): Severity {
+  return key === LAG_ALERT || CRITICAL_CATEGORIES.includes(key) ? 'critical' : 'warning';
 }

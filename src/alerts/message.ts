@@ -1,4 +1,5 @@
-import type { AlertCategory } from './categories.js';
+import type { AlertCategory, AlertKey } from './categories.js';
+import type { LagStatus } from './lag.js';
 import { isNews, type CategoryChange } from './transitions.js';
 
 /** Everything a sink needs to word one account's alert; `changes` are this sink's own. */
@@ -9,7 +10,10 @@ export interface AlertContext {
   counts: Readonly<Record<AlertCategory, number>>;
   unreconciled: number;
   oldestOpenAt: Date | null;
+  /** Changes of every key this sink was told about: the finding categories, and `reconciliation_lag` when `lag` is known. */
   changes: readonly CategoryChange[];
+  /** The account's lags, when the caller read them (README "Completeness"). */
+  lag?: LagStatus | null;
 }
 
 /** The command an operator runs next; every message carries it. */
@@ -47,7 +51,7 @@ export function plural(n: number, word: string): string {
  * category has news, carrying (and so refreshing the state of) every category
  * that is open or was open when the sink last heard.
  */
-export function summaryPlan(ctx: AlertContext): { send: boolean; categories: AlertCategory[] } {
+export function summaryPlan(ctx: AlertContext): { send: boolean; categories: AlertKey[] } {
   return {
     send: ctx.changes.some((c) => isNews(c.change)),
     categories: ctx.changes.filter((c) => c.current > 0 || c.previous > 0).map((c) => c.category),

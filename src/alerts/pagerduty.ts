@@ -1,4 +1,5 @@
-import { severityOf, type AlertCategory } from './categories.js';
+import { LAG_ALERT, severityOf, type AlertKey } from './categories.js';
+import { describeLag } from './lag.js';
 import { postJson, type Fetch } from './http.js';
 import { openCounts, plural, reportCommand, type AlertContext } from './message.js';
 import type { AlertSink, Delivery } from './sink.js';
@@ -28,7 +29,8 @@ export function pagerDutySink(args: { routingKey: string; url: string; fetch: Fe
   };
 }
 
-export function dedupKey(account: string, category: AlertCategory): string {
+/** `sweeper:<account>:<category>`, and `sweeper:<account>:reconciliation_lag` for the lag alert. */
+export function dedupKey(account: string, category: AlertKey): string {
   return `sweeper:${account}:${category}`;
 }
 
@@ -62,6 +64,7 @@ export function pagerDutyEvent(routingKey: string, ctx: AlertContext, change: Ca
     case 'opened':
     case 'increased':
     case 'repeat':
+      if (change.category === LAG_ALERT) return lagTrigger(routingKey, ctx, dedup_key);
       return {
         routing_key: routingKey,
         event_action: 'trigger',
@@ -89,4 +92,31 @@ export function pagerDutyEvent(routingKey: string, ctx: AlertContext, change: Ca
     default:
       return null;
   }
+}
+
+/** The account stopped keeping up: nothing says money is wrong, but nothing new is being checked. */
+function lagTrigger(routingKey: string, ctx: AlertContext, dedup_key: string): PagerDutyTrigger {
+  const lag = ctx.lag;
+  return {
+    routing_key: routingKey,
+    event_action: 'trigger',
+    dedup_key,
+    payload: {
+      summary: `sweeper: reconciliation of account ${ctx.account} is behind${lag ? `: ${describeLag(lag)}` : ''}`,
+      source: 'sweeper',
+      severity: severityOf(LAG_ALERT),
+      component: ctx.account,
+      group: 'payment-reconciliation',
+      class: LAG_ALERT,
+      custom_details: {
+        account: ctx.account,
+        watermark_lag_seconds: lag?.watermarkLagSeconds ?? null,
+        events_lag_seconds: lag?.eventsLagSeconds ?? null,
+        max_lag_seconds: lag?.maxLagSeconds ?? null,
+        unreconciled: ctx.unreconciled,
+        run_id: ctx.runId,
+        command: 'sweeper status',
+      },
+    },
+  };
 }

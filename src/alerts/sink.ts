@@ -1,4 +1,4 @@
-import type { AlertCategory } from './categories.js';
+import type { AlertKey } from './categories.js';
 import type { AlertContext } from './message.js';
 
 export type SinkName = 'slack' | 'pagerduty' | 'webhook';
@@ -8,7 +8,7 @@ export interface Delivery {
   /** For logs and returned errors, e.g. "pagerduty trigger duplicate_charge"; never a credential. */
   label: string;
   /** Their counts become the sink's state once this delivery succeeds, and only then. */
-  categories: readonly AlertCategory[];
+  categories: readonly AlertKey[];
   send(): Promise<void>;
 }
 

@@ -1,4 +1,5 @@
-import { severityOf } from './categories.js';
+import { LAG_ALERT, severityOf } from './categories.js';
+import { describeLag } from './lag.js';
 import { postJson, type Fetch } from './http.js';
 import { oldestAge, plural, reportCommand, summaryPlan, type AlertContext } from './message.js';
 import type { AlertSink } from './sink.js';
@@ -34,9 +35,11 @@ export function slackMessage(ctx: AlertContext): SlackMessage {
   const headline = headlineOf(ctx);
   // Critical categories first: they are what the reader must act on.
   const shown = ctx.changes.filter((c) => c.current > 0 || c.change === 'resolved');
-  const lines = [...shown.filter((c) => severityOf(c.category) === 'critical'), ...shown.filter((c) => severityOf(c.category) !== 'critical')].map(categoryLine);
+  const lines = [...shown.filter((c) => severityOf(c.category) === 'critical'), ...shown.filter((c) => severityOf(c.category) !== 'critical')].map((c) =>
+    categoryLine(c, ctx),
+  );
   const age = oldestAge(ctx);
-  const oldest = age ? `Oldest open finding: ${age} old (first seen ${ctx.oldestOpenAt?.toISOString()})` : null;
+  const oldest = age ? `Oldest open finding: ${age} old (evidence dated ${ctx.oldestOpenAt?.toISOString()})` : null;
   const command = reportCommand(ctx.account);
   const footer = `Run ${ctx.runId}`;
 
@@ -51,13 +54,20 @@ export function slackMessage(ctx: AlertContext): SlackMessage {
 }
 
 function headlineOf(ctx: AlertContext): string {
+  if (ctx.unreconciled === 0 && ctx.lag?.lagging) return `sweeper: reconciliation of account ${ctx.account} is behind (no open findings, but recent changes are not checked yet)`;
   if (ctx.unreconciled === 0) return `sweeper: account ${ctx.account} is reconciled, no open findings`;
-  const critical = ctx.changes.filter((c) => c.current > 0 && severityOf(c.category) === 'critical').reduce((n, c) => n + c.current, 0);
+  const findings = ctx.changes.filter((c) => c.category !== LAG_ALERT);
+  const critical = findings.filter((c) => c.current > 0 && severityOf(c.category) === 'critical').reduce((n, c) => n + c.current, 0);
   const criticalNote = critical > 0 ? ` (${critical} critical)` : '';
-  return `sweeper: ${plural(ctx.unreconciled, 'unreconciled finding')} on account ${ctx.account}${criticalNote}`;
+  const lagNote = ctx.lag?.lagging ? '; reconciliation is behind' : '';
+  return `sweeper: ${plural(ctx.unreconciled, 'unreconciled finding')} on account ${ctx.account}${criticalNote}${lagNote}`;
 }
 
-function categoryLine(c: CategoryChange): string {
+function categoryLine(c: CategoryChange, ctx: AlertContext): string {
+  if (c.category === LAG_ALERT) {
+    if (c.change === 'resolved') return '• reconciliation lag: caught up (resolved)';
+    return `• reconciliation lag (critical${c.change === 'opened' ? ', new' : ''}): ${ctx.lag ? describeLag(ctx.lag) : 'behind'}; see \`sweeper status\``;
+  }
   const notes: string[] = [];
   if (c.current > 0 && severityOf(c.category) === 'critical') notes.push('critical');
   if (c.change === 'opened') notes.push('new');

@@ -1,4 +1,4 @@
-import type { AlertCategory } from './categories.js';
+import type { AlertKey } from './categories.js';
 
 /** What a sink was last told about one category of one account. */
 export interface SentState {
@@ -17,7 +17,7 @@ export interface SentState {
 export type Change = 'opened' | 'increased' | 'resolved' | 'repeat' | 'decreased' | 'none';
 
 export interface CategoryChange {
-  category: AlertCategory;
+  category: AlertKey;
   previous: number;
   current: number;
   change: Change;
@@ -40,15 +40,15 @@ export function isNews(change: Change): boolean {
 }
 
 export function diffCategories(
-  categories: readonly AlertCategory[],
+  categories: readonly AlertKey[],
   state: ReadonlyMap<string, SentState>,
-  counts: Readonly<Record<AlertCategory, number>>,
+  counts: Readonly<Partial<Record<AlertKey, number>>>,
   now: Date,
   repeatMs: number,
 ): CategoryChange[] {
   return categories.map((category) => {
     const previous = state.get(category);
-    const current = counts[category];
+    const current = counts[category] ?? 0;
     return { category, previous: previous?.lastCount ?? 0, current, change: changeOf(previous, current, now, repeatMs) };
   });
 }

@@ -5,13 +5,16 @@ import { SIGNATURE_HEADER, signatureHeader } from './signature.js';
 import type { AlertSink } from './sink.js';
 
 export interface WebhookBody {
-  event: 'findings.open' | 'findings.resolved';
+  /** `reconciliation.lagging`: nothing is open, but a lag is past SWEEPER_MAX_LAG. */
+  event: 'findings.open' | 'findings.resolved' | 'reconciliation.lagging';
   run_id: string;
   account: string;
   unreconciled: number;
   /** Every category, zeros included, so receivers see a fixed shape. */
   findings: Record<AlertCategory, number>;
   oldest_open_at: string | null;
+  /** The account's lags, when the run read them (README "Completeness"). */
+  lag?: { lagging: boolean; watermark_lag_seconds: number | null; events_lag_seconds: number | null; max_lag_seconds: number };
   sent_at: string;
 }
 
@@ -43,12 +46,22 @@ export function webhookSink(args: { url: string; secret: string; fetch: Fetch; t
 
 export function webhookBody(ctx: AlertContext, sentAt: Date): WebhookBody {
   return {
-    event: ctx.unreconciled > 0 ? 'findings.open' : 'findings.resolved',
+    event: ctx.unreconciled > 0 ? 'findings.open' : ctx.lag?.lagging ? 'reconciliation.lagging' : 'findings.resolved',
     run_id: ctx.runId,
     account: ctx.account,
     unreconciled: ctx.unreconciled,
     findings: Object.fromEntries(ALERT_CATEGORIES.map((c) => [c, ctx.counts[c]])) as Record<AlertCategory, number>,
     oldest_open_at: ctx.oldestOpenAt?.toISOString() ?? null,
+    ...(ctx.lag
+      ? {
+          lag: {
+            lagging: ctx.lag.lagging,
+            watermark_lag_seconds: ctx.lag.watermarkLagSeconds,
+            events_lag_seconds: ctx.lag.eventsLagSeconds,
+            max_lag_seconds: ctx.lag.maxLagSeconds,
+          },
+        }
+      : {}),
     sent_at: sentAt.toISOString(),
   };
 }

@@ -4,6 +4,7 @@ import type { Writable } from 'node:stream';
 import { stringify } from 'csv-stringify';
 import type { Queryable } from '../db/pool.js';
 import { redact } from '../secrets.js';
+import { evidenceAtSql } from '../sweep/evidence-time.js';
 import { terminalSafe, terminalSafeJson } from '../terminal-text.js';
 
 export interface ReportFilter {
@@ -14,7 +15,13 @@ export interface ReportFilter {
   since?: Date;
 }
 
-/** One row per finding, with the facts a person needs to act on it. */
+/**
+ * One row per finding, with the facts a person needs to act on it. The charge columns
+ * describe the finding's charge; for a `duplicate_charge`, the kept one (`charge_id`),
+ * and `live_charges` says how many live charges name the key (blank for the other
+ * categories). `evidence_at` is when the charge (else the payment row, else the claim)
+ * was created (src/sweep/evidence-time.ts); `first_seen_at` is when the sweep found it.
+ */
 export const REPORT_COLUMNS = [
   'id',
   'category',
@@ -27,7 +34,9 @@ export const REPORT_COLUMNS = [
   'effect_amount',
   'amount_refunded',
   'currency',
+  'live_charges',
   'charge_status',
+  'evidence_at',
   'first_seen_at',
   'last_seen_at',
   'first_seen_run',
@@ -51,11 +60,13 @@ export async function* findingRows(db: Queryable, filter: ReportFilter): AsyncGe
   for (;;) {
     const { rows } = await db.query<ReportRow & { id: number }>(
       `SELECT f.id, f.category, f.state, f.account, f.charge_id, f.tenant_id, f.idempotency_key,
-              (f.details #>> '{charge,amount}')::bigint AS charge_amount,
+              (ch.c ->> 'amount')::bigint AS charge_amount,
               (f.details #>> '{effect,amount}')::bigint AS effect_amount,
-              coalesce(f.details #>> '{charge,amount_refunded}', f.details #>> '{effect,amount_refunded}')::bigint AS amount_refunded,
-              coalesce(f.details #>> '{charge,currency}', f.details #>> '{effect,currency}') AS currency,
-              f.details #>> '{charge,status}' AS charge_status,
+              coalesce(ch.c ->> 'amount_refunded', f.details #>> '{effect,amount_refunded}')::bigint AS amount_refunded,
+              coalesce(ch.c ->> 'currency', f.details #>> '{effect,currency}') AS currency,
+              CASE WHEN jsonb_typeof(f.details -> 'count') = 'number' THEN (f.details ->> 'count')::int END AS live_charges,
+              ch.c ->> 'status' AS charge_status,
+              to_char(${evidenceAtSql('f')} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS evidence_at,
               to_char(f.first_seen_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS first_seen_at,
               to_char(f.last_seen_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS last_seen_at,
               f.first_seen_run, f.last_seen_run,
@@ -63,6 +74,12 @@ export async function* findingRows(db: Queryable, filter: ReportFilter): AsyncGe
                 ORDER BY r.id DESC LIMIT 1) AS repair,
               f.closed_by, f.note, f.details ->> 'reason' AS reason
          FROM recon_findings f
+         -- The finding's charge: its own, or a duplicate's kept one among its live charges.
+         CROSS JOIN LATERAL (
+           SELECT coalesce(f.details -> 'charge', (
+             SELECT e FROM jsonb_array_elements(CASE WHEN jsonb_typeof(f.details -> 'charges') = 'array' THEN f.details -> 'charges' ELSE '[]'::jsonb END) e
+              WHERE e ->> 'id' = f.details ->> 'kept' LIMIT 1)) AS c
+         ) ch
         WHERE f.id > $1
           AND ($2::text IS NULL OR f.state = $2)
           AND ($3::text IS NULL OR f.category = $3)

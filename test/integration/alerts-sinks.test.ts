@@ -90,7 +90,7 @@ describe('slack', () => {
       `sweeper: 3 unreconciled findings on account ${ACCOUNT} (1 critical)`,
       '• duplicate_charge: 1 (critical, new)',
       '• stale_claim: 2 (new)',
-      'Oldest open finding: 2h 5m old (first seen 2026-11-10T09:55:00.000Z)',
+      'Oldest open finding: 2h 5m old (evidence dated 2026-11-10T09:55:00.000Z)',
       `Investigate: sweeper report --status open --account ${ACCOUNT}`,
       `Run ${RUN}`,
     ].join('\n');
@@ -103,7 +103,7 @@ describe('slack', () => {
             type: 'section',
             text: {
               type: 'mrkdwn',
-              text: '• duplicate_charge: 1 (critical, new)\n• stale_claim: 2 (new)\nOldest open finding: 2h 5m old (first seen 2026-11-10T09:55:00.000Z)',
+              text: '• duplicate_charge: 1 (critical, new)\n• stale_claim: 2 (new)\nOldest open finding: 2h 5m old (evidence dated 2026-11-10T09:55:00.000Z)',
             },
           },
           { type: 'section', text: { type: 'mrkdwn', text: `Investigate: \`sweeper report --status open --account ${ACCOUNT}\`` } },

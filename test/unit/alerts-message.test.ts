@@ -68,7 +68,7 @@ describe('slack message', () => {
       'sweeper: 2 unreconciled findings on account acct_1Nv0FGQ9RKHgCVdK',
       '• stale_claim: 1 (down from 3)',
       '• orphan_charge: 1 (new)',
-      'Oldest open finding: 1m old (first seen 2026-11-10T11:58:30.000Z)',
+      'Oldest open finding: 1m old (evidence dated 2026-11-10T11:58:30.000Z)',
       'Investigate: sweeper report --status open --account acct_1Nv0FGQ9RKHgCVdK',
       'Run run_20261110T120000Z_abc123',
     ]);

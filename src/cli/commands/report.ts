@@ -1,6 +1,6 @@
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
-import { rename, rm } from 'node:fs/promises';
+import { rename, rm, stat } from 'node:fs/promises';
 import { finished } from 'node:stream/promises';
 import type { Command } from 'commander';
 import { writeReport, type ReportFilter } from '../../report/findings-report.js';
@@ -34,6 +34,7 @@ export function registerReport(program: Command): void {
       const filter = parseFilter(flags);
       const format = flags.format;
       if (format !== 'csv' && format !== 'json') throw new UsageError(`--format ${format}: expected csv or json`);
+      if (flags.out !== undefined) await assertFileTarget(flags.out, format);
       await withDatabase(async ({ pool, logger }) => {
         if (!flags.out) {
           try {
@@ -56,7 +57,11 @@ export function registerReport(program: Command): void {
           const rows = await writeReport(pool, filter, format, file);
           file.end();
           await finished(file);
-          await rename(temp, flags.out);
+          await rename(temp, flags.out).catch((error: NodeJS.ErrnoException) => {
+            // Made a directory meanwhile: the same answer as when it was one from the start.
+            if (error.code === 'EISDIR' || error.code === 'ENOTDIR') throw directoryError(flags.out as string, format);
+            throw error;
+          });
           logger.info({ rows, out: flags.out }, 'report written');
         } catch (error) {
           file.destroy();
@@ -65,6 +70,18 @@ export function registerReport(program: Command): void {
         }
       });
     });
+}
+
+/** `--out` names the file to write: a directory there (or a path ending in /) is a usage error, found before any work. */
+async function assertFileTarget(out: string, format: string): Promise<void> {
+  if (out.endsWith('/')) throw directoryError(out, format);
+  const existing = await stat(out).catch(() => null);
+  if (existing?.isDirectory()) throw directoryError(out, format);
+}
+
+function directoryError(out: string, format: string): UsageError {
+  const dir = out.replace(/\/+$/, '') || '/';
+  return new UsageError(`--out ${out} is a directory: give the file to write, e.g. --out ${dir}/findings.${format}`);
 }
 
 function parseFilter(flags: ReportFlags): ReportFilter {
