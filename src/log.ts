@@ -1,10 +1,13 @@
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
+import { prettyFactory } from 'pino-pretty';
 import { redact } from './secrets.js';
+import { prettySafeJson } from './terminal-text.js';
 
 export type { Logger } from 'pino';
 
 /**
- * pino JSON on stderr (stdout carries results). Secrets are redacted by path
+ * pino on stderr (stdout carries results): JSON lines, or pino-pretty's for a person
+ * at a terminal (the CLI decides: src/cli/log-output.ts). Secrets are redacted by path
  * wherever they could be attached to a log line, and by value (src/secrets.ts) in the
  * final line, wherever they hide in text; the config is logged through
  * `describeConfig`, which never includes them in the first place.
@@ -29,11 +32,17 @@ export const REDACTED_PATHS = [
 export interface LoggerOptions {
   level?: string;
   runId?: string;
-  /** Where the JSON lines go; stderr unless a test captures them. */
-  destination?: NodeJS.WritableStream;
+  /** Where the lines go; stderr unless a test captures them. */
+  destination?: DestinationStream;
+  /** `json` (default): one JSON object per line. `pretty`: pino-pretty's readable lines, for a person at a terminal. */
+  format?: 'json' | 'pretty';
+  /** Pretty only: ANSI colours (a terminal). */
+  colorize?: boolean;
 }
 
 export function createLogger(options: LoggerOptions = {}): Logger {
+  const format = options.format ?? 'json';
+  const destination = options.destination ?? pino.destination({ fd: 2, sync: true });
   const base: Record<string, unknown> = { pid: process.pid };
   if (options.runId) base.run_id = options.runId;
   return pino(
@@ -45,8 +54,19 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       hooks: { streamWrite: redact },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
-    options.destination ?? pino.destination({ fd: 2, sync: true }),
+    format === 'pretty' ? prettyDestination(destination, options.colorize ?? false) : destination,
   );
+}
+
+/**
+ * pino-pretty's formatter, run in this process on each line pino writes (no worker
+ * thread, nothing buffered: a line logged just before exit is on the terminal before
+ * exit). The line it gets is already redacted (`streamWrite`); control characters in
+ * its values are kept escaped, so hostile text cannot steer the terminal.
+ */
+function prettyDestination(out: DestinationStream, colorize: boolean): DestinationStream {
+  const prettify = prettyFactory({ colorize, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
+  return { write: (line: string) => out.write(prettify(prettySafeJson(line))) };
 }
 
 /** A logger that drops everything, for library callers that pass none. */

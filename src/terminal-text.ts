@@ -35,3 +35,16 @@ const UNSAFE_IN_JSON = /[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u
 export function terminalSafeJson(json: string): string {
   return json.replace(UNSAFE_IN_JSON, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
+
+/** A JSON escape of a character that steers a terminal, not preceded by an escaping backslash. */
+const STEERING_ESCAPE = /(?<!\\)((?:\\\\)*)\\(u(?:00[01][0-9a-fA-F]|007[fF]|00[89][0-9a-fA-F]|061[cC]|200[eEfF]|202[89a-eA-E]|206[6-9])|[bfr])/g;
+
+/**
+ * A JSON line for a formatter that prints its string values raw (pino-pretty): every
+ * control character in a value becomes the visible text `\u001b` (its escape, itself
+ * escaped), so the formatted line shows it instead of obeying it. Newlines and tabs
+ * stay (a stack trace), as in `terminalSafe`.
+ */
+export function prettySafeJson(json: string): string {
+  return terminalSafeJson(json).replace(STEERING_ESCAPE, '$1\\\\$2');
+}

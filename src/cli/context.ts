@@ -1,7 +1,8 @@
 import { loadConfig, requireDatabaseUrl, type Config } from '../config.js';
 import { assertSchemaCurrent } from '../db/migrate.js';
 import { checkConnection, createPool, type Pool } from '../db/pool.js';
-import { createLogger, type Logger } from '../log.js';
+import type { Logger } from '../log.js';
+import { cliLogger } from './log-output.js';
 import { redactDeep } from '../secrets.js';
 import { terminalSafeJson } from '../terminal-text.js';
 
@@ -22,7 +23,7 @@ export interface CommandContext {
  */
 export async function withDatabase<T>(fn: (ctx: CommandContext) => Promise<T>, config = loadConfig()): Promise<T> {
   const url = requireDatabaseUrl(config);
-  const logger = createLogger({ level: config.logLevel });
+  const logger = cliLogger(config);
   const pool = createPool(url, { max: 8, timeouts: config.db });
   try {
     await checkConnection(pool, url);

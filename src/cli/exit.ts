@@ -1,5 +1,6 @@
 import { redact } from '../secrets.js';
 import { terminalSafe, terminalSafeLine } from '../terminal-text.js';
+import { writeStderr } from './stderr.js';
 
 /** Exit codes of the public contract (README "Exit codes"). */
 export const ExitCode = {
@@ -19,7 +20,7 @@ export function reportFatal(error: unknown): number {
   const err = error as { exitCode?: unknown; message?: string; stack?: string };
   const code = typeof err?.exitCode === 'number' ? err.exitCode : ExitCode.failed;
   writeErrorLine((err?.message ?? String(error)).split('\n')[0] ?? '');
-  if (process.env.SWEEPER_DEBUG === '1' && err?.stack) process.stderr.write(`${terminalSafe(redact(err.stack))}\n`);
+  if (process.env.SWEEPER_DEBUG === '1' && err?.stack) writeStderr(`${terminalSafe(redact(err.stack))}\n`);
   return code;
 }
 
@@ -28,5 +29,5 @@ export function reportFatal(error: unknown): number {
  * control characters escaped, one line whatever the message held.
  */
 export function writeErrorLine(message: string): void {
-  process.stderr.write(`sweeper: ${terminalSafeLine(redact(message))}\n`);
+  writeStderr(`sweeper: ${terminalSafeLine(redact(message))}\n`);
 }

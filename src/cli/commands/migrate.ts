@@ -4,7 +4,7 @@ import { checkConnection, createPool } from '../../db/pool.js';
 import { migrate } from '../../db/migrate.js';
 import { assertSchemaOwner } from '../../db/owner.js';
 import { ensureDayPartitions, partitionDays } from '../../db/partitions.js';
-import { createLogger } from '../../log.js';
+import { cliLogger } from '../log-output.js';
 
 export function registerMigrate(program: Command): void {
   program
@@ -23,7 +23,7 @@ one at a time under an advisory lock, each in its own transaction.`,
     .action(async (options: { json?: boolean }) => {
       const config = loadConfig();
       const url = requireDatabaseUrl(config);
-      const logger = createLogger({ level: config.logLevel });
+      const logger = cliLogger(config);
       // No statement or lock limit: a migration may rewrite a big table, and a second
       // migrate waits for the first one's advisory lock by design.
       const pool = createPool(url, { max: 2, timeouts: { ...config.db, statementTimeoutMs: 0, lockTimeoutMs: 0 } });

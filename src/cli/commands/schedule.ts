@@ -3,9 +3,9 @@ import { alertConfigFromEnv } from '../../alerts/index.js';
 import { loadConfig, requireStripeApiKey } from '../../config.js';
 import { metricsConfigFromEnv } from '../../metrics/index.js';
 import { assertSafeRetention, expirePartitions } from '../../db/expire.js';
-import { createLogger } from '../../log.js';
 import { isValidCron, startScheduler } from '../../schedule/scheduler.js';
 import { UsageError, withDatabase } from '../context.js';
+import { cliLogger } from '../log-output.js';
 import { installShutdown } from '../shutdown.js';
 import { executeSweep } from './sweep.js';
 import { findingsExitFrom } from '../exit-decision.js';
@@ -43,7 +43,7 @@ pass --no-expire and run \`sweeper expire\` as the owner elsewhere.`,
       findingsExitFrom(undefined);
       if (flags.expire) assertSafeRetention(config.retentionMs, config.retryHorizonMs);
       await withDatabase(async () => undefined, config); // reachable, migrated
-      const logger = createLogger({ level: config.logLevel });
+      const logger = cliLogger(config);
       const signal = installShutdown(config.shutdownGraceMs);
       const scheduler = startScheduler({
         cron: flags.cron,
