@@ -26,7 +26,10 @@ export interface EventExpectation {
   lt: number | null;
 }
 
-export type ReadEventResult = { ok: true; event: ChangeEvent } | { ok: false; id: string | null; problem: string };
+export type ReadEventResult =
+  | { ok: true; event: ChangeEvent }
+  /** `pointerMissing`: a well-formed event whose object names no usable charge (one lost pointer, not a broken listing). */
+  | { ok: false; id: string | null; problem: string; pointerMissing?: boolean };
 
 /**
  * Reads one listed event into a ChangeEvent, or says what is wrong with it. Wrong
@@ -38,7 +41,12 @@ export function readChangeEvent(raw: unknown, expected: EventExpectation): ReadE
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return { ok: false, id: null, problem: 'an item is not an event object' };
   const event = raw as Record<string, unknown>;
   const id = typeof event.id === 'string' && STRIPE_ID.test(event.id) ? event.id : null;
-  const fail = (problem: string): ReadEventResult => ({ ok: false, id, problem: `event ${id ?? '(no id)'}: ${problem}` });
+  const fail = (problem: string, pointerMissing = false): ReadEventResult => ({
+    ok: false,
+    id,
+    problem: `event ${id ?? '(no id)'}: ${problem}`,
+    ...(pointerMissing ? { pointerMissing } : {}),
+  });
   if (id === null) return fail('missing or unusable id');
   if (typeof event.type !== 'string' || event.type === '') return fail('missing type');
   if (!expected.types.has(event.type)) return fail(`type ${event.type} was not asked for`);
@@ -52,7 +60,7 @@ export function readChangeEvent(raw: unknown, expected: EventExpectation): ReadE
   const object = typeof data === 'object' && data !== null ? data.object : undefined;
   if (typeof object !== 'object' || object === null || Array.isArray(object)) return fail('data.object is not an object');
   const { chargeId, paymentIntentId } = pointersOf(object as Record<string, unknown>);
-  if (chargeId === null && event.type.startsWith('charge.')) return fail(`a ${event.type} event that names no charge`);
+  if (chargeId === null && event.type.startsWith('charge.')) return fail(`a ${event.type} event that names no charge`, true);
   return { ok: true, event: { id, type: event.type, created, account: expected.account, chargeId, paymentIntentId } };
 }
 

@@ -79,6 +79,8 @@ export interface EventListing {
   range: EventRange;
   /** Each event once, in Stripe's order (newest first). */
   events: ChangeEvent[];
+  /** Events whose object names no usable charge: pointers that cannot be followed (the deep re-read is the second line). */
+  malformed: Array<{ id: string; problem: string }>;
   pages: number;
   newestCreated: number | null;
   /** The `after` of the next read. */
@@ -169,7 +171,9 @@ export async function readEvents(fetchPage: FetchEventPage, account: string | nu
   const incomplete = (reason: string, cause?: unknown) => new IncompleteEventsError(account, range, reason, cause === undefined ? undefined : { cause });
 
   const events: ChangeEvent[] = [];
+  const malformed: Array<{ id: string; problem: string }> = [];
   const seen = new Set<string>();
+  let lastId: string | undefined;
   let startingAfter: string | undefined;
   let pages = 0;
   for (;;) {
@@ -192,22 +196,33 @@ export async function readEvents(fetchPage: FetchEventPage, account: string | nu
     if (items.length > limit) throw incomplete(`a page holds ${items.length} events, more than the ${limit} asked for`);
     for (const raw of items) {
       const read = readChangeEvent(raw, expected);
-      if (!read.ok) throw incomplete(read.problem);
+      if (!read.ok) {
+        // One event whose object names no usable charge is one lost pointer, not a broken
+        // listing: reported (the deep re-read is the second line), the rest is read.
+        if (read.id !== null && read.pointerMissing) {
+          if (seen.has(read.id)) throw incomplete(`event ${read.id} was listed twice in one listing (a cursor that does not advance, or a broken listing)`);
+          seen.add(read.id);
+          malformed.push({ id: read.id, problem: read.problem });
+          lastId = read.id;
+          continue;
+        }
+        throw incomplete(read.problem);
+      }
       const event = read.event;
       if (seen.has(event.id)) throw incomplete(`event ${event.id} was listed twice in one listing (a cursor that does not advance, or a broken listing)`);
       const previous = events[events.length - 1];
       if (previous && event.created > previous.created) throw incomplete(`events out of order: ${event.id} (${event.created}) after ${previous.id} (${previous.created})`);
       seen.add(event.id);
       events.push(event);
+      lastId = event.id;
     }
     if (!hasMore) break;
-    const last = events[events.length - 1];
-    if (items.length === 0 || !last) throw incomplete('a page says has_more but holds no event to continue after: the cursor cannot advance');
-    startingAfter = last.id;
+    if (items.length === 0 || !lastId) throw incomplete('a page says has_more but holds no event to continue after: the cursor cannot advance');
+    startingAfter = lastId;
   }
   const newestCreated = events[0]?.created ?? null;
   const cursor = range.lt !== null ? range.lt - 1 : Math.max(window.after, newestCreated ?? window.after);
-  return { account, range, events, pages, newestCreated, cursor };
+  return { account, range, events, malformed, pages, newestCreated, cursor };
 }
 
 function configurationError(error: unknown): Error | undefined {
@@ -257,6 +272,9 @@ export function createEventReader(deps: EventReaderDeps): EventReader {
 export function changeSource(reader: EventReader): ChangeSource {
   return async (account, window, signal) => {
     const listing = await reader.read(account === 'platform' ? null : account, window, signal ? { signal } : {});
-    return listing.events.map((e) => ({ id: e.id, type: e.type, created: e.created, chargeId: e.chargeId }));
+    return [
+      ...listing.events.map((e) => ({ id: e.id, type: e.type, created: e.created, chargeId: e.chargeId })),
+      ...listing.malformed.map((m) => ({ id: m.id, type: 'malformed', created: 0, chargeId: null, problem: m.problem })),
+    ];
   };
 }

@@ -62,9 +62,17 @@ export function createStripeEvidence(deps: StripeEvidenceDeps): StripeEvidence {
   };
 
   return {
-    async chargesById(account, ids, signal) {
+    async chargesById(account, ids, signal, onMalformed) {
       const answers = await retriever.retrieveCharges(account === 'platform' ? null : account, ids, signal ? { signal } : {});
-      return answers.flatMap((a) => (a.found ? [normalize(a.raw, account)] : []));
+      const found: NormalizedCharge[] = [];
+      for (const a of answers) {
+        if (!a.found) continue;
+        const result = normalizeCharge(a.raw, account === 'platform' ? null : account, keys, nowSeconds());
+        if (result.ok) found.push(result.charge);
+        else if (onMalformed) onMalformed(result.malformed);
+        else normalize(a.raw, account);
+      }
+      return found;
     },
     async chargesNaming(account, tenantId, key, signal) {
       const query = `metadata['${quote(keys.tenantId)}']:'${quote(tenantId)}' AND metadata['${quote(keys.idempotencyKey)}']:'${quote(key)}'`;

@@ -49,6 +49,8 @@ export interface RunContext {
   inTransaction: <T>(fn: (client: PoolClient) => Promise<T>) => Promise<T>;
   /** Deferred keys already counted this run (few: only keys a live writer or a missing read held back). */
   countedDeferred: Set<string>;
+  /** Unreadable charges already counted this run (few). */
+  countedMalformed: Set<string>;
   lock: SweepLock;
   verified: VerifiedSoFar;
   /** Dry runs only. */
@@ -185,7 +187,12 @@ async function finish(
 
   // Counting: each finding once per run (the first batch that records it in this run),
   // each matched charge once (the batch its own `created` belongs to), every repair made.
-  report.malformed_charges += batch.unreadable.length;
+  // A charge the listing and a later re-read both found unreadable is one charge.
+  for (const bad of batch.unreadable) {
+    if (bad.id !== null && ctx.countedMalformed.has(bad.id)) continue;
+    if (bad.id !== null) ctx.countedMalformed.add(bad.id);
+    report.malformed_charges += 1;
+  }
   const created = createdById(facts);
   for (const id of judgement.matched) {
     const at = created.get(id);

@@ -1,3 +1,4 @@
+import type { MalformedCharge } from '../stripe/types.js';
 import { judgeBatch, type RunContext } from './batch.js';
 import { advanceEventCursor, readDeepRead, readEventCursor, recordDeepRead } from './changes-store.js';
 import { deepRead } from './deep-read.js';
@@ -27,7 +28,7 @@ export async function sweepChanges(deps: SweepDeps, options: SweepOptions, ctx: 
   const before = new Date(Math.floor((now.getTime() - options.eventsLagMs) / 1000) * 1000);
   const stored = await ctx.inTransaction((client) => readEventCursor(client, account));
   let cursor = stored ?? new Date(now.getTime() - options.firstRunLookbackMs);
-  const report: ChangesReport = { events: 0, charges: 0, cursor: null, cursor_lag_seconds: null };
+  const report: ChangesReport = { events: 0, charges: 0, malformed_events: 0, cursor: null, cursor_lag_seconds: null };
 
   if (now.getTime() - cursor.getTime() > EVENTS_SAFE_MS) {
     // Events older than 30 days are gone: what changed in the gap can only be found by
@@ -51,21 +52,27 @@ export async function sweepChanges(deps: SweepDeps, options: SweepOptions, ctx: 
       options.signal,
     );
     const ids = [...new Set(pointers.flatMap((p) => (p.chargeId ? [p.chargeId] : [])))];
+    for (const bad of pointers.filter((p) => p.problem)) {
+      report.malformed_events += 1;
+      ctx.log.warn({ event: bad.id, problem: bad.problem }, 'an event names no charge the sweep can re-read; the deep re-read is the second line');
+    }
     await deps.faultPoint?.(`changes:${n}:listed`);
     const fetchedAt = deps.clock();
-    const charges = ids.length > 0 ? await deps.evidence.chargesById(account, ids, options.signal) : [];
-    if (charges.length < ids.length) {
-      const found = new Set(charges.map((c) => c.id));
+    // A charge Stripe answers but that cannot be read becomes a finding, as in a listing.
+    const unreadable: MalformedCharge[] = [];
+    const charges = ids.length > 0 ? await deps.evidence.chargesById(account, ids, options.signal, (bad) => unreadable.push(bad)) : [];
+    if (charges.length + unreadable.length < ids.length) {
+      const found = new Set([...charges.map((c) => c.id), ...unreadable.map((c) => c.id)]);
       ctx.log.warn({ missing: ids.filter((id) => !found.has(id)).slice(0, 5) }, 'events point at charges Stripe does not return by id; they are left out');
     }
-    report.events += pointers.length;
+    report.events += pointers.length - pointers.filter((p) => p.problem).length;
     report.charges += charges.length;
     let held = false;
     await judgeBatch(deps, options, ctx, {
       name: `changes:${n}`,
       charges,
       fetchedAt,
-      unreadable: [],
+      unreadable,
       load: (client) => loadChangedFacts(client, account, ids),
       countsMatched: () => false,
       async checkpoint(client, deferred, at) {

@@ -1,4 +1,4 @@
-import type { NormalizedCharge } from '../stripe/types.js';
+import type { MalformedCharge, NormalizedCharge } from '../stripe/types.js';
 
 /**
  * Stripe's own word, read directly (never from the mirror) before a step that can
@@ -8,8 +8,17 @@ import type { NormalizedCharge } from '../stripe/types.js';
  * (src/stripe/evidence.ts); tests pass an in-memory one.
  */
 export interface StripeEvidence {
-  /** Charges looked up by id (`GET /v1/charges/:id`); ids Stripe does not have are absent. */
-  chargesById(account: string, ids: readonly string[], signal?: AbortSignal): Promise<NormalizedCharge[]>;
+  /**
+   * Charges looked up by id (`GET /v1/charges/:id`); ids Stripe does not have are absent.
+   * A charge that answers but cannot be read goes to `onMalformed` when given (the caller
+   * records it as a finding), and otherwise fails the call (nothing is decided on it).
+   */
+  chargesById(
+    account: string,
+    ids: readonly string[],
+    signal?: AbortSignal,
+    onMalformed?: (bad: MalformedCharge) => void,
+  ): Promise<NormalizedCharge[]>;
   /** Every charge of the account whose metadata names the tenant and key (Stripe's search). */
   chargesNaming(account: string, tenantId: string, key: string, signal?: AbortSignal): Promise<NormalizedCharge[]>;
   /** The refunds Stripe has for one charge (`GET /v1/refunds?charge=`). */

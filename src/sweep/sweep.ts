@@ -141,6 +141,7 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
     readUntil: started,
     inTransaction: inTx,
     countedDeferred: new Set<string>(),
+    countedMalformed: new Set<string>(),
     lock,
     watermarkHold,
     verified: nothingVerifiedYet(),

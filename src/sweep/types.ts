@@ -21,6 +21,8 @@ export interface ChangePointer {
   /** Unix seconds. */
   created: number;
   chargeId: string | null;
+  /** Set when the event could not be read as a pointer (its object names no usable charge). */
+  problem?: string;
 }
 
 /**
@@ -124,6 +126,8 @@ export interface ChangesReport {
   /** Events read this run, and the distinct charges they pointed at (re-read and judged). */
   events: number;
   charges: number;
+  /** Events whose object named no usable charge: logged, left to the deep re-read. */
+  malformed_events: number;
   /** Events up to here are read; null before the first read. */
   cursor: string | null;
   cursor_lag_seconds: number | null;
