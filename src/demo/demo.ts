@@ -4,9 +4,9 @@ import { readOpenFindings } from '../alerts/open-findings.js';
 import { ALERT_CATEGORIES } from '../alerts/categories.js';
 import { createPool, type Pool } from '../db/pool.js';
 import { migrate } from '../db/migrate.js';
-import { ensureDayPartitions, partitionDays } from '../db/partitions.js';
+import { ensureDayPartitions, partitionDays, utcDay } from '../db/partitions.js';
 import { openScratchDatabase } from '../fakes/postgres-server.js';
-import { buildScenario } from '../fakes/simulator.js';
+import { buildScenario, buildWeekOldPayment, refundAtStripe } from '../fakes/simulator.js';
 import { startStripeDouble, type StripeDouble } from '../fakes/stripe-double/index.js';
 import { silentLogger } from '../log.js';
 import { writeReport } from '../report/findings-report.js';
@@ -16,7 +16,8 @@ import { RateBudget } from '../stripe/rate-budget.js';
 import { CATEGORIES } from '../sweep/categories.js';
 import { RUNBOOK } from '../sweep/runbook.js';
 import { createStripeEvidence } from '../stripe/evidence.js';
-import { sweep, sweepOptions, type SweepReport } from '../sweep/sweep.js';
+import { changeSource, createEventReader } from '../stripe/events.js';
+import { sweep, sweepOptions, type SweepOptions, type SweepReport } from '../sweep/sweep.js';
 
 export interface DemoOptions {
   seed: number;
@@ -35,11 +36,13 @@ export interface DemoResult {
 }
 
 const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
 
 /**
  * The whole story on a throwaway database and the Stripe double: payment traffic with
  * realistic failures, a sweep that repairs what is safe and reports the rest, a second
- * sweep with nothing left to repair, and a report excerpt.
+ * sweep with nothing left to repair, a refund at Stripe on a week-old payment that a
+ * scheduled run catches through Stripe's events, and a report excerpt.
  */
 export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const { print } = options;
@@ -53,13 +56,18 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     await ensureDayPartitions(pool, partitionDays(new Date(), 7 * 24 * HOUR));
 
     const base = new Date(Math.floor(Date.now() / HOUR) * HOUR - 3 * HOUR);
+    // A week before the window: its day may lie just past the retention's partitions.
+    const weekBefore = new Date(base.getTime() - 7 * DAY);
+    await ensureDayPartitions(pool, { from: utcDay(weekBefore), to: utcDay(weekBefore) });
+    const weekOld = await buildWeekOldPayment(pool, double, weekBefore, options.seed);
     print(`1. Payment traffic through the claim library (seed ${options.seed}), starting ${base.toISOString()}:`);
+    print(`   - a week before that (${utcDay(weekBefore)}): an ordinary card payment, ${weekOld.key}, ${money(weekOld.amount)}`);
     const scenario = await buildScenario(pool, double, new Date(base.getTime() + 60_000), options.seed);
     for (const line of scenario.story) print(`   - ${line}`);
 
     const window = { from: base, to: new Date(base.getTime() + 150 * 60_000) };
     print(`\n2. sweeper backfill --from ${window.from.toISOString()} --to ${window.to.toISOString()}\n`);
-    const [first] = await sweepOnce(pool, double, window);
+    const [first] = await sweepOnce(pool, double, { mode: 'backfill', window });
     if (!first) throw new Error('the demo sweep returned no report');
     print(table(first));
     print('\n   Left for a person, and why:');
@@ -88,11 +96,23 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     print(`\n   Exit code: ${firstRunExitCode} (${firstRunExitCode === 3 ? 'unreconciled findings are open: alerts fire; the shipped CronJobs pass --findings-exit 0, so only a failed run fails the Job' : 'reconciled'})`);
 
     print('\n3. The same sweep again:');
-    const [second] = await sweepOnce(pool, double, window);
+    const [second] = await sweepOnce(pool, double, { mode: 'backfill', window });
     const secondRunRepairs = Object.values(second?.repaired ?? {}).reduce((a, b) => a + b, 0);
     print(`   repaired ${secondRunRepairs}; matched ${second?.findings.matched}; still open ${second?.unreconciled} (the same findings, last seen by this run)`);
 
-    print('\n4. sweeper report --status open --format csv (excerpt):');
+    // Ten minutes back: a scheduled run reads Stripe's events SWEEPER_EVENTS_LAG (5 min) behind now.
+    refundAtStripe(double, weekOld, new Date(Date.now() - 10 * 60_000));
+    print(`\n4. A refund on last week's payment: ${weekOld.key} (${money(weekOld.amount)}) is refunded in full at Stripe, ten minutes ago; no window lists its charge again.`);
+    // A first scheduled run covering the last hour (none of the story's traffic), without the
+    // daily deep re-read (3 days back, not as far as this charge anyway): the event is the story.
+    const [scheduled] = await sweepOnce(pool, double, { mode: 'run', firstRunLookbackMs: HOUR, deepReadEveryMs: 0 });
+    const { rows: [row] } = await pool.query<{ amount_refunded: number }>('SELECT amount_refunded FROM payments WHERE charge_id = $1', [weekOld.chargeId]);
+    print(
+      `   sweeper run reads Stripe's events since its cursor: ${scheduled?.changes?.events ?? 0} events, ${scheduled?.changes?.charges ?? 0} charge re-read → ` +
+        `status_drift repaired ${scheduled?.repaired.status_drift ?? 0}; the payment row now says refunded ${money(Number(row?.amount_refunded ?? 0))} of ${money(weekOld.amount)}`,
+    );
+
+    print('\n5. sweeper report --status open --format csv (excerpt):');
     let csv = '';
     await writeReport(pool, { status: 'open' }, 'csv', new Writable({ write: (c: Buffer, _e, done) => ((csv += c.toString()), done()) }));
     const columns = [0, 1, 2, 4, 5, 6, 7, 8, 10];
@@ -123,7 +143,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   }
 }
 
-async function sweepOnce(pool: Pool, double: StripeDouble, window: { from: Date; to: Date }): Promise<SweepReport[]> {
+/** A sweep as `sweeper backfill` or `sweeper run` wires it (src/cli/commands/sweep.ts), against the double. */
+async function sweepOnce(pool: Pool, double: StripeDouble, options: Partial<SweepOptions> & Pick<SweepOptions, 'mode'>): Promise<SweepReport[]> {
   const stripe = createStripeClient({ apiKey: 'sk_test_demo', apiBase: double.url });
   const budget = new RateBudget({ ratePerSecond: 100 });
   const lister = createChargeLister({ stripe, budget });
@@ -133,10 +154,15 @@ async function sweepOnce(pool: Pool, double: StripeDouble, window: { from: Date;
       clock: () => new Date(),
       logger: silentLogger(),
       listCharges: (account, w, signal) => lister.list(account === 'platform' ? null : account, w, { signal }),
-      evidence: createStripeEvidence({ stripe, budget }),
+      evidence: createStripeEvidence({ stripe, budget, counters: lister.counters }),
+      listChanges: changeSource(createEventReader({ stripe, budget, counters: lister.counters })),
     },
-    sweepOptions({ mode: 'backfill', accounts: ['platform'], window, sliceMs: 30 * 60_000 }),
+    sweepOptions({ accounts: ['platform'], sliceMs: 30 * 60_000, ...options }),
   );
+}
+
+function money(cents: number): string {
+  return `${(cents / 100).toFixed(2)} USD`;
 }
 
 function table(r: SweepReport): string {

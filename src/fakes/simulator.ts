@@ -25,6 +25,57 @@ export interface Scenario {
 
 class Crash extends Error {}
 
+/** A payment long before any window the sweep will list again, and what a late refund does to it. */
+export interface WeekOldPayment {
+  key: string;
+  chargeId: string;
+  amount: number;
+  at: Date;
+}
+
+/**
+ * One ordinary card payment through the claim library at `at` (tenant 'acme', key
+ * 'last-week'), on the double's clock and the library's: the charge a refund changes
+ * once every window that lists it has passed (README "Late changes"). The caller makes
+ * sure `at`'s day partition exists.
+ */
+export async function buildWeekOldPayment(pool: Pool, double: StripeDouble, at: Date, seed = 1): Promise<WeekOldPayment> {
+  const key = 'last-week';
+  const amount = 1500 + (seed % 7) * 10;
+  double.clock.set(at);
+  try {
+    const claims = createClaimClient({
+      pool,
+      stripe: createStripeClient({ apiKey: 'sk_test_scenario', apiBase: double.url, maxNetworkRetries: 0 }),
+      leaseMs: 120_000,
+      maxAmount: 1_000_000,
+      metadataKeys: { tenantId: 'tenant_id', idempotencyKey: 'idempotency_key' },
+      clock: () => at,
+    });
+    const result = await claims.chargeOnce({ tenantId: 'acme', key, request: card(amount) });
+    if (result.outcome !== 'charged') throw new Error(`the week-old payment was not charged: ${result.outcome}`);
+  } finally {
+    double.clock.useRealTime();
+  }
+  const { rows } = await pool.query<{ charge_id: string }>('SELECT charge_id FROM payments WHERE tenant_id = $1 AND idempotency_key = $2', ['acme', key]);
+  const chargeId = rows[0]?.charge_id;
+  if (!chargeId) throw new Error('the week-old payment left no payment row');
+  return { key, chargeId, amount, at };
+}
+
+/**
+ * Refunds it in full at Stripe (as a person would in the dashboard) at `at`: the
+ * charge changes and Stripe emits `charge.refunded` and `refund.created`, dated then.
+ */
+export function refundAtStripe(double: StripeDouble, payment: WeekOldPayment, at: Date): void {
+  double.clock.set(at);
+  try {
+    double.refund(payment.chargeId);
+  } finally {
+    double.clock.useRealTime();
+  }
+}
+
 const card = (amount: number, paymentMethod = 'pm_card_visa'): ChargeRequest => ({ amount, currency: 'usd', paymentMethod });
 
 /** `seed` varies the amounts (so two seeds tell two stories); the same seed, the same story. */
