@@ -37,7 +37,7 @@ function run(options: Partial<SweepOptions> = {}, deps: Partial<SweepDeps> = {},
       logger: silentLogger(),
       ...deps,
     },
-    sweepOptions({ mode: 'run', accounts: ['platform'], firstRunLookbackMs: 60 * MIN, deepReadEveryMs: 0, ...options }),
+    sweepOptions({ mode: 'run', accounts: ['platform'], firstRunLookbackMs: 15 * MIN, deepReadEveryMs: 0, ...options }),
   );
 }
 
@@ -92,7 +92,7 @@ describe('a change to a charge older than any window is judged by the next ordin
     const c = await oldPayment('ch_40d', {}, 40 * DAY);
     c.amountRefunded = 5000;
     c.refunded = true;
-    events.push(event('charge.refunded', c.id, ago(30 * MIN)));
+    events.push(event('charge.refunded', c.id, ago(12 * MIN)));
     const [report] = await run();
     expect(report?.repaired.status_drift).toBe(1);
     expect(await q(`SELECT amount_refunded FROM payments`)).toEqual([{ amount_refunded: 5000 }]);
@@ -134,12 +134,12 @@ describe('the events cursor', () => {
       await run();
       return normalizedTables(db.pool);
     };
-    const once = await single(() => [event('charge.refunded', 'ch_old', ago(30 * MIN))]);
+    const once = await single(() => [event('charge.refunded', 'ch_old', ago(12 * MIN))]);
     const messy = await single(() => [
-      event('charge.dispute.created', 'ch_old', ago(10 * MIN)),
-      event('charge.refunded', 'ch_old', ago(40 * MIN)),
-      event('charge.refunded', 'ch_old', ago(40 * MIN)),
-      event('charge.updated', 'ch_old', ago(20 * MIN)),
+      event('charge.dispute.created', 'ch_old', ago(7 * MIN)),
+      event('charge.refunded', 'ch_old', ago(20 * MIN)),
+      event('charge.refunded', 'ch_old', ago(20 * MIN)),
+      event('charge.updated', 'ch_old', ago(9 * MIN)),
     ]);
     expect(messy).toEqual(once);
   });
@@ -187,10 +187,11 @@ describe('crashes in the events step', () => {
       a.amountRefunded = 100;
       const b = await oldPayment('ch_b', {}, 12 * DAY);
       b.disputed = true;
-      events = [event('charge.refunded', 'ch_a', ago(30 * MIN)), event('charge.dispute.created', 'ch_b', ago(25 * MIN))];
+      events = [event('charge.refunded', 'ch_a', ago(12 * MIN)), event('charge.dispute.created', 'ch_b', ago(11 * MIN))];
     };
     await setup();
-    await run();
+    const [uninterrupted] = await run();
+    expect(uninterrupted?.repaired.status_drift).toBe(2);
     const expected = await normalizedTables(db.pool);
     for (const phase of ['listed', 'ingested', 'judged', 'repaired', 'before-commit', 'committed']) {
       await setup();
@@ -203,5 +204,5 @@ describe('crashes in the events step', () => {
       await run();
       expect(await normalizedTables(db.pool), `killed at ${phase}`).toEqual(expected);
     }
-  });
+  }, 240_000);
 });
