@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClaimClient } from '../../src/claims/index.js';
 import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
-import { READ_ONLY_PERMISSIONS, startStripeDouble, type EventTiming, type StripeDouble } from '../../src/fakes/stripe-double/index.js';
+import { startStripeDouble, type EventTiming, type StripeDouble } from '../../src/fakes/stripe-double/index.js';
 import { createStripeClient } from '../../src/stripe/client.js';
 import { emptyCounts } from '../../src/sweep/categories.js';
 import { cloneDatabase, createTestDatabase, type TestDatabase } from '../support/db.js';
@@ -31,14 +31,17 @@ const daysAgo = (days: number, plusMinutes = 0) => new Date(T0 - days * DAY + pl
 /** A change's events, dated just behind the real clock: inside the next run's read, whenever it starts. */
 const justNow = (extra: EventTiming = {}): EventTiming => ({ created: new Date(Date.now() - 2_000), ...extra });
 
-/** A restricted key with the read permissions a run needs, Events included (README "Against your own database and Stripe"). */
-const READ_ONLY_KEY = 'rk_test_ReadOnly';
-/** The same without Events read: a key made before the events step existed. */
-const NO_EVENTS_KEY = 'rk_test_NoEvents';
+/**
+ * Every run here uses a restricted key holding exactly what README "Against your own
+ * database and Stripe" says a scheduled run needs: Charges read and Events read.
+ */
+const RESTRICTED_KEY = 'rk_test_ChargesAndEvents';
+/** Charges read alone: a key made before runs read events. */
+const NO_EVENTS_KEY = 'rk_test_ChargesOnly';
 const keyPolicy = {
   permissions: {
-    [READ_ONLY_KEY]: [...READ_ONLY_PERMISSIONS],
-    [NO_EVENTS_KEY]: READ_ONLY_PERMISSIONS.filter((p) => p !== 'rak_event_read'),
+    [RESTRICTED_KEY]: ['rak_charge_read', 'rak_event_read'],
+    [NO_EVENTS_KEY]: ['rak_charge_read'],
   },
 };
 
@@ -48,7 +51,7 @@ const doubles: StripeDouble[] = [];
 function env(db: TestDatabase, double: StripeDouble, extra: Record<string, string> = {}): Record<string, string> {
   return {
     DATABASE_URL: db.url,
-    STRIPE_API_KEY: READ_ONLY_KEY,
+    STRIPE_API_KEY: RESTRICTED_KEY,
     STRIPE_API_BASE: double.url,
     SWEEPER_ACCOUNTS: 'platform',
     // A scheduled run covers little: the last hour on a first run, then from its
