@@ -18,7 +18,11 @@ export interface ThrowawayPostgres {
   stop(): Promise<void>;
 }
 
-type StartOptions = { onLog?: (message: unknown) => void };
+type StartOptions = {
+  onLog?: (message: unknown) => void;
+  /** More server settings, after the defaults below: `['-c', 'shared_preload_libraries=pg_stat_statements']`. */
+  postgresFlags?: string[];
+};
 
 export async function startThrowawayPostgres(options: StartOptions = {}): Promise<ThrowawayPostgres> {
   // The free port is found by binding and closing a probe; another process can take it
@@ -60,6 +64,7 @@ async function startOnce(options: StartOptions): Promise<ThrowawayPostgres> {
       '-c', 'fsync=off',
       '-c', 'synchronous_commit=off',
       '-c', 'full_page_writes=off',
+      ...(options.postgresFlags ?? []),
     ],
   });
   try {
