@@ -29,6 +29,11 @@ export async function sweepChanges(deps: SweepDeps, options: SweepOptions, ctx: 
   const stored = await ctx.inTransaction((client) => readEventCursor(client, account));
   let cursor = stored ?? new Date(now.getTime() - options.firstRunLookbackMs);
   const report: ChangesReport = { events: 0, charges: 0, malformed_events: 0, cursor: null, cursor_lag_seconds: null };
+  // Each counted once per run: every day's read re-reads the overlap below its start, so
+  // a day hands back events (and charges) the day before already had.
+  const eventsRead = new Set<string>();
+  const chargesRead = new Set<string>();
+  const malformedRead = new Set<string>();
 
   if (now.getTime() - cursor.getTime() > EVENTS_SAFE_MS) {
     // Events older than 30 days are gone: what changed in the gap can only be found by
@@ -52,7 +57,8 @@ export async function sweepChanges(deps: SweepDeps, options: SweepOptions, ctx: 
       options.signal,
     );
     const ids = [...new Set(pointers.flatMap((p) => (p.chargeId ? [p.chargeId] : [])))];
-    for (const bad of pointers.filter((p) => p.problem)) {
+    for (const bad of pointers.filter((p) => p.problem && !malformedRead.has(p.id))) {
+      malformedRead.add(bad.id);
       report.malformed_events += 1;
       ctx.log.warn({ event: bad.id, problem: bad.problem }, 'an event names no charge the sweep can re-read; the deep re-read is the second line');
     }
@@ -65,8 +71,10 @@ export async function sweepChanges(deps: SweepDeps, options: SweepOptions, ctx: 
       const found = new Set([...charges.map((c) => c.id), ...unreadable.map((c) => c.id)]);
       ctx.log.warn({ missing: ids.filter((id) => !found.has(id)).slice(0, 5) }, 'events point at charges Stripe does not return by id; they are left out');
     }
-    report.events += pointers.length - pointers.filter((p) => p.problem).length;
-    report.charges += charges.length;
+    for (const p of pointers) if (!p.problem) eventsRead.add(p.id);
+    for (const c of charges) chargesRead.add(c.id);
+    report.events = eventsRead.size;
+    report.charges = chargesRead.size;
     let held = false;
     await judgeBatch(deps, options, ctx, {
       name: `changes:${n}`,

@@ -369,3 +369,38 @@ describe('events are only pointers', () => {
     expect(clean.tables.payments).toContainEqual(expect.objectContaining({ charge_id: 'ch_LateRefundedInPart', amount_refunded: 1500 }));
   });
 });
+
+describe('a run whose events span more than a day', () => {
+  it('reads them a day per transaction and counts each event and each charge once (the overlap between days is read twice)', async () => {
+    const double = await startDouble();
+    const id = 'ch_TwoDaysOfEvents';
+    // An earlier run left the events cursor 36 hours back (an outage, say): this run reads
+    // [cursor − 10m, cursor + 1d) and then [cursor + 1d − 10m, now − 1s).
+    const cursor = new Date(T0 - 36 * 60 * MIN);
+    const db = await baseDatabase(async (db) => {
+      await seedClaim(db.pool, { tenantId: 'acme', key: 'two-days', status: 'completed', createdAt: daysAgo(5), responseCharge: id, amount: 5000, currency: 'usd' });
+      await seedEffect(db.pool, { chargeId: id, tenantId: 'acme', key: 'two-days', amount: 5000, createdAt: daysAgo(5) });
+      await db.pool.query(
+        `INSERT INTO recon_runs (id, mode, account, window_from, window_to, status, checkpoint, started_at)
+         VALUES ('run_before_the_outage', 'run', 'platform', $1, $2, 'succeeded', $2, $1)`,
+        [new Date(cursor.getTime() - 60 * MIN), cursor],
+      );
+      await db.pool.query(`INSERT INTO recon_event_cursors (account, cursor, run_id, updated_at) VALUES ('platform', $1, 'run_before_the_outage', $1)`, [cursor]);
+    });
+    double.createCharge(null, { id, created: daysAgo(5), amount: 5000, metadata: meta('two-days') });
+    // Five minutes before the day boundary: inside both days' reads.
+    const nearBoundary = new Date(cursor.getTime() + DAY - 5 * MIN);
+    double.refund(id, 1000, { created: nearBoundary });
+    double.dispute(id, justNow());
+    // And an event whose object names no charge there: one lost pointer, logged once.
+    double.emitEvent(null, 'charge.updated', { object: 'charge', amount: 5000 }, { created: nearBoundary });
+
+    const { code, stderr, report } = await run(db, double);
+    expect(code, stderr).toBe(0);
+    expect(report.repaired).toEqual(counts({ status_drift: 1 }));
+    // charge.refunded, refund.created, charge.dispute.created, charge.dispute.funds_withdrawn; one charge.
+    expect(report.changes).toMatchObject({ events: 4, charges: 1, malformed_events: 1 });
+    expect(await rows(db, `SELECT amount_refunded, disputed FROM payments`)).toEqual([{ amount_refunded: 1000, disputed: true }]);
+    expect((await rows(db, `SELECT cursor FROM recon_event_cursors`))[0].cursor.toISOString()).toBe(report.changes.cursor);
+  });
+});
