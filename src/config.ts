@@ -258,6 +258,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         'plus 1m, or the sweep would judge claims whose attempt may still be running',
     );
   }
+  const leastLag = Math.max(e.SWEEPER_SETTLE, e.SWEEPER_EVENTS_LAG);
+  if (e.SWEEPER_MAX_LAG <= leastLag) {
+    throw new ConfigError(
+      `SWEEPER_MAX_LAG (${formatDuration(e.SWEEPER_MAX_LAG)}) must be longer than SWEEPER_SETTLE (${formatDuration(e.SWEEPER_SETTLE)}) ` +
+        `and SWEEPER_EVENTS_LAG (${formatDuration(e.SWEEPER_EVENTS_LAG)}): right after a run the watermark and the events cursor are that far behind, ` +
+        'so the reconciliation_lag alert would never clear',
+    );
+  }
   return {
     databaseUrl: e.DATABASE_URL,
     stripeApiKey: e.STRIPE_API_KEY,

@@ -1,3 +1,4 @@
+import type { AccountCompleteness } from '../sweep/completeness.js';
 import type { SweepReport } from '../sweep/sweep.js';
 import type { SweepStatus } from '../sweep/status.js';
 
@@ -18,4 +19,6 @@ export interface MetricsInput {
   lastSuccessAt?: Readonly<Record<string, Date>>;
   /** Scheduled runs only: accounts this run skipped because a backfill had them. */
   skipped?: readonly string[];
+  /** How complete reconciliation is per account, read after the run (README "Completeness"). */
+  completeness?: readonly AccountCompleteness[];
 }

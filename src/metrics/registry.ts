@@ -1,5 +1,6 @@
 import { Gauge, Registry } from 'prom-client';
 import { CATEGORIES, type Category } from '../sweep/categories.js';
+import type { AccountCompleteness } from '../sweep/completeness.js';
 import type { MetricsInput } from './input.js';
 
 /** `matched` is not a finding and is never repaired. */
@@ -58,6 +59,8 @@ export function buildMetricsRegistry(input: MetricsInput): Registry {
     for (const account of accounts) skipped.set({ account }, input.skipped.includes(account) ? 1 : 0);
   }
 
+  writeCompleteness(gauge, input.completeness ?? []);
+
   gauge('sweeper_stripe_rate_limited_last_run', 'Stripe 429 (rate limited) answers during the last run.').set(input.stripe429s);
 
   const claims = input.status.claims;
@@ -67,6 +70,33 @@ export function buildMetricsRegistry(input: MetricsInput): Registry {
   if (claims.oldest_age_seconds !== null) oldest.set(claims.oldest_age_seconds);
 
   return registry;
+}
+
+type GaugeFactory = (name: string, help: string, labelNames?: string[]) => Gauge;
+
+/**
+ * Completeness (README "Completeness"): both lags, whether either is past
+ * SWEEPER_MAX_LAG (what the `reconciliation_lag` alert says), and per day of the last
+ * SWEEPER_DEEP_READ_DAYS (`days_ago` 0 = today, so the series are the same every day)
+ * the mirror's charges and the fraction of them settled. A lag not known yet is not
+ * written, rather than written as 0 (which would read as "fully caught up").
+ */
+function writeCompleteness(gauge: GaugeFactory, completeness: readonly AccountCompleteness[]): void {
+  if (completeness.length === 0) return;
+  const lag = gauge('sweeper_lag_seconds', 'Seconds the charges watermark (kind="watermark") or the events cursor (kind="events") is behind now.', ['account', 'kind']);
+  const lagging = gauge('sweeper_reconciliation_lagging', '1 while a lag is past SWEEPER_MAX_LAG (the reconciliation_lag alert), else 0.', ['account']);
+  const fraction = gauge('sweeper_settled_fraction', "Fraction of a day's mirrored charges that are settled: judged, and not the charge of an open finding.", ['account', 'days_ago']);
+  const charges = gauge('sweeper_day_charges', "Charges of a day in the mirror (the denominator of sweeper_settled_fraction).", ['account', 'days_ago']);
+  for (const c of completeness) {
+    if (c.watermark_lag_seconds !== null) lag.set({ account: c.account, kind: 'watermark' }, c.watermark_lag_seconds);
+    if (c.events_lag_seconds !== null) lag.set({ account: c.account, kind: 'events' }, c.events_lag_seconds);
+    lagging.set({ account: c.account }, c.lagging ? 1 : 0);
+    c.days.forEach((day, i) => {
+      const daysAgo = String(c.days.length - 1 - i);
+      fraction.set({ account: c.account, days_ago: daysAgo }, day.fraction);
+      charges.set({ account: c.account, days_ago: daysAgo }, day.charges);
+    });
+  }
 }
 
 /** Latest of: this process's successful runs, the snapshot's last runs, and the database's record. */

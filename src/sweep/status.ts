@@ -1,4 +1,7 @@
 import type { Queryable } from '../db/pool.js';
+import { LOCK_CLASS } from '../db/locks.js';
+import { readCompletenessAll, type AccountCompleteness, type CompletenessOptions } from './completeness.js';
+import { slicesOf } from './window.js';
 
 export interface SweepStatus {
   watermarks: Array<{ account: string; shard: string; watermark: string; lag_seconds: number }>;
@@ -6,10 +9,44 @@ export interface SweepStatus {
   open_findings: Record<string, Record<string, number>>;
   unreconciled: number;
   claims: { count: number; in_flight: number; oldest_created_at: string | null; oldest_age_seconds: number | null };
+  /** Runs in state `running`: where each one is now. */
+  live_runs: LiveRun[];
+  /** Per account, when asked for (README "Completeness"). */
+  completeness?: AccountCompleteness[];
+}
+
+/**
+ * A run in progress, from what its committed slices wrote (`recon_runs.checkpoint`,
+ * `charges_scanned`), so it is as fresh as its last slice. `lock_held` says whether a
+ * process still holds the account's sweep lock: a `running` row without it was left by
+ * a process that died, and the next run of the account marks it interrupted.
+ */
+export interface LiveRun {
+  id: string;
+  mode: string;
+  account: string;
+  window: { from: string; to: string };
+  checkpoint: string;
+  /** Slices of the window up to the checkpoint, of all its slices (SWEEPER_SLICE), when the slice length is known. */
+  slices_done: number | null;
+  slices_total: number | null;
+  /** How far the checkpoint is through the window, 0..100. */
+  percent: number;
+  charges_scanned: number;
+  started_at: string;
+  age_seconds: number;
+  lock_held: boolean;
+}
+
+export interface StatusOptions {
+  /** SWEEPER_SLICE: live runs are shown in slices. */
+  sliceMs?: number;
+  /** Read each account's completeness too: the configured accounts and the options. */
+  completeness?: CompletenessOptions & { accounts: readonly string[] };
 }
 
 /** What an operator asks first: how far behind, what ran, what is open, how big the claim store is. */
-export async function readStatus(db: Queryable, now: Date): Promise<SweepStatus> {
+export async function readStatus(db: Queryable, now: Date, options: StatusOptions = {}): Promise<SweepStatus> {
   const watermarks = await db.query<{ account: string; shard: string; watermark: Date }>(
     'SELECT account, shard, watermark FROM recon_watermarks ORDER BY account, shard',
   );
@@ -24,6 +61,8 @@ export async function readStatus(db: Queryable, now: Date): Promise<SweepStatus>
     `SELECT count(*)::int AS count, count(*) FILTER (WHERE status = 'in_flight')::int AS in_flight, min(created_at) AS oldest
        FROM idempotency_keys`,
   );
+  const live = await readLiveRuns(db, now, options.sliceMs);
+  const completeness = options.completeness ? await readCompletenessAll(db, options.completeness.accounts, options.completeness) : undefined;
   const openByAccount: Record<string, Record<string, number>> = {};
   for (const row of open.rows) (openByAccount[row.account] ??= {})[row.category] = row.n;
   const c = claims.rows[0];
@@ -52,7 +91,53 @@ export async function readStatus(db: Queryable, now: Date): Promise<SweepStatus>
       oldest_created_at: c?.oldest ? c.oldest.toISOString() : null,
       oldest_age_seconds: c?.oldest ? Math.round((now.getTime() - c.oldest.getTime()) / 1000) : null,
     },
+    live_runs: live,
+    ...(completeness ? { completeness } : {}),
   };
+}
+
+async function readLiveRuns(db: Queryable, now: Date, sliceMs: number | undefined): Promise<LiveRun[]> {
+  // The sweep lock of lock.ts: pg_advisory_lock(LOCK_CLASS, hashtext('sweep:' || account)),
+  // which pg_locks shows as classid = key 1, objid = key 2 as an unsigned 32-bit number.
+  const { rows } = await db.query<{
+    id: string;
+    mode: string;
+    account: string;
+    window_from: Date;
+    window_to: Date;
+    checkpoint: Date;
+    charges_scanned: string;
+    started_at: Date;
+    lock_held: boolean;
+  }>(
+    `SELECT r.id, r.mode, r.account, r.window_from, r.window_to, r.checkpoint, r.charges_scanned, r.started_at,
+            EXISTS (SELECT 1 FROM pg_locks l
+                     WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+                       AND l.classid::bigint = $1 AND l.objid::bigint = (hashtext('sweep:' || r.account)::bigint & 4294967295)) AS lock_held
+       FROM recon_runs r WHERE r.status = 'running' ORDER BY r.started_at, r.id`,
+    [LOCK_CLASS],
+  );
+  return rows.map((r) => {
+    const span = r.window_to.getTime() - r.window_from.getTime();
+    const done = Math.max(0, r.checkpoint.getTime() - r.window_from.getTime());
+    const slices = sliceMs
+      ? { done: slicesOf({ from: r.window_from, to: r.checkpoint }, sliceMs).length, total: slicesOf({ from: r.window_from, to: r.window_to }, sliceMs).length }
+      : null;
+    return {
+      id: r.id,
+      mode: r.mode,
+      account: r.account,
+      window: { from: r.window_from.toISOString(), to: r.window_to.toISOString() },
+      checkpoint: r.checkpoint.toISOString(),
+      slices_done: slices?.done ?? null,
+      slices_total: slices?.total ?? null,
+      percent: span > 0 ? Math.floor((100 * done) / span) : 100,
+      charges_scanned: Number(r.charges_scanned),
+      started_at: r.started_at.toISOString(),
+      age_seconds: Math.max(0, Math.round((now.getTime() - r.started_at.getTime()) / 1000)),
+      lock_held: r.lock_held,
+    };
+  });
 }
 
 export class FindingNotFoundError extends Error {

@@ -1,30 +1,40 @@
 import { userInfo } from 'node:os';
 import type { Command } from 'commander';
-import { readStatus, resolveFinding } from '../../sweep/status.js';
+import { readStatus, resolveFinding, type LiveRun } from '../../sweep/status.js';
 import { redact } from '../../secrets.js';
 import { terminalSafe } from '../../terminal-text.js';
 import { alignColumns } from '../columns.js';
+import { formatClock } from '../progress-format.js';
+import { completenessLine } from '../run-output.js';
 import { UsageError, withDatabase, writeJson } from '../context.js';
 
 export function registerStatusCommands(program: Command): void {
   program
     .command('status')
-    .description('watermarks, last runs, open findings, claim-store size and oldest claim age')
+    .description('watermarks, runs in progress, last runs, open findings, completeness, claim-store size and oldest claim age')
     .option('--json', 'print one JSON object')
     .addHelpText('after', '\nExample:\n  sweeper status --json | jq .unreconciled')
     .action((flags: { json?: boolean }) =>
-      withDatabase(async ({ pool }) => {
-        const status = await readStatus(pool, new Date());
+      withDatabase(async ({ pool, config }) => {
+        const now = new Date();
+        const status = await readStatus(pool, now, {
+          sliceMs: config.sliceMs,
+          completeness: { accounts: config.accounts, now, days: config.deepReadDays, maxLagMs: config.maxLagMs },
+        });
         if (flags.json) return writeJson(status);
         const out: string[] = ['watermarks:'];
         for (const w of status.watermarks) out.push(`  ${w.account}${w.shard ? ` [${w.shard}]` : ''}  ${w.watermark}  (lag ${w.lag_seconds}s)`);
         if (status.watermarks.length === 0) out.push('  (no scheduled run yet)');
+        if (status.live_runs.length > 0) out.push('running now:', ...status.live_runs.flatMap(liveRunLines));
         out.push('last runs:');
         for (const r of status.last_runs) {
           out.push(`  ${r.account}  ${r.mode}  ${r.status}  ${r.started_at}  ${r.id}${r.error ? `  error: ${r.error}` : ''}`);
         }
         out.push(`open findings (unreconciled): ${status.unreconciled}`);
         out.push(...openFindingsLines(status.open_findings));
+        if (status.completeness && status.completeness.length > 0) {
+          out.push('completeness:', ...status.completeness.map((a) => `  ${a.account}  ${completenessLine(a).replace(/^completeness: /, '')}`));
+        }
         const c = status.claims;
         out.push(`claims: ${c.count} (${c.in_flight} in flight), oldest ${c.oldest_created_at ?? '-'} (${c.oldest_age_seconds ?? 0}s)`);
         // Account names, errors and categories come from the database: redacted and made terminal-safe.
@@ -53,6 +63,18 @@ export function registerStatusCommands(program: Command): void {
         process.stdout.write(`finding ${id}: ${previous} → ${flags.ignore ? 'ignored' : 'resolved'}\n`);
       });
     });
+}
+
+/** A run in progress: where its committed slices got to, how much it has read, how long it has been going. */
+export function liveRunLines(r: LiveRun): string[] {
+  const slices = r.slices_done !== null && r.slices_total !== null ? `slice ${r.slices_done}/${r.slices_total}, ` : '';
+  const lines = [
+    `  ${r.account}  ${r.mode}  ${r.id}  window ${r.window.from} → ${r.window.to}`,
+    `    ${slices}checkpoint ${r.checkpoint} (${r.percent}% of the window), ${r.charges_scanned.toLocaleString('en-US')} charges so far, ` +
+      `started ${r.started_at} (${formatClock(r.age_seconds * 1000)} ago)`,
+  ];
+  if (!r.lock_held) lines.push("    no process holds the account's lock: the run's process died; the next run of the account marks it interrupted");
+  return lines;
 }
 
 /** Open findings per account and category, one aligned row each, counts right-aligned. */

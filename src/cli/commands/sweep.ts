@@ -1,26 +1,25 @@
 import type { Command } from 'commander';
-import { alertConfigFromEnv, createAlerter, type AlertConfig } from '../../alerts/index.js';
+import { alertConfigFromEnv } from '../../alerts/index.js';
 import { loadConfig, requireStripeApiKey, type Config } from '../../config.js';
-import type { Pool } from '../../db/pool.js';
-import type { Logger } from '../../log.js';
 import { metricsConfigFromEnv, publishMetrics, readLastSuccessByAccount } from '../../metrics/index.js';
 import { readStatus } from '../../sweep/status.js';
 import { createChargeLister, createStripeClient, RateBudget } from '../../stripe/index.js';
 import { createStripeEvidence } from '../../stripe/evidence.js';
 import { changeSource, createEventReader } from '../../stripe/events.js';
-import { CATEGORIES } from '../../sweep/categories.js';
+import type { AccountCompleteness } from '../../sweep/completeness.js';
+import { SweepLockedError } from '../../sweep/lock.js';
 import { sweep, SweepFailedError, type SweepDeps, type SweepReport } from '../../sweep/sweep.js';
 import { parseShard, shardOf, type Shard, type TimeWindow } from '../../sweep/window.js';
 import { parseDuration } from '../../time/duration.js';
 import { instantProblem, parseInstant } from '../../time/instant.js';
-import { redact } from '../../secrets.js';
-import { terminalSafe } from '../../terminal-text.js';
 import { assertBackfillBounds, LARGE_BACKFILL_FLAG } from '../backfill-bounds.js';
-import { ExitCode, writeErrorLine } from '../exit.js';
-import { alignColumns } from '../columns.js';
-import { exitCodeFor, findingsExitFrom } from '../exit-decision.js';
-import { UsageError, withDatabase, writeJson } from '../context.js';
+import { ExitCode } from '../exit.js';
+import { findingsExitFrom } from '../exit-decision.js';
+import { UsageError, withDatabase } from '../context.js';
+import { createProgressReporter } from '../progress.js';
 import { installShutdown } from '../shutdown.js';
+import { stderrIsTerminal } from '../stderr.js';
+import { finishSweep } from '../sweep-finish.js';
 
 export interface SweepFlags {
   account?: string;
@@ -109,6 +108,7 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
     // One budget for every Stripe request of the process: listing, re-reads and refunds.
     const budget = new RateBudget({ ratePerSecond: config.stripeRatePerSecond });
     const lister = createChargeLister({ stripe, budget, metadataKeys: config.metadataKeys });
+    const progress = createProgressReporter({ terminal: stderrIsTerminal(), logger, intervalMs: config.progressIntervalMs, accounts });
     const deps: SweepDeps = {
       pool,
       clock: () => new Date(),
@@ -117,12 +117,12 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
       evidence: createStripeEvidence({ stripe, budget, counters: lister.counters, metadataKeys: config.metadataKeys }),
       listChanges: changeSource(createEventReader({ stripe, budget, counters: lister.counters })),
       faultPoint: crashPointFromEnv(),
-      onSlice: process.stderr.isTTY ? (done, total) => process.stderr.write(`\rslice ${done}/${total}`) : undefined,
+      onProgress: (p) => progress.onProgress(p),
       onSkipped: (account) => skipped.push(account),
     };
     // Metrics go out whatever happened (a failed run shows as a stale last-success);
     // publishing must never replace the run's own error.
-    const publish = async (done: SweepReport[]): Promise<void> => {
+    const publish = async (done: SweepReport[], completeness: readonly AccountCompleteness[] = []): Promise<void> => {
       try {
         const published = await publishMetrics({
           config: metricsConfig,
@@ -136,6 +136,7 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
             accounts,
             ...(mode === 'run' ? { skipped } : {}),
             lastSuccessAt: await readLastSuccessByAccount(pool),
+            completeness,
           },
         });
         for (const error of published.errors) logger.warn({ error }, 'metrics not published');
@@ -168,54 +169,47 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
         signal,
       });
     } catch (error) {
+      progress.stop();
       if (!(error instanceof SweepFailedError)) {
         // Not when locked out (75): the run holding the lock publishes for these accounts.
         if (!flags.dryRun && (error as { exitCode?: number }).exitCode !== ExitCode.locked) await publish(reports);
-        throw error;
+        throw withAdvice(mode, error);
       }
       reports = error.reports;
       failure = error;
     }
-    if (process.stderr.isTTY) process.stderr.write('\n');
-    for (const report of reports) {
-      if (flags.json) writeJson(report);
-      else process.stdout.write(terminalSafe(redact(formatReport(report))));
-    }
-    for (const account of skipped) {
-      if (flags.json) writeJson({ mode, account, status: 'skipped', reason: 'backfill_in_progress' });
-      else process.stdout.write(`${mode}  account ${account}  skipped: backfill in progress; the next run sweeps it\n\n`);
-    }
-    // The results are committed and printed before anyone is told: a sink that is
-    // down costs exit code 1, never the run's findings.
-    const alertsFailed = flags.dryRun ? 0 : await sendAlerts(pool, alertConfig, reports.filter((r) => r.status !== 'failed'), logger);
-    if (!flags.dryRun) await publish(reports);
-    if (failure) {
-      writeErrorLine(failure.message.split('\n')[0] ?? '');
-      return ExitCode.failed;
-    }
-    if (lister.counters.unnamed > 0) {
-      // Money Stripe holds that no finding can name: a person must look, whatever else happened.
-      writeErrorLine(
-        `${lister.counters.unnamed} charge(s) from Stripe had no usable id and could not be judged or recorded ` +
-          "(logged as 'Stripe returned a charge the sweep cannot judge'); exit 1 until Stripe lists them whole",
-      );
-      return ExitCode.failed;
-    }
-    return exitCodeFor({ accounts: reports, alertsFailed, interrupted: Boolean(signal?.aborted), findingsExit });
-
+    progress.stop();
+    return finishSweep({
+      mode,
+      json: Boolean(flags.json),
+      dryRun: Boolean(flags.dryRun),
+      pool,
+      logger,
+      config,
+      alertConfig,
+      accounts,
+      reports,
+      skipped,
+      ...(failure ? { failure } : {}),
+      progress,
+      ...(signal ? { signal } : {}),
+      findingsExit,
+      unnamed: lister.counters.unnamed,
+      publish,
+    });
   }, config);
 }
 
-async function sendAlerts(pool: Pool, config: AlertConfig, reports: SweepReport[], logger: Logger): Promise<number> {
-  const alerter = createAlerter({ pool, config, clock: () => new Date(), logger });
-  if (alerter.sinks.length === 0) return 0;
-  let failed = 0;
-  for (const report of reports) {
-    const result = await alerter.notifyAccount({ runId: report.run_id, account: report.account });
-    failed += result.failed;
-    for (const error of result.errors) logger.error({ account: report.account, error }, 'alert not delivered');
+/**
+ * A scheduled run locked out (75) says what to do about it. (A backfill's lock
+ * messages already say it: wait longer, or run it again later.)
+ */
+function withAdvice(mode: 'run' | 'backfill', error: unknown): unknown {
+  if (mode === 'run' && error instanceof SweepLockedError) {
+    error.message +=
+      ': nothing to do if it is a one-off, the other run finishes on its own; if it repeats, two schedulers (or a hand-run sweep) share this account (`sweeper status` shows the running run)';
   }
-  return failed;
+  return error;
 }
 
 /** Long enough for a scheduled run holding the lock to finish: the CronJob's deadline is 14 minutes. */
@@ -270,26 +264,5 @@ function crashPointFromEnv(): ((name: string) => void) | undefined {
   };
 }
 
-export function formatReport(r: SweepReport): string {
-  if (r.status === 'failed') return `${r.mode} ${r.run_id || '(no run)'}  account ${r.account}  FAILED: ${r.error ?? 'unknown error'}\n\n`;
-  const lines = [
-    `${r.mode} ${r.run_id}  account ${r.account}${r.dry_run ? '  (dry run: nothing written)' : ''}`,
-    `window ${r.window ? `${r.window.from} → ${r.window.to}` : '(nothing settled yet)'}   charges scanned ${r.charges_scanned}`,
-    '',
-  ];
-  const rows = [['category', 'found', r.dry_run ? 'would repair' : 'repaired']];
-  for (const category of CATEGORIES) {
-    const found = r.findings[category];
-    const repaired = r.repaired[category];
-    if (found === 0 && repaired === 0) continue;
-    rows.push([category, String(found), String(repaired)]);
-  }
-  lines.push(...alignColumns(rows, { right: [1, 2], gap: 4 }).map((line) => `  ${line}`));
-  lines.push('', `unreconciled (open findings): ${r.unreconciled}`);
-  if (r.deferred_keys > 0) {
-    const later = r.mode === 'run' ? 'the next run judges them' : 'run this backfill again once their leases end';
-    lines.push(`deferred (held by a live writer, not judged): ${r.deferred_keys}: ${later}`);
-  }
-  lines.push('');
-  return `${lines.join('\n')}\n`;
-}
+/** The text summary lives in run-output.ts; re-exported for the callers that import it from here. */
+export { formatReport } from '../run-output.js';

@@ -1,0 +1,91 @@
+import type { OpenFindingBrief } from '../report/open-list.js';
+import { CATEGORIES } from '../sweep/categories.js';
+import type { AccountCompleteness } from '../sweep/completeness.js';
+import type { SweepProgress, SweepReport } from '../sweep/types.js';
+import { alignColumns } from './columns.js';
+import { formatClock } from './progress-format.js';
+
+/** How many open findings a run's summary names; `sweeper report` has all of them. */
+export const OPEN_LISTED = 10;
+
+/** What the text summary adds to the report: facts the CLI gathered around the sweep. */
+export interface SummaryExtras {
+  /** The account's last progress (slices committed of this run's). */
+  progress?: SweepProgress;
+  /** Why the run was stopped (`SIGTERM received`, the run deadline). */
+  interruptedBy?: string | null;
+  /** The account's open findings after the run: the first few and the total. */
+  open?: { total: number; first: OpenFindingBrief[] };
+  completeness?: AccountCompleteness;
+}
+
+/** The text a person reads after `run` or `backfill`, one block per account. */
+export function formatReport(r: SweepReport, extras: SummaryExtras = {}): string {
+  if (r.status === 'failed') return `${r.mode} ${r.run_id || '(no run)'}  account ${r.account}  FAILED: ${r.error ?? 'unknown error'}\n\n`;
+  const lines = [`${r.mode} ${r.run_id}  account ${r.account}${r.dry_run ? '  (dry run: nothing written)' : ''}${interruptedNote(r, extras)}`];
+  if (r.resumed_from) {
+    const from = extras.progress ? ` from ${extras.progress.start.toISOString()}` : '';
+    lines.push(`resumed backfill ${r.resumed_from}: its committed slices were kept; this run continued${from}`);
+  }
+  const scanned = r.status === 'interrupted' ? `charges scanned before it stopped ${r.charges_scanned}` : `charges scanned ${r.charges_scanned}`;
+  lines.push(`window ${r.window ? `${r.window.from} → ${r.window.to}` : '(nothing settled yet)'}   ${scanned}`, '');
+  const rows = [['category', 'found', r.dry_run ? 'would repair' : 'repaired']];
+  for (const category of CATEGORIES) {
+    const found = r.findings[category];
+    const repaired = r.repaired[category];
+    if (found === 0 && repaired === 0) continue;
+    rows.push([category, String(found), String(repaired)]);
+  }
+  lines.push(...alignColumns(rows, { right: [1, 2], gap: 4 }).map((line) => `  ${line}`));
+  lines.push('', `unreconciled (open findings): ${r.unreconciled}`);
+  if (r.deferred_keys > 0) {
+    const later = r.mode === 'run' ? 'the next run judges them' : 'run this backfill again once their leases end';
+    lines.push(`deferred (held by a live writer, not judged): ${r.deferred_keys}: ${later}`);
+  }
+  if (extras.completeness) lines.push(completenessLine(extras.completeness));
+  if (extras.open && extras.open.total > 0 && !r.dry_run) lines.push(...openLines(r.account, extras.open));
+  lines.push('');
+  return `${lines.join('\n')}\n`;
+}
+
+function interruptedNote(r: SweepReport, extras: SummaryExtras): string {
+  if (r.status !== 'interrupted') return '';
+  const why = extras.interruptedBy ? ` (${extras.interruptedBy})` : '';
+  const p = extras.progress;
+  const done = p ? `: ${p.slicesDone} of ${p.slicesTotal} slices committed` : '';
+  const next = r.dry_run ? 'nothing was written' : r.mode === 'backfill' ? 'run the same backfill again to resume' : 'the next run continues from the watermark';
+  return `  INTERRUPTED${why}${done}; ${next}`;
+}
+
+/** The first open findings by id, then the commands a person runs next. */
+export function openLines(account: string, open: { total: number; first: readonly OpenFindingBrief[] }): string[] {
+  const heading = open.total > open.first.length ? `open findings (the first ${open.first.length} of ${open.total}):` : `open findings (${open.total}):`;
+  const rows = open.first.map((f) => [`#${f.id}`, f.category, subjectOf(f)]);
+  const out = [heading, ...alignColumns(rows, { gap: 2 }).map((line) => `  ${line}`)];
+  if (open.total > open.first.length) out.push(`  … and ${open.total - open.first.length} more`);
+  const next = [
+    [`sweeper report --status open --account ${account}`, 'every open finding, with amounts, times and reasons'],
+    ['sweeper resolve ID --note "what was done"', 'closes a finding once a person has handled it'],
+  ];
+  out.push('next:', ...alignColumns(next, { gap: 4 }).map((line) => `  ${line}`));
+  return out;
+}
+
+function subjectOf(f: OpenFindingBrief): string {
+  const key = f.tenantId !== null && f.idempotencyKey !== null ? `${f.tenantId} / ${f.idempotencyKey}` : null;
+  return [f.chargeId, key].filter((part): part is string => part !== null).join('  ') || '-';
+}
+
+/** `completeness: watermark 12m 00s behind, events 8m 00s behind (limit 2h 00m); settled 2026-11-09 100%, 2026-11-10 87.1%`. */
+export function completenessLine(c: AccountCompleteness): string {
+  const lag = (name: string, seconds: number | null) => (seconds === null ? `${name} not set yet` : `${name} ${formatClock(seconds * 1000)} behind`);
+  const days = c.days.map((d) => `${d.day} ${percent(d.fraction)} of ${d.charges.toLocaleString('en-US')}`).join(', ');
+  const head = c.lagging ? 'completeness: BEHIND (past SWEEPER_MAX_LAG): ' : 'completeness: ';
+  return `${head}${lag('watermark', c.watermark_lag_seconds)}, ${lag('events', c.events_lag_seconds)} (limit ${formatClock(c.max_lag_seconds * 1000)}); settled ${days}`;
+}
+
+/** 87.1%, and never 100% unless it is: rounded down. */
+export function percent(fraction: number): string {
+  const tenths = Math.floor(fraction * 1000);
+  return `${tenths % 10 === 0 ? tenths / 10 : (tenths / 10).toFixed(1)}%`;
+}

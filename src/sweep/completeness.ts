@@ -1,0 +1,136 @@
+import type { Queryable } from '../db/pool.js';
+
+/**
+ * How complete reconciliation is, per account (README "Completeness"):
+ * - the lag of the charges watermark (how far the scheduled sweep has judged) and of
+ *   the events cursor (how far Stripe's change events have been read), each against
+ *   SWEEPER_MAX_LAG: either one past it means the sweeper is stalled, whatever the
+ *   findings say;
+ * - for each of the last `days` UTC days, the charges of that day in the mirror, and
+ *   how many of them are settled: judged (created before the watermark, or inside the
+ *   committed part of a backfill) and not the charge of an open finding.
+ */
+export interface CompletenessOptions {
+  now: Date;
+  /** SWEEPER_DEEP_READ_DAYS: the days the deep re-read keeps checking. */
+  days: number;
+  maxLagMs: number;
+}
+
+export interface DaySettled {
+  /** UTC day, `YYYY-MM-DD`. */
+  day: string;
+  charges: number;
+  settled: number;
+  /** settled / charges, 1 for a day without charges (nothing is unsettled); 4 decimals. */
+  fraction: number;
+}
+
+export interface AccountCompleteness {
+  account: string;
+  watermark: string | null;
+  watermark_lag_seconds: number | null;
+  events_cursor: string | null;
+  events_lag_seconds: number | null;
+  max_lag_seconds: number;
+  /** A lag is past SWEEPER_MAX_LAG: the `reconciliation_lag` alert fires. */
+  lagging: boolean;
+  /** Oldest day first; the last is today (its recent charges are not settled yet, by design). */
+  days: DaySettled[];
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * One statement per account. The day counts read the mirror through its
+ * (account, created) index over the last `days` day partitions only; the other rows
+ * touched are the account's open findings (their partial index) and the few backfill
+ * runs that overlap those days. A duplicate's extra charges count as its finding's,
+ * like the kept one.
+ */
+const COMPLETENESS_SQL = `
+  WITH wm AS (SELECT watermark FROM recon_watermarks WHERE account = $1 AND shard = ''),
+       -- What backfills judged: each one up to its last committed slice (a resumed one's
+       -- row carries its predecessors' checkpoint, so its range covers theirs too).
+       backfilled AS MATERIALIZED (
+         SELECT window_from AS from_at, checkpoint AS to_at FROM recon_runs
+          WHERE account = $1 AND mode = 'backfill' AND checkpoint > $2 AND window_from < $3 AND checkpoint > window_from
+       ),
+       open_charges AS (
+         SELECT f.charge_id AS id FROM recon_findings f
+          WHERE f.account = $1 AND f.state = 'open' AND f.charge_id IS NOT NULL
+         UNION
+         SELECT c ->> 'id' FROM recon_findings f
+           CROSS JOIN LATERAL jsonb_array_elements(
+             CASE WHEN jsonb_typeof(f.details -> 'charges') = 'array' THEN f.details -> 'charges' ELSE '[]'::jsonb END) c
+          WHERE f.account = $1 AND f.state = 'open' AND f.category = 'duplicate_charge'
+       ),
+       per_day AS (
+         SELECT to_char(date_trunc('day', s.created AT TIME ZONE 'UTC'), 'YYYY-MM-DD') AS day,
+                count(*)::bigint AS charges,
+                count(*) FILTER (WHERE o.id IS NULL AND (s.created < (SELECT watermark FROM wm)
+                                  OR EXISTS (SELECT 1 FROM backfilled b WHERE s.created >= b.from_at AND s.created < b.to_at)))::bigint AS settled
+           FROM stripe_charges s
+           LEFT JOIN open_charges o ON o.id = s.charge_id
+          WHERE s.account = $1 AND s.created >= $2 AND s.created < $3
+          GROUP BY 1
+       )
+  SELECT (SELECT watermark FROM wm) AS watermark,
+         (SELECT cursor FROM recon_event_cursors WHERE account = $1) AS cursor,
+         coalesce((SELECT json_agg(json_build_object('day', day, 'charges', charges, 'settled', settled)) FROM per_day), '[]'::json) AS days`;
+
+export async function readCompleteness(db: Queryable, account: string, options: CompletenessOptions): Promise<AccountCompleteness> {
+  const days = dayRange(options.now, options.days);
+  const first = days[0] as string;
+  const from = new Date(`${first}T00:00:00Z`);
+  // Through the end of today: a charge may be stamped a little ahead of this clock.
+  const to = new Date(Date.parse(`${days[days.length - 1]}T00:00:00Z`) + DAY_MS);
+  const { rows } = await db.query<{ watermark: Date | null; cursor: Date | null; days: Array<{ day: string; charges: number | string; settled: number | string }> }>(
+    COMPLETENESS_SQL,
+    [account, from, to],
+  );
+  const row = rows[0];
+  const counted = new Map((row?.days ?? []).map((d) => [d.day, { charges: Number(d.charges), settled: Number(d.settled) }]));
+  const lagOf = (at: Date | null | undefined) => (at ? Math.max(0, Math.round((options.now.getTime() - at.getTime()) / 1000)) : null);
+  const watermarkLag = lagOf(row?.watermark);
+  const eventsLag = lagOf(row?.cursor);
+  const maxLagSeconds = Math.round(options.maxLagMs / 1000);
+  return {
+    account,
+    watermark: row?.watermark?.toISOString() ?? null,
+    watermark_lag_seconds: watermarkLag,
+    events_cursor: row?.cursor?.toISOString() ?? null,
+    events_lag_seconds: eventsLag,
+    max_lag_seconds: maxLagSeconds,
+    lagging: isLagging(watermarkLag, eventsLag, maxLagSeconds),
+    days: days.map((day) => {
+      const c = counted.get(day) ?? { charges: 0, settled: 0 };
+      return { day, charges: c.charges, settled: c.settled, fraction: c.charges === 0 ? 1 : Math.floor((c.settled / c.charges) * 10_000) / 10_000 };
+    }),
+  };
+}
+
+/**
+ * Past the limit, either lag: the sweeper has stopped judging. A lag not known yet
+ * (no scheduled run has set a watermark, no events were read) is not a stall.
+ */
+export function isLagging(watermarkLagSeconds: number | null, eventsLagSeconds: number | null, maxLagSeconds: number): boolean {
+  return (watermarkLagSeconds ?? 0) > maxLagSeconds || (eventsLagSeconds ?? 0) > maxLagSeconds;
+}
+
+/** The last `n` UTC days, oldest first, today last. */
+export function dayRange(now: Date, n: number): string[] {
+  const today = Math.floor(now.getTime() / DAY_MS) * DAY_MS;
+  return Array.from({ length: n }, (_, i) => new Date(today - (n - 1 - i) * DAY_MS).toISOString().slice(0, 10));
+}
+
+/** Every account: the configured ones, and any with a watermark or an events cursor. */
+export async function readCompletenessAll(db: Queryable, configured: readonly string[], options: CompletenessOptions): Promise<AccountCompleteness[]> {
+  const { rows } = await db.query<{ account: string }>(
+    `SELECT account FROM recon_watermarks UNION SELECT account FROM recon_event_cursors`,
+  );
+  const accounts = [...new Set([...configured, ...rows.map((r) => r.account)])].sort();
+  const out: AccountCompleteness[] = [];
+  for (const account of accounts) out.push(await readCompleteness(db, account, options));
+  return out;
+}
