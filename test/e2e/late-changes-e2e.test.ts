@@ -16,8 +16,8 @@ import { seedClaim, seedEffect } from '../support/scenario.js';
  * captured at Stripe, and charges appear that no listing will show; the next run must
  * find each through its event, repair it and say so in its JSON, and the run after it
  * must change nothing. Then the same under duplicate and out-of-order events, a kill at
- * every phase of the events step, a cursor too old for Stripe's 30 days of events, and a
- * key without Events read.
+ * every phase of the events step, a cursor too old for Stripe's 30 days of events, a key
+ * without Events read, and a run whose events span more than a day.
  *
  * Time: the CLI runs on the real clock, so the history is dated back from when this file
  * started, and every change at Stripe is dated two seconds back (older than
@@ -29,7 +29,7 @@ const DAY = 86_400_000;
 const T0 = Math.floor(Date.now() / 1000) * 1000;
 const daysAgo = (days: number, plusMinutes = 0) => new Date(T0 - days * DAY + plusMinutes * MIN);
 /** A change's events, dated just behind the real clock: inside the next run's read, whenever it starts. */
-const justNow = (extra: EventTiming = {}): EventTiming => ({ created: new Date(Date.now() - 2_000), ...extra });
+const justNow = (): EventTiming => ({ created: new Date(Date.now() - 2_000) });
 
 /**
  * Every run here uses a restricted key holding exactly what README "Against your own
