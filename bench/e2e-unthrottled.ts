@@ -1,0 +1,333 @@
+/**
+ * End to end without a rate limit (issue 12, rows 3, 4, 5 and 6): `sweeper backfill`
+ * (the built CLI) over 10,000, 100,000 and 1,000,000 realistic charges created over the
+ * same 3 days, against the Stripe double with no latency and no limit, and
+ * SWEEPER_STRIPE_RATE = 100 (BENCH_UNTHROTTLED_RATE; the most the sweeper accepts).
+ *
+ * - wall time of the largest against the floor: JSON decode of the same pages (parsed
+ *   here, in-process) + COPY of the same rows into a table shaped like stripe_charges
+ *   (pg-copy-streams);
+ * - peak RSS of the sweeper process at each size;
+ * - SQL statements per page (pg_stat_statements, track = all) at each size;
+ * - one scheduled run (`sweeper run`) of 5,000 new charges over the smallest and over
+ *   the largest history: a first `sweeper run` sets the watermark, the events cursor
+ *   and the daily deep re-read; then 5,000 new charges appear in the double, inside the
+ *   next run's window (its overlap), with their claims and payment rows; the next
+ *   `sweeper run` is the one timed (three times, each on its own copy of the database:
+ *   BENCH_SCHEDULED_REPEATS; the median).
+ *
+ * The same mix as the rate-limited run (90% matched, 10% findings or repairs).
+ * Run with `npm run bench -- e2e-unthrottled` (BENCH_SCALE=0.05: 500, 5,000 and 50,000).
+ */
+import { from as copyFrom } from 'pg-copy-streams';
+import pg from 'pg';
+import { startStripeDouble } from '../src/fakes/stripe-double/index.js';
+import { readStatements, resetStatements, startBenchServer } from './pg-server.js';
+import {
+  codeState,
+  DAY_MS,
+  ensureBuilt,
+  expectedFindings,
+  floorHour,
+  HOUR_MS,
+  LIST,
+  log,
+  LOG_DIR,
+  machine,
+  MIX,
+  perPage,
+  reportCounts,
+  round,
+  runSweeper,
+  SCALE,
+  scaled,
+  seedLocal,
+  seedStripe,
+  samplePageBytes,
+  SESSION,
+  summary,
+  sweeperEnv,
+  sweeperOverrides,
+  type SeededSet,
+} from './e2e-support.js';
+import { writeResult } from './support.js';
+
+const SIZES = [scaled(10_000), scaled(100_000), scaled(1_000_000)];
+const NEW_CHARGES = scaled(5_000);
+const STRIPE_RATE = process.env.BENCH_UNTHROTTLED_RATE ?? '100';
+const MINUTE_MS = 60_000;
+const REPEATS = Math.max(1, Number(process.env.BENCH_SCHEDULED_REPEATS ?? 3));
+
+ensureBuilt();
+const code = codeState();
+const server = await startBenchServer(log);
+try {
+  // History: 3 days, ending 3 days before now, so a scheduled run's 3-day deep re-read does not reach it.
+  const end = floorHour(Date.now() - HOUR_MS);
+  const to = new Date(end.getTime() - 3 * DAY_MS);
+  const from = new Date(to.getTime() - 3 * DAY_MS);
+  const sizes = [];
+  const scheduled: Record<string, unknown> = {};
+  let floor: Awaited<ReturnType<typeof measureFloor>> | null = null;
+  let pageBytes = 0;
+  for (const [i, n] of SIZES.entries()) {
+    const label = `unthrottled-${n}`;
+    const double = await startStripeDouble({ seed: 100 + i });
+    const name = `bench_unthrottled_${i}`;
+    const db = await server.createDatabase(name);
+    try {
+      log(`${label}: seeding ${n.toLocaleString('en')} realistic charges over ${from.toISOString()} .. ${to.toISOString()}`);
+      const set = seedStripe(double, `h${i}`, n, from, to, 7 + i);
+      pageBytes = await samplePageBytes(double, set);
+      await runSweeper(`${label}-migrate`, ['migrate'], sweeperEnv(db.url, double));
+      const local = await seedLocal(db.url, set);
+      if (server.statements) await resetStatements(server.url);
+      double.counters.reset();
+      log(`${label}: sweeper backfill`);
+      const run = await runSweeper(label, ['backfill', '--from', from.toISOString(), '--to', to.toISOString(), '--json'], sweeperEnv(db.url, double, { SWEEPER_STRIPE_RATE: STRIPE_RATE }));
+      const pages = double.counters.status(LIST, 200);
+      const statements = server.statements ? await readStatements(server.url, name) : null;
+      const counts = reportCounts(run);
+      log(`${label}: ${run.wall_s} s, exit ${run.exit_code}, peak RSS ${run.max_rss_mb} MB, ${counts.charges_scanned} charges scanned`);
+      sizes.push({
+        charges: n,
+        ...summary(run),
+        charges_per_second: Math.round(n / run.wall_s),
+        run_duration_s: counts.duration_s,
+        charges_scanned: counts.charges_scanned,
+        findings: counts.findings,
+        repaired: counts.repaired,
+        expected: expectedFindings(set),
+        local_rows: local,
+        requests: double.counters.get(LIST),
+        pages,
+        statements: statements ? perPage(statements, pages, counts.charges_scanned) : null,
+      });
+      if (i === SIZES.length - 1) floor = await measureFloor(db.url, double.url, set);
+      if (i === 0 || i === SIZES.length - 1) scheduled[String(n)] = await scheduledRun(label, name, double, db.url, i);
+    } finally {
+      await db.drop();
+      await double.close();
+    }
+  }
+
+  const first = sizes[0] as (typeof sizes)[number];
+  const last = sizes.at(-1) as (typeof sizes)[number];
+  const small = scheduled[String(first.charges)] as { median_wall_s: number };
+  const large = scheduled[String(last.charges)] as { median_wall_s: number };
+  const f = floor as NonNullable<typeof floor>;
+  const result = {
+    benchmark: 'e2e-unthrottled',
+    session: SESSION,
+    date: new Date().toISOString(),
+    scale: SCALE,
+    code,
+    machine: machine(server),
+    settings: {
+      sizes: SIZES,
+      window: { from: from.toISOString(), to: to.toISOString() },
+      latency_ms: 0,
+      server_limit: 'none',
+      sweeper_stripe_rate: Number(STRIPE_RATE),
+      client_budget_floor_s: round(last.charges / (Number(STRIPE_RATE) * 100), 1),
+      sweeper_overrides: sweeperOverrides(),
+      page_bytes: pageBytes,
+      mix_per_100: MIX,
+      new_charges_per_scheduled_run: NEW_CHARGES,
+      scheduled_repeats: REPEATS,
+      logs: LOG_DIR,
+    },
+    sizes,
+    floor: f,
+    wall_over_floor: round(last.wall_s / f.floor_s, 2),
+    rss: {
+      by_size_mb: Object.fromEntries(sizes.map((s) => [s.charges, s.max_rss_mb])),
+      largest_over_smallest: last.max_rss_mb && first.max_rss_mb ? round(last.max_rss_mb / first.max_rss_mb, 2) : null,
+    },
+    scheduled: {
+      ...scheduled,
+      large_over_small: round(large.median_wall_s / small.median_wall_s, 2),
+    },
+  };
+  await writeResult('e2e-unthrottled', result);
+  const lines = [
+    `e2e without a rate limit (SWEEPER_STRIPE_RATE=${STRIPE_RATE}), charges over 3 days, pages of ${Math.round(pageBytes / 1024)} KB`,
+    ...sizes.map(
+      (s) =>
+        `  ${s.charges.toLocaleString('en').padStart(9)} charges: ${s.wall_s} s (${s.charges_per_second.toLocaleString('en')}/s), peak RSS ${s.max_rss_mb} MB, CPU ${s.cpu_s} s` +
+        (s.statements ? `, SQL per page ${s.statements.per_page_top_level} top level / ${s.statements.per_page_all} in all` : ''),
+    ),
+    `  floor at ${last.charges.toLocaleString('en')}: decode ${f.decode_s} s + COPY ${f.copy_s} s = ${f.floor_s} s; wall / floor = ${result.wall_over_floor}`,
+    `  peak RSS ${last.charges.toLocaleString('en')} / ${first.charges.toLocaleString('en')}: ${result.rss.largest_over_smallest}`,
+    `  scheduled run of ${NEW_CHARGES.toLocaleString('en')} new charges (median of ${REPEATS}): over ${last.charges.toLocaleString('en')} ${large.median_wall_s} s, over ${first.charges.toLocaleString('en')} ${small.median_wall_s} s = ${result.scheduled.large_over_small}x`,
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+} finally {
+  await server.stop();
+}
+
+/**
+ * The scheduled-run measure on a database holding a backfilled history: a first
+ * `sweeper run` sets the watermark, the events cursor and the daily deep re-read.
+ * Then, REPEATS times, on a copy of that database (CREATE DATABASE … TEMPLATE) and a
+ * Stripe double of its own: new charges inside the next run's window (its overlap),
+ * with their claims and payment rows, and the timed `sweeper run`, which lists only
+ * its window (the history is in the database, and the deep re-read is not due), so
+ * each repeat judges exactly the new charges. A run is a few seconds on a shared
+ * machine: the median of the repeats is the figure.
+ */
+async function scheduledRun(label: string, source: string, double: Awaited<ReturnType<typeof startStripeDouble>>, dbUrl: string, i: number) {
+  log(`${label}: first scheduled run (sets the watermark)`);
+  const prime = await runSweeper(`${label}-run-first`, ['run', '--json'], sweeperEnv(dbUrl, double, { SWEEPER_STRIPE_RATE: STRIPE_RATE }));
+  const runs = [];
+  for (let r = 0; r < REPEATS; r += 1) {
+    const copy = await server.createDatabase(`${source}_run${r}`, source);
+    const fresh = await startStripeDouble({ seed: 500 + r });
+    try {
+      const before = Date.now();
+      // The next window starts at watermark − overlap = (first run − settle) − overlap: 25 minutes before it with the defaults.
+      const set = seedStripe(fresh, `n${i}r${r}`, NEW_CHARGES, new Date(before - 24 * MINUTE_MS), new Date(before - 11 * MINUTE_MS), 300 + 10 * i + r);
+      await seedLocal(copy.url, set);
+      const run = await runSweeper(`${label}-run-${r + 1}`, ['run', '--json'], sweeperEnv(copy.url, fresh, { SWEEPER_STRIPE_RATE: STRIPE_RATE }));
+      const counts = reportCounts(run);
+      log(`${label}: scheduled run ${r + 1} over ${NEW_CHARGES.toLocaleString('en')} new charges: ${run.wall_s} s, ${counts.charges_scanned} charges scanned`);
+      runs.push({
+        ...summary(run),
+        run_duration_s: counts.duration_s,
+        charges_scanned: counts.charges_scanned,
+        findings: counts.findings,
+        repaired: counts.repaired,
+        requests: fresh.counters.snapshot(),
+        window: run.reports[0]?.window ?? null,
+      });
+    } finally {
+      await fresh.close();
+      await copy.drop();
+    }
+  }
+  const walls = runs.map((r) => r.wall_s).sort((a, b) => a - b);
+  return {
+    first: { wall_s: prime.wall_s, charges_scanned: reportCounts(prime).charges_scanned },
+    median_wall_s: walls[Math.floor(walls.length / 2)] as number,
+    runs,
+  };
+}
+
+/**
+ * The floor of a backfill of `set`: every page of its window fetched from the double
+ * (untimed), each decoded with JSON.parse (timed), its charges turned into mirror rows
+ * (untimed), and all the rows loaded with one COPY into a table shaped like
+ * stripe_charges (LIKE … INCLUDING ALL: its columns, primary key and indexes, one
+ * partition) (timed).
+ */
+async function measureFloor(dbUrl: string, apiBase: string, set: SeededSet) {
+  log(`floor: fetching and decoding the ${set.n.toLocaleString('en')} charges' pages`);
+  const client = new pg.Client({ connectionString: dbUrl });
+  await client.connect();
+  try {
+    const { rows: columns } = await client.query<{ column_name: string; is_nullable: string; column_default: string | null }>(
+      `SELECT column_name, is_nullable, column_default FROM information_schema.columns
+        WHERE table_schema = current_schema() AND table_name = 'stripe_charges' ORDER BY ordinal_position`,
+    );
+    const fetchedAt = new Date().toISOString();
+    const chunks: Buffer[] = [];
+    let decodeMs = 0;
+    let fetchMs = 0;
+    let pages = 0;
+    let bytes = 0;
+    let charges = 0;
+    let after: string | undefined;
+    const gte = Math.floor(set.from.getTime() / 1000);
+    const lt = Math.floor(set.to.getTime() / 1000);
+    for (;;) {
+      const t0 = performance.now();
+      const response = await fetch(`${apiBase}/v1/charges?limit=100&created[gte]=${gte}&created[lt]=${lt}${after ? `&starting_after=${after}` : ''}`, {
+        headers: { authorization: 'Bearer sk_test_bench' },
+      });
+      const body = Buffer.from(await response.arrayBuffer());
+      fetchMs += performance.now() - t0;
+      const t1 = performance.now();
+      const page = JSON.parse(body.toString('utf8')) as { data: Array<Record<string, unknown>>; has_more: boolean };
+      decodeMs += performance.now() - t1;
+      pages += 1;
+      bytes += body.length;
+      charges += page.data.length;
+      chunks.push(Buffer.from(page.data.map((c) => mirrorRow(c, columns, fetchedAt)).join('')));
+      if (!page.has_more || page.data.length === 0) break;
+      after = String(page.data.at(-1)?.id);
+    }
+    if (charges !== set.n) throw new Error(`floor: listed ${charges} charges, seeded ${set.n}`);
+
+    await client.query('DROP TABLE IF EXISTS bench_copy_floor');
+    await client.query('CREATE TABLE bench_copy_floor (LIKE stripe_charges INCLUDING ALL)');
+    log(`floor: COPY of ${charges.toLocaleString('en')} rows (${round(chunks.reduce((n, c) => n + c.length, 0) / 1e6, 1)} MB of text)`);
+    const t2 = performance.now();
+    const stream = client.query(copyFrom(`COPY bench_copy_floor (${columns.map((c) => `"${c.column_name}"`).join(', ')}) FROM STDIN`));
+    await new Promise<void>((resolve, reject) => {
+      stream.on('error', reject);
+      stream.on('finish', () => resolve());
+      let k = 0;
+      const write = () => {
+        while (k < chunks.length) {
+          if (!stream.write(chunks[k++])) {
+            stream.once('drain', write);
+            return;
+          }
+        }
+        stream.end();
+      };
+      write();
+    });
+    const copyMs = performance.now() - t2;
+    const copied = Number((await client.query('SELECT count(*) AS n FROM bench_copy_floor')).rows[0].n);
+    await client.query('DROP TABLE bench_copy_floor');
+    if (copied !== charges) throw new Error(`floor: COPY loaded ${copied} rows of ${charges}`);
+    const floor = {
+      charges,
+      pages,
+      megabytes: round(bytes / 1e6, 1),
+      fetch_s: round(fetchMs / 1000, 2),
+      decode_s: round(decodeMs / 1000, 2),
+      copy_s: round(copyMs / 1000, 2),
+      floor_s: round((decodeMs + copyMs) / 1000, 2),
+      how: 'JSON.parse of each page body (utf-8 decode included) + one COPY FROM STDIN (pg-copy-streams) into LIKE stripe_charges INCLUDING ALL',
+    };
+    log(`floor: decode ${floor.decode_s} s + COPY ${floor.copy_s} s = ${floor.floor_s} s`);
+    return floor;
+  } finally {
+    await client.end();
+  }
+}
+
+/** One mirror row in COPY text format, from a charge as the API returns it. */
+function mirrorRow(c: Record<string, unknown>, columns: Array<{ column_name: string; is_nullable: string; column_default: string | null }>, fetchedAt: string): string {
+  const metadata = (c.metadata ?? {}) as Record<string, string>;
+  const value = (name: string): unknown => {
+    switch (name) {
+      case 'account':
+        return 'platform';
+      case 'charge_id':
+        return c.id;
+      case 'created':
+        return new Date(Number(c.created) * 1000).toISOString();
+      case 'payment_intent_id':
+        return c.payment_intent;
+      case 'tenant_id':
+        return metadata.tenant_id ?? null;
+      case 'idempotency_key':
+        return metadata.idempotency_key ?? null;
+      case 'fetched_at':
+        return fetchedAt;
+      default:
+        if (name in c) return c[name];
+        throw new Error(`floor: no value for stripe_charges.${name}; teach bench/e2e-unthrottled.ts mirrorRow about it`);
+    }
+  };
+  return `${columns.map((col) => text(value(col.column_name))).join('\t')}\n`;
+}
+
+function text(v: unknown): string {
+  if (v === null || v === undefined) return '\\N';
+  if (typeof v === 'boolean') return v ? 't' : 'f';
+  return String(v).replace(/\\/g, '\\\\').replace(/\t/g, '\\t').replace(/\n/g, '\\n').replace(/\r/g, '\\r');
+}

