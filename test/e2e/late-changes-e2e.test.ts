@@ -265,7 +265,9 @@ describe('changes at Stripe after their window, through the ordinary `sweeper ru
 
   describe('killed at every phase of the events step, then run again: the tables equal an uninterrupted run', () => {
     const phases = ['listed', 'ingested', 'judged', 'repaired', 'before-commit', 'committed'];
-    it.concurrent.each(phases)('SIGKILL at changes:0:%s', async (phase) => {
+    // Concurrent (each on its own copy; the double is only read): twelve CLI processes,
+    // so each case gets more than the default minute on a busy machine.
+    it.concurrent.each(phases)('SIGKILL at changes:0:%s', { timeout: 180_000 }, async (phase) => {
       const db = await clone(template);
       const killed = await run(db, double, { SWEEPER_TEST_CRASH_AT: `changes:0:${phase}` });
       expect(killed.signal, killed.stderr).toBe('SIGKILL');
