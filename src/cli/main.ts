@@ -6,14 +6,13 @@ import { registerReport } from './commands/report.js';
 import { registerExpire } from './commands/expire.js';
 import { registerSchedule } from './commands/schedule.js';
 import { registerDemo } from './commands/demo.js';
-import { ExitCode, reportFatal } from './exit.js';
+import { ExitCode, reportFatal, writeErrorLine } from './exit.js';
 import { packageJson } from './package-info.js';
 
 export function buildProgram(): Command {
   const program = new Command('sweeper')
     .description('Reconciles Stripe charges against local idempotency claims and payment rows.')
     .version(packageJson().version, '-V, --version', 'print the version and exit')
-    .showHelpAfterError()
     .exitOverride()
     .addHelpText(
       'after',
@@ -36,7 +35,18 @@ Examples:
   registerExpire(program);
   registerSchedule(program);
   registerDemo(program);
+  for (const command of [program, ...program.commands]) usageErrorsAsOneLine(command, command === program ? 'sweeper --help' : `sweeper ${command.name()} --help`);
   return program;
+}
+
+/**
+ * Commander's usage errors ("error: unknown option '--x'") end like every other
+ * failure: one `sweeper: …` line, here with where the usage is (exit 64).
+ */
+function usageErrorsAsOneLine(command: Command, help: string): void {
+  command.configureOutput({
+    outputError: (text, write) => write(`sweeper: ${text.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ').trim()} (usage: ${help})\n`),
+  });
 }
 
 // A reader that goes away (`sweeper report | head`) must not crash the command
@@ -52,8 +62,11 @@ async function main(argv: string[]): Promise<number> {
     return process.exitCode === undefined ? ExitCode.reconciled : Number(process.exitCode);
   } catch (error) {
     if (error instanceof CommanderError) {
-      // Help and version exit 0; commander already printed usage errors.
-      return error.exitCode === 0 ? 0 : ExitCode.usage;
+      // Help and version exit 0; commander already printed usage errors (one sweeper: line).
+      if (error.exitCode === 0) return 0;
+      // No command at all: the help went to stderr; the last line still says what to do.
+      if (error.code === 'commander.help') writeErrorLine('no command given: pick one of the commands above (sweeper <command> --help)');
+      return ExitCode.usage;
     }
     return reportFatal(error);
   }

@@ -12,19 +12,22 @@ import { writeErrorLine } from './exit.js';
  * signal: the run stops exactly as on SIGTERM, before the scheduler (the CronJob's
  * activeDeadlineSeconds) kills it without a word.
  */
+/** What an operator does after a stop that did not finish the run: nothing, or run it again. */
+const RESUME = 'committed slices stand, and the next run (or the same backfill again) resumes from the last one';
+
 export function installShutdown(graceMs: number, runDeadlineMs?: number): AbortSignal {
   const controller = new AbortController();
   const stop = (reason: string, announce: string) => {
     controller.abort(new Error(reason));
     writeErrorLine(`${announce}; finishing the current slice (at most ${Math.round(graceMs / 1000)}s)`);
     setTimeout(() => {
-      writeErrorLine('grace period over, exiting; the open slice rolls back');
+      writeErrorLine(`grace period over, exiting; the open slice rolls back: ${RESUME}`);
       process.exit(1);
     }, graceMs).unref();
   };
   const onSignal = (signal: NodeJS.Signals) => {
     if (controller.signal.aborted) {
-      writeErrorLine(`${signal} again, exiting now`);
+      writeErrorLine(`${signal} again, exiting now; the open slice rolls back: ${RESUME}`);
       process.exit(1);
     }
     stop(`${signal} received`, `${signal} received`);
