@@ -112,13 +112,13 @@ describe('a change to a charge older than any window is judged by the next ordin
 });
 
 describe('the events cursor', () => {
-  it('starts a first run SWEEPER_FIRST_RUN_LOOKBACK back, stops SWEEPER_EVENTS_LAG before now, and moves on', async () => {
+  it('starts a first run SWEEPER_FIRST_RUN_LOOKBACK back, stops SWEEPER_SETTLE (or the longer SWEEPER_EVENTS_LAG) before now, and moves on', async () => {
     const c = await oldPayment('ch_old');
-    events.push(event('charge.refunded', c.id, ago(2 * MIN))); // younger than the 5 min lag: next time
+    events.push(event('charge.refunded', c.id, ago(2 * MIN))); // younger than settle (10 min): next time
     const [first] = await run();
-    expect(first?.changes).toMatchObject({ events: 0, cursor: ago(5 * MIN).toISOString() });
+    expect(first?.changes).toMatchObject({ events: 0, cursor: ago(10 * MIN).toISOString() });
     c.amountRefunded = 10;
-    const [second] = await run({}, {}, () => new Date(NOW.getTime() + 10 * MIN));
+    const [second] = await run({}, {}, () => new Date(NOW.getTime() + 15 * MIN));
     expect(second?.changes).toMatchObject({ events: 1, charges: 1 });
     expect(second?.repaired.status_drift).toBe(1);
   });
@@ -154,7 +154,7 @@ describe('the events cursor', () => {
     expect(report?.changes?.fallback).toMatchObject({ from: expect.any(String), differing: 1 });
     expect(new Date(report!.changes!.fallback!.from).getTime()).toBeLessThanOrEqual(ago(40 * DAY).getTime());
     expect(report?.findings.unattributed_charge).toBe(1);
-    expect(report?.changes?.cursor).toBe(ago(5 * MIN).toISOString());
+    expect(report?.changes?.cursor).toBe(ago(10 * MIN).toISOString());
   });
 });
 
