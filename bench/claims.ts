@@ -11,6 +11,7 @@
  * freshly migrated database (the default 7-day retention: 15 day partitions).
  * Run with `npm run bench -- claims`.
  */
+import { loadavg } from 'node:os';
 import { createClaimClient } from '../src/claims/index.js';
 import { takeClaim } from '../src/claims/claim-store.js';
 import { downstreamKey, requestFingerprint } from '../src/claims/keys.js';
@@ -109,6 +110,7 @@ try {
     scale: SCALE,
     code,
     machine: machine(server),
+    load_average_at_end: loadavg().map((l) => round(l, 2)),
     settings: { ops: OPS, warmup: WARMUP, concurrency: CONCURRENCY, partitions, double_latency_ms: 0, lease_ms: LEASE_MS },
     results,
     latency_over_baseline: ratios,

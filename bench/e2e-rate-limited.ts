@@ -21,7 +21,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { startStripeDouble, type StripeDouble } from '../src/fakes/stripe-double/index.js';
 import { startBenchServer, readStatements, resetStatements, type BenchServer } from './pg-server.js';
@@ -89,6 +89,7 @@ try {
     scale: SCALE,
     code,
     machine: machine(server),
+    load_average_at_end: loadavg().map((l) => round(l, 2)),
     settings: {
       charges: CHARGES,
       hours: HOURS,

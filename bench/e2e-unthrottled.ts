@@ -19,6 +19,7 @@
  * The same mix as the rate-limited run (90% matched, 10% findings or repairs).
  * Run with `npm run bench -- e2e-unthrottled` (BENCH_SCALE=0.05: 500, 5,000 and 50,000).
  */
+import { loadavg } from 'node:os';
 import { from as copyFrom } from 'pg-copy-streams';
 import pg from 'pg';
 import { startStripeDouble } from '../src/fakes/stripe-double/index.js';
@@ -80,6 +81,7 @@ try {
       const set = seedStripe(double, `h${i}`, n, from, to, 7 + i);
       pageBytes = await samplePageBytes(double, set);
       await runSweeper(`${label}-migrate`, ['migrate'], sweeperEnv(db.url, double));
+      log(`${label}: local claims and payment rows`);
       const local = await seedLocal(db.url, set);
       if (server.statements) await resetStatements(server.url);
       double.counters.reset();
@@ -123,6 +125,7 @@ try {
     scale: SCALE,
     code,
     machine: machine(server),
+    load_average_at_end: loadavg().map((l) => round(l, 2)),
     settings: {
       sizes: SIZES,
       window: { from: from.toISOString(), to: to.toISOString() },
