@@ -97,9 +97,17 @@ try {
   );
   const seconds = (performance.now() - started) / 1000;
   if (process.env.BENCH_EXPLAIN) {
-    const { IDENTITIES_SQL } = await import('../src/sweep/facts-sql.js');
-    const plan = await db.pool.query(`EXPLAIN (ANALYZE, BUFFERS) ${IDENTITIES_SQL}`, ['platform', new Date(DAY.getTime() + 3_600_000), new Date(DAY.getTime() + 7_200_000), null]);
-    process.stdout.write(`${plan.rows.map((r) => r['QUERY PLAN']).join('\n')}\n`);
+    // One slice's facts gather, statement by statement, as PostgreSQL runs it.
+    const { SLICE_FACTS_SQL } = await import('../src/sweep/facts-sql.js');
+    const slice = ['platform', new Date(DAY.getTime() + 3_600_000), new Date(DAY.getTime() + 7_200_000)];
+    const explain = async (label: string, sql: string, args: unknown[]) => {
+      const plan = await db.pool.query(`EXPLAIN (ANALYZE, BUFFERS) ${sql}`, args);
+      process.stdout.write(`-- ${label}\n${plan.rows.map((r) => r['QUERY PLAN']).join('\n')}\n`);
+    };
+    const keys = (await db.pool.query<{ tenant_id: string; key: string }>(SLICE_FACTS_SQL.claims, slice)).rows;
+    await explain('claims', SLICE_FACTS_SQL.claims, slice);
+    await explain('attributed charges', SLICE_FACTS_SQL.attributedCharges, ['platform', keys.map((k) => k.tenant_id), keys.map((k) => k.key)]);
+    await explain('named effects', SLICE_FACTS_SQL.namedEffects, ['platform', keys.map((k) => k.tenant_id), keys.map((k) => k.key), null]);
   }
 
   const result = {

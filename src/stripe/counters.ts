@@ -21,6 +21,13 @@ export class StripeListCounters {
   unnamed = 0;
   /** Sub-windows split off to list concurrently. */
   splits = 0;
+  /** Time from sending an attempt to its answer (or failure), summed: with `requests`, the mean latency. */
+  latencyMs = 0;
+
+  /** Mean time one request took so far; null before the first. */
+  meanLatencyMs(): number | null {
+    return this.requests === 0 ? null : this.latencyMs / this.requests;
+  }
 
   snapshot(): CounterSnapshot {
     return {

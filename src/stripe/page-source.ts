@@ -98,11 +98,14 @@ export function withRetries<Q extends { account: string | null }, R>(
     for (let attempt = 1; ; attempt += 1) {
       await budget.acquire(signal);
       counters.requests += 1;
+      const sent = performance.now();
       let error: unknown;
       try {
         return await fetchPage(query, signal);
       } catch (caught) {
         error = caught;
+      } finally {
+        counters.latencyMs += performance.now() - sent;
       }
       signal.throwIfAborted();
       const verdict = classifyListFailure(error, now());

@@ -1,226 +1,274 @@
 import type { Queryable } from '../db/pool.js';
 import type { ResponseOutcome } from '../claims/claim-store.js';
-import { accountIdOf, type ChargeFact, type ClaimFact, type EffectFact, type SliceFacts } from './facts.js';
+import { accountIdOf, type ChargeFact, type ClaimFact, type EffectFact, type IdentityFacts, type SliceFacts } from './facts.js';
 import type { TimeWindow } from './window.js';
 
 /**
- * Gathers everything one slice is judged on, set-based: three statements however
- * many charges the slice holds. An identity (account, tenant, key) is in the slice
- * when one of its charges was created, its claim last changed, or its payment row was
- * created there; it then carries its claim (if the claim is on this account), and
- * every charge and payment naming the key or linked to it by a local record (a
- * payment's charge id, the charge the claim's stored answer names), wherever they lie
- * in time. Which of them count is judged in judge/evidence.ts.
+ * Gathers everything a batch is judged on, set-based: a fixed handful of statements
+ * however many charges it holds, each one flat rows (no per-key subquery, no JSON
+ * aggregation), assembled per identity here. An identity (account, tenant, key) is in
+ * a slice when one of its charges was created, its claim last changed, or its payment
+ * row was created there (or, for late changes, when a charge named by an event is its
+ * charge); it then carries its claim and every charge and payment naming the key or
+ * linked to it by a local record (a payment's charge id, the charge its claim's stored
+ * answer names), wherever they lie in time. Which of them count is judged in
+ * judge/evidence.ts.
  */
-/** The identities whose charge was created, claim last changed, or payment row created in a slice. */
+
+/** The identities whose charge was created, claim last changed, or payment row created in a slice ($2, $3). */
 const SLICE_KEYS = `
-WITH keys AS (
-  SELECT tenant_id, idempotency_key AS key FROM stripe_charges
-   WHERE account = $1 AND created >= $2 AND created < $3 AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
-  UNION
-  SELECT tenant_id, key FROM idempotency_keys
-   WHERE coalesce(account_id, 'platform') = $1 AND updated_at >= $2 AND updated_at < $3
-  UNION
-  SELECT tenant_id, idempotency_key FROM payments
-   WHERE coalesce(account_id, 'platform') = $1 AND created_at >= $2 AND created_at < $3
-     AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
-)`;
+SELECT tenant_id, idempotency_key AS key FROM stripe_charges
+ WHERE account = $1 AND created >= $2 AND created < $3 AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
+UNION
+SELECT tenant_id, key FROM idempotency_keys
+ WHERE coalesce(account_id, 'platform') = $1 AND updated_at >= $2 AND updated_at < $3
+UNION
+SELECT tenant_id, idempotency_key FROM payments
+ WHERE coalesce(account_id, 'platform') = $1 AND created_at >= $2 AND created_at < $3
+   AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL`;
 
-/** The identities of the charges `$2` (ids): their metadata, or a payment row of this account naming a key. */
+/** The identities of the charges $2 (ids): their metadata, or a payment row of this account naming a key. */
 const CHARGES_KEYS = `
-WITH keys AS (
-  SELECT tenant_id, idempotency_key AS key FROM stripe_charges
-   WHERE account = $1 AND charge_id = ANY($2::text[]) AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
-  UNION
-  SELECT tenant_id, idempotency_key FROM payments
-   WHERE coalesce(account_id, 'platform') = $1 AND charge_id = ANY($2::text[])
-     AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
-)`;
+SELECT tenant_id, idempotency_key AS key FROM stripe_charges
+ WHERE account = $1 AND charge_id = ANY($2::text[]) AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
+UNION
+SELECT tenant_id, idempotency_key FROM payments
+ WHERE coalesce(account_id, 'platform') = $1 AND charge_id = ANY($2::text[])
+   AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL`;
 
-/** Everything each identity of `keys` is judged on ($1 account name, `accountId` the parameter holding its account_id). */
-const identitiesSql = (keys: string, accountId: string) => `${keys}
-SELECT k.tenant_id, k.key,
-       CASE WHEN claim.key IS NOT NULL AND coalesce(claim.account_id, 'platform') = $1 THEN row_to_json(claim) END AS claim,
-       CASE WHEN claim.key IS NOT NULL AND coalesce(claim.account_id, 'platform') <> $1
-            THEN coalesce(claim.account_id, 'platform') END AS claim_account,
-       (EXISTS (SELECT 1 FROM idempotency_keys c WHERE c.tenant_id = k.tenant_id
-                   AND (c.account_id = ${accountId} OR (${accountId}::text IS NULL AND c.account_id IS NULL)))
-        OR EXISTS (SELECT 1 FROM payments p WHERE p.tenant_id = k.tenant_id
-                   AND (p.account_id = ${accountId} OR (${accountId}::text IS NULL AND p.account_id IS NULL)))) AS tenant_known,
-       coalesce(ch.j, '[]') AS charges, coalesce(ef.j, '[]') AS effects
-  FROM keys k
-  LEFT JOIN LATERAL (
-    SELECT c.tenant_id, c.key, c.account_id, c.status, c.attempt, c.locked_until, c.created_at, c.updated_at,
-           c.response_status, c.response_outcome, c.amount, c.currency, c.downstream_key,
-           CASE WHEN jsonb_typeof(c.response_body) = 'object' THEN c.response_body->>'charge' END AS response_charge_id
-      FROM idempotency_keys c WHERE c.tenant_id = k.tenant_id AND c.key = k.key LIMIT 1
-  ) claim ON true
-  -- Each lookup is its own indexed probe (a UNION, not an OR, which would scan).
-  -- Lookups by charge id carry no account filter: charge ids are unique across
-  -- accounts, and which account a charge is in is judged in judge/evidence.ts.
-  LEFT JOIN LATERAL (
-    SELECT json_agg(c) AS j FROM (
-      SELECT c.*, (SELECT coalesce(p.account_id, 'platform') FROM payments p
-                    WHERE p.charge_id = c.charge_id AND coalesce(p.account_id, 'platform') <> c.account) AS recorded_in
-        FROM (
-          SELECT sc.* FROM stripe_charges sc
-           WHERE sc.tenant_id = k.tenant_id AND sc.idempotency_key = k.key AND sc.account = $1
-          UNION
-          SELECT sc.* FROM payments p JOIN stripe_charges sc ON sc.charge_id = p.charge_id
-           WHERE p.tenant_id = k.tenant_id AND p.idempotency_key = k.key
-             AND (p.account_id = ${accountId} OR (${accountId}::text IS NULL AND p.account_id IS NULL))
-          UNION
-          SELECT sc.* FROM stripe_charges sc WHERE sc.charge_id = claim.response_charge_id
-        ) c
-    ) c
-  ) ch ON true
-  LEFT JOIN LATERAL (
-    SELECT json_agg(e) AS j FROM (
-      SELECT p.* FROM payments p WHERE p.tenant_id = k.tenant_id AND p.idempotency_key = k.key
-         AND (p.account_id = ${accountId} OR (${accountId}::text IS NULL AND p.account_id IS NULL))
-      UNION
-      SELECT p.* FROM stripe_charges sc JOIN payments p ON p.charge_id = sc.charge_id
-       WHERE sc.tenant_id = k.tenant_id AND sc.idempotency_key = k.key AND sc.account = $1
-         AND (p.account_id = ${accountId} OR (${accountId}::text IS NULL AND p.account_id IS NULL))
-    ) e
-  ) ef ON true`;
+/** Each key with the key's claim, whatever its account (claims are unique per tenant and key). */
+const claimsSql = (keys: string) => `
+WITH keys AS MATERIALIZED (${keys})
+SELECT k.tenant_id, k.key, c.key AS claim_key, c.account_id, c.status, c.attempt, c.locked_until, c.created_at, c.updated_at,
+       c.response_status, c.response_outcome, c.amount, c.currency, c.downstream_key,
+       CASE WHEN jsonb_typeof(c.response_body) = 'object' THEN c.response_body->>'charge' END AS response_charge_id
+  -- LATERAL: one index probe per key, whatever the size of the store (a hash join would scan it all).
+  FROM keys k LEFT JOIN LATERAL (SELECT * FROM idempotency_keys c WHERE c.tenant_id = k.tenant_id AND c.key = k.key LIMIT 1) c ON true`;
 
-export const IDENTITIES_SQL = identitiesSql(SLICE_KEYS, '$4');
-const CHANGED_IDENTITIES_SQL = identitiesSql(CHARGES_KEYS, '$3');
+const CHARGE_COLUMNS = `sc.account, sc.charge_id, sc.created, sc.amount, sc.amount_captured, sc.amount_refunded, sc.currency,
+  sc.status, sc.captured, sc.refunded, sc.disputed, sc.payment_intent_id, sc.customer, sc.payment_method, sc.tenant_id,
+  sc.idempotency_key`;
+const EFFECT_COLUMNS = `p.charge_id AS p_charge_id, p.tenant_id AS p_tenant_id, p.idempotency_key AS p_idempotency_key,
+  p.payment_intent_id AS p_payment_intent_id, p.account_id AS p_account_id, p.amount AS p_amount, p.currency AS p_currency,
+  p.status AS p_status, p.amount_refunded AS p_amount_refunded, p.disputed AS p_disputed, p.created_at AS p_created_at`;
+
+/** The keys' charges in this account by metadata, each with its payment row if any (any account: see `recordedIn`). */
+const ATTRIBUTED_CHARGES = `
+SELECT ${CHARGE_COLUMNS}, ${EFFECT_COLUMNS}
+  FROM unnest($2::text[], $3::text[]) AS k(tenant_id, key)
+  -- LATERAL with OFFSET 0 (kept a subquery, not flattened into a join): index probes per
+  -- key (stripe_charges_attribution), never a hash join over the whole mirror.
+  CROSS JOIN LATERAL (SELECT * FROM stripe_charges x
+                       WHERE x.tenant_id = k.tenant_id AND x.idempotency_key = k.key AND x.account = $1 OFFSET 0) sc
+  LEFT JOIN payments p ON p.charge_id = sc.charge_id`;
+
+/** Charges by id (links from payment rows and stored answers), each with its payment row if any. */
+const CHARGES_BY_ID = `
+SELECT ${CHARGE_COLUMNS}, ${EFFECT_COLUMNS}
+  FROM stripe_charges sc LEFT JOIN payments p ON p.charge_id = sc.charge_id
+ WHERE sc.charge_id = ANY($1::text[])`;
+
+/** The keys' payment rows in this account ($4: its account_id). */
+const NAMED_EFFECTS = `
+SELECT ${EFFECT_COLUMNS}
+  FROM unnest($2::text[], $3::text[]) AS k(tenant_id, key)
+  CROSS JOIN LATERAL (SELECT * FROM payments x WHERE x.tenant_id = k.tenant_id AND x.idempotency_key = k.key
+                         AND (x.account_id = $4 OR ($4::text IS NULL AND x.account_id IS NULL)) OFFSET 0) p
+ WHERE $1::text IS NOT NULL`;
+
+/** Tenants with a claim or a payment row on this account ($2: account_id): known here, not only by metadata. */
+const KNOWN_TENANTS = `
+SELECT t.tenant_id
+  FROM unnest($1::text[]) AS t(tenant_id)
+ WHERE EXISTS (SELECT 1 FROM idempotency_keys c WHERE c.tenant_id = t.tenant_id
+                  AND (c.account_id = $2 OR ($2::text IS NULL AND c.account_id IS NULL)))
+    OR EXISTS (SELECT 1 FROM payments p WHERE p.tenant_id = t.tenant_id
+                  AND (p.account_id = $2 OR ($2::text IS NULL AND p.account_id IS NULL)))`;
 
 /** Charges without attribution metadata that no payment row of this account attributes to a key. */
 const looseChargesSql = (selection: string) => `
-SELECT row_to_json(sc) AS charge,
-       (SELECT row_to_json(p) FROM payments p WHERE p.charge_id = sc.charge_id AND coalesce(p.account_id, 'platform') = $1) AS effect
+SELECT ${CHARGE_COLUMNS}, ${EFFECT_COLUMNS}
   FROM stripe_charges sc
+  LEFT JOIN payments p ON p.charge_id = sc.charge_id AND coalesce(p.account_id, 'platform') = $1
  WHERE sc.account = $1 AND ${selection}
    AND (sc.tenant_id IS NULL OR sc.idempotency_key IS NULL)
    -- A payment row naming a tenant and key makes the charge that key's: judged with it.
-   AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.charge_id = sc.charge_id AND coalesce(p.account_id, 'platform') = $1
-                      AND p.tenant_id IS NOT NULL AND p.idempotency_key IS NOT NULL)`;
+   AND (p.charge_id IS NULL OR p.tenant_id IS NULL OR p.idempotency_key IS NULL)`;
 
 // Payment rows without attribution (nor a charge naming a key), with their charge if
 // the mirror has it. Every object is judged on exactly one path: with its identity,
 // or here as loose.
 const looseEffectsSql = (selection: string) => `
-SELECT row_to_json(p) AS effect, (SELECT row_to_json(sc) FROM stripe_charges sc WHERE sc.charge_id = p.charge_id LIMIT 1) AS charge
+SELECT ${EFFECT_COLUMNS}, ${CHARGE_COLUMNS}
   FROM payments p
+  LEFT JOIN LATERAL (SELECT * FROM stripe_charges x WHERE x.charge_id = p.charge_id LIMIT 1) sc ON true
  WHERE coalesce(p.account_id, 'platform') = $1 AND ${selection}
    AND (p.tenant_id IS NULL OR p.idempotency_key IS NULL)
    -- A charge naming a tenant and key makes the row that key's: judged with it.
-   AND NOT EXISTS (SELECT 1 FROM stripe_charges sc WHERE sc.charge_id = p.charge_id AND sc.account = $1
-                      AND sc.tenant_id IS NOT NULL AND sc.idempotency_key IS NOT NULL)`;
+   AND NOT (sc.account IS NOT DISTINCT FROM $1 AND sc.tenant_id IS NOT NULL AND sc.idempotency_key IS NOT NULL)`;
 
 const SLICE = {
-  identities: IDENTITIES_SQL,
+  claims: claimsSql(SLICE_KEYS),
   looseCharges: looseChargesSql('sc.created >= $2 AND sc.created < $3'),
   looseEffects: looseEffectsSql('p.created_at >= $2 AND p.created_at < $3'),
 };
 const CHANGED = {
-  identities: CHANGED_IDENTITIES_SQL,
+  claims: claimsSql(CHARGES_KEYS),
   looseCharges: looseChargesSql('sc.charge_id = ANY($2::text[])'),
   looseEffects: looseEffectsSql('p.charge_id = ANY($2::text[])'),
 };
-
-type Json = Record<string, unknown>;
 type Queries = typeof SLICE;
+
+/** The statements of one slice's gather, for EXPLAIN in the benchmarks (bench/sweep-attributed.ts). */
+export const SLICE_FACTS_SQL = { ...SLICE, knownTenants: KNOWN_TENANTS, attributedCharges: ATTRIBUTED_CHARGES, namedEffects: NAMED_EFFECTS };
 
 /** The facts of one slice of time. */
 export function loadSliceFacts(db: Queryable, account: string, slice: TimeWindow): Promise<SliceFacts> {
-  return loadFacts(db, account, SLICE, [account, slice.from, slice.to], [account, slice.from, slice.to, accountIdOf(account)]);
+  return loadFacts(db, account, SLICE, [account, slice.from, slice.to]);
 }
 
 /** The facts of the identities some charges belong to (the charges Stripe's events point at), whatever their age. */
 export function loadChangedFacts(db: Queryable, account: string, chargeIds: readonly string[]): Promise<SliceFacts> {
-  return loadFacts(db, account, CHANGED, [account, chargeIds], [account, chargeIds, accountIdOf(account)]);
+  return loadFacts(db, account, CHANGED, [account, chargeIds]);
 }
 
-async function loadFacts(db: Queryable, account: string, queries: Queries, args: unknown[], identityArgs: unknown[]): Promise<SliceFacts> {
-  const identities = await db.query<{
-    tenant_id: string;
-    key: string;
-    claim: Json | null;
-    claim_account: string | null;
-    tenant_known: boolean;
-    charges: Json[];
-    effects: Json[];
-  }>(queries.identities, identityArgs);
-  const looseCharges = await db.query<{ charge: Json; effect: Json | null }>(queries.looseCharges, args);
-  const looseEffects = await db.query<{ effect: Json; charge: Json | null }>(queries.looseEffects, args);
-  return {
-    identities: identities.rows.map((r) => ({
+type Row = Record<string, unknown>;
+const keyOf = (tenantId: string, key: string) => `${tenantId}\u001f${key}`;
+
+async function loadFacts(db: Queryable, account: string, queries: Queries, selection: unknown[]): Promise<SliceFacts> {
+  const accountId = accountIdOf(account);
+  const { rows: keyRows } = await db.query<Row>(queries.claims, selection);
+  const identities = new Map<string, IdentityFacts>();
+  const links = new Map<string, Set<string>>(); // charge id → identities linking it (payment rows, stored answers)
+  const link = (chargeId: string, id: string) => {
+    if (!links.has(chargeId)) links.set(chargeId, new Set());
+    links.get(chargeId)?.add(id);
+  };
+  for (const r of keyRows) {
+    const tenantId = String(r.tenant_id);
+    const key = String(r.key);
+    const hasClaim = r.claim_key !== null && r.claim_key !== undefined;
+    const here = hasClaim && (r.account_id ?? 'platform') === account;
+    const claim = here ? claimFact(r) : null;
+    const id = keyOf(tenantId, key);
+    identities.set(id, {
       account,
-      tenantId: r.tenant_id,
-      key: r.key,
-      claim: r.claim ? claimFact(r.claim) : null,
-      claimAccount: r.claim_account,
-      tenantKnown: r.tenant_known,
-      charges: r.charges.map(chargeFact),
-      effects: r.effects.map(effectFact),
-    })),
-    looseCharges: looseCharges.rows.map((r) => ({ charge: chargeFact(r.charge), effect: r.effect ? effectFact(r.effect) : null })),
-    looseEffects: looseEffects.rows.map((r) => ({ effect: effectFact(r.effect), charge: r.charge ? chargeFact(r.charge) : null })),
+      tenantId,
+      key,
+      claim,
+      claimAccount: hasClaim && !here ? String(r.account_id ?? 'platform') : null,
+      tenantKnown: false,
+      charges: [],
+      effects: [],
+    });
+    if (claim?.responseChargeId) link(claim.responseChargeId, id);
+  }
+  const tenants = [...new Set([...identities.values()].map((i) => i.tenantId))];
+  const keyTenants = [...identities.values()].map((i) => i.tenantId);
+  const keyKeys = [...identities.values()].map((i) => i.key);
+  const addCharge = (id: string, r: Row) => {
+    const identity = identities.get(id);
+    if (!identity || identity.charges.some((c) => c.id === r.charge_id)) return;
+    identity.charges.push(chargeFact(r));
+    const effect = r.p_charge_id !== null && (r.p_account_id ?? null) === accountId ? effectFact(r) : null;
+    if (effect && !identity.effects.some((e) => e.chargeId === effect.chargeId)) identity.effects.push(effect);
+  };
+
+  if (identities.size > 0) {
+    const known = await db.query<{ tenant_id: string }>(KNOWN_TENANTS, [tenants, accountId]);
+    const knownSet = new Set(known.rows.map((r) => r.tenant_id));
+    for (const identity of identities.values()) identity.tenantKnown = knownSet.has(identity.tenantId);
+
+    const attributed = await db.query<Row>(ATTRIBUTED_CHARGES, [account, keyTenants, keyKeys]);
+    for (const r of attributed.rows) addCharge(keyOf(String(r.tenant_id), String(r.idempotency_key)), r);
+
+    const named = await db.query<Row>(NAMED_EFFECTS, [account, keyTenants, keyKeys, accountId]);
+    for (const r of named.rows) {
+      const id = keyOf(String(r.p_tenant_id), String(r.p_idempotency_key));
+      const identity = identities.get(id);
+      if (!identity) continue;
+      if (!identity.effects.some((e) => e.chargeId === r.p_charge_id)) identity.effects.push(effectFact(r));
+      link(String(r.p_charge_id), id);
+    }
+    // Linked charges the metadata lookup did not bring: looked up by id (few).
+    const missing = [...links].filter(([chargeId, ids]) => [...ids].some((id) => !identities.get(id)?.charges.some((c) => c.id === chargeId)));
+    if (missing.length > 0) {
+      const byId = await db.query<Row>(CHARGES_BY_ID, [missing.map(([chargeId]) => chargeId)]);
+      for (const r of byId.rows) for (const id of links.get(String(r.charge_id)) ?? []) addCharge(id, r);
+    }
+  }
+
+  const looseCharges = await db.query<Row>(queries.looseCharges, selection);
+  const looseEffects = await db.query<Row>(queries.looseEffects, selection);
+  return {
+    identities: [...identities.values()],
+    looseCharges: looseCharges.rows.map((r) => ({ charge: chargeFact(r), effect: r.p_charge_id === null ? null : effectFact(r) })),
+    looseEffects: looseEffects.rows.map((r) => ({ effect: effectFact(r), charge: r.charge_id === null ? null : chargeFact(r) })),
   };
 }
 
-const date = (v: unknown) => new Date(String(v));
-const dateOrNull = (v: unknown) => (v === null || v === undefined ? null : new Date(String(v)));
+const date = (v: unknown) => (v instanceof Date ? v : new Date(String(v)));
+const dateOrNull = (v: unknown) => (v === null || v === undefined ? null : date(v));
 const numberOrNull = (v: unknown) => (v === null || v === undefined ? null : Number(v));
 const textOrNull = (v: unknown) => (v === null || v === undefined ? null : String(v));
 
-function claimFact(j: Json): ClaimFact {
+function claimFact(r: Row): ClaimFact {
   return {
-    tenantId: String(j.tenant_id),
-    key: String(j.key),
-    accountId: textOrNull(j.account_id),
-    status: j.status as ClaimFact['status'],
-    attempt: Number(j.attempt),
-    lockedUntil: dateOrNull(j.locked_until),
-    createdAt: date(j.created_at),
-    updatedAt: date(j.updated_at),
-    responseStatus: numberOrNull(j.response_status),
-    responseOutcome: textOrNull(j.response_outcome) as ResponseOutcome | null,
-    responseChargeId: textOrNull(j.response_charge_id),
-    amount: numberOrNull(j.amount),
-    currency: textOrNull(j.currency),
-    downstreamKey: String(j.downstream_key),
+    tenantId: String(r.tenant_id),
+    key: String(r.key),
+    accountId: textOrNull(r.account_id),
+    status: r.status as ClaimFact['status'],
+    attempt: Number(r.attempt),
+    lockedUntil: dateOrNull(r.locked_until),
+    createdAt: date(r.created_at),
+    updatedAt: date(r.updated_at),
+    responseStatus: numberOrNull(r.response_status),
+    responseOutcome: textOrNull(r.response_outcome) as ResponseOutcome | null,
+    responseChargeId: textOrNull(r.response_charge_id),
+    amount: numberOrNull(r.amount),
+    currency: textOrNull(r.currency),
+    downstreamKey: String(r.downstream_key),
   };
 }
 
-export function chargeFact(j: Json): ChargeFact {
+/** A charge row (its own columns), with `recordedIn` when its payment row is under another account. */
+export function chargeFact(r: Row): ChargeFact {
+  const account = String(r.account);
+  const paymentAccount = r.p_charge_id === null || r.p_charge_id === undefined ? null : String(r.p_account_id ?? 'platform');
   return {
-    id: String(j.charge_id),
-    account: String(j.account),
-    created: date(j.created),
-    amount: Number(j.amount),
-    amountCaptured: Number(j.amount_captured),
-    amountRefunded: Number(j.amount_refunded),
-    currency: String(j.currency).trim(),
-    status: j.status as ChargeFact['status'],
-    captured: Boolean(j.captured),
-    refunded: Boolean(j.refunded),
-    disputed: Boolean(j.disputed),
-    paymentIntent: textOrNull(j.payment_intent_id),
-    customer: textOrNull(j.customer),
-    paymentMethod: textOrNull(j.payment_method),
-    tenantId: textOrNull(j.tenant_id),
-    idempotencyKey: textOrNull(j.idempotency_key),
-    recordedIn: textOrNull(j.recorded_in),
+    id: String(r.charge_id),
+    account,
+    created: date(r.created),
+    amount: Number(r.amount),
+    amountCaptured: Number(r.amount_captured),
+    amountRefunded: Number(r.amount_refunded),
+    currency: String(r.currency).trim(),
+    status: r.status as ChargeFact['status'],
+    captured: Boolean(r.captured),
+    refunded: Boolean(r.refunded),
+    disputed: Boolean(r.disputed),
+    paymentIntent: textOrNull(r.payment_intent_id),
+    customer: textOrNull(r.customer),
+    paymentMethod: textOrNull(r.payment_method),
+    tenantId: textOrNull(r.tenant_id),
+    idempotencyKey: textOrNull(r.idempotency_key),
+    recordedIn: paymentAccount !== null && paymentAccount !== account ? paymentAccount : null,
   };
 }
 
-function effectFact(j: Json): EffectFact {
+/** A payment row, from the `p_…` columns. */
+function effectFact(r: Row): EffectFact {
   return {
-    chargeId: String(j.charge_id),
-    tenantId: textOrNull(j.tenant_id),
-    idempotencyKey: textOrNull(j.idempotency_key),
-    accountId: textOrNull(j.account_id),
-    paymentIntentId: textOrNull(j.payment_intent_id),
-    amount: Number(j.amount),
-    currency: String(j.currency).trim(),
-    status: j.status as EffectFact['status'],
-    amountRefunded: Number(j.amount_refunded),
-    disputed: Boolean(j.disputed),
-    createdAt: date(j.created_at),
+    chargeId: String(r.p_charge_id),
+    tenantId: textOrNull(r.p_tenant_id),
+    idempotencyKey: textOrNull(r.p_idempotency_key),
+    accountId: textOrNull(r.p_account_id),
+    paymentIntentId: textOrNull(r.p_payment_intent_id),
+    amount: Number(r.p_amount),
+    currency: String(r.p_currency).trim(),
+    status: r.p_status as EffectFact['status'],
+    amountRefunded: Number(r.p_amount_refunded),
+    disputed: Boolean(r.p_disputed),
+    createdAt: date(r.p_created_at),
   };
 }

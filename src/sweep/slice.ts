@@ -1,5 +1,6 @@
 import type { MalformedCharge, NormalizedCharge } from '../stripe/types.js';
 import { judgeBatch, type RunContext } from './batch.js';
+import type { ListedSlice } from './prefetch.js';
 import { loadSliceFacts } from './facts-sql.js';
 import { advanceWatermark, recordSliceProgress } from './runs-store.js';
 import type { SweepDeps, SweepOptions } from './types.js';
@@ -22,11 +23,17 @@ export interface SliceContext extends RunContext {
   watermarkHold: { at: Date | null };
 }
 
-export async function sweepSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceContext): Promise<{ refundIntents: number }> {
+export async function sweepSlice(
+  deps: SweepDeps,
+  options: SweepOptions,
+  ctx: SliceContext,
+  /** A real run's prefetcher has listed the slice and landed it in the mirror already (prefetch.ts). */
+  listed?: ListedSlice,
+): Promise<{ refundIntents: number }> {
   const { run, slice, report } = ctx;
   const readWindow = widen(slice, options.leaseMs, ctx.readUntil);
   const fetchedAt = deps.clock();
-  const { charges, unreadable, inSlice } = await readSlice(deps, options, ctx, readWindow);
+  const { charges, unreadable, inSlice } = listed ? { charges: [], ...listed } : await readSlice(deps, options, ctx, readWindow);
   await deps.faultPoint?.(`slice:${ctx.index}:listed`);
   report.charges_scanned += inSlice;
   return judgeBatch(deps, options, ctx, {

@@ -16,6 +16,7 @@ import { DryRunOverlay } from './dry-run-overlay.js';
 import { settleRefundIntents } from './refunds.js';
 import { sweepSlice, type SliceContext } from './slice.js';
 import { nothingVerifiedYet } from './verify.js';
+import { SlicePrefetcher } from './prefetch.js';
 import type { SweepDeps, SweepOptions, SweepReport } from './types.js';
 import { formatShard, scheduledWindow, slicesOf, type TimeWindow } from './window.js';
 
@@ -161,6 +162,16 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
     });
     report.repaired.duplicate_charge += settled.repairedFindings;
   };
+  // A real run lists and lands slices ahead of the judgement; a dry run reads each in its own transaction.
+  const prefetcher = dry
+    ? null
+    : new SlicePrefetcher(
+        { pool: deps.pool, listCharges: deps.listCharges, clock: deps.clock, log, ...(deps.pace ? { pace: deps.pace } : {}) },
+        account,
+        slices,
+        { leaseMs: options.leaseMs, readUntil: started },
+        options.signal,
+      );
   try {
     if (dry) {
       await dry.query('BEGIN');
@@ -184,7 +195,8 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
         break;
       }
       lock.assertHeld();
-      const { refundIntents } = await sweepSlice(deps, options, { ...shared, slice, index });
+      const listed = prefetcher ? await prefetcher.take(index) : undefined;
+      const { refundIntents } = await sweepSlice(deps, options, { ...shared, slice, index }, listed);
       if (refundIntents > 0) await settleRefunds();
       deps.onSlice?.(index + 1, slices.length);
       progress('slices', index + 1);
@@ -219,6 +231,7 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
     if (error instanceof Error) Object.assign(error, { runId });
     throw error;
   } finally {
+    prefetcher?.close();
     if (dry) {
       await dry.query('ROLLBACK').catch(() => undefined);
       dry.release();

@@ -44,6 +44,8 @@ export interface SweepDeps {
   logger: Logger;
   /** Stripe's own word: re-reads before a critical finding, a release or a refund, and the refunds themselves. */
   evidence: StripeEvidence;
+  /** The request rate and the mean latency measured so far: how many slices a real run lists ahead. */
+  pace?: () => { ratePerSecond: number; meanLatencyMs: number | null };
   /** Tests: every batch's judgement (`slice:N`, `changes:N`), as judged (after Stripe's own word was read). */
   observeJudgement?: (judgement: Judgement, batch: string) => void;
   /** Crash and race tests: called at named points (`slice:N:phase`); may kill the process. */

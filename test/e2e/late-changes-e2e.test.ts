@@ -20,16 +20,17 @@ import { seedClaim, seedEffect } from '../support/scenario.js';
  * without Events read, and a run whose events span more than a day.
  *
  * Time: the CLI runs on the real clock, so the history is dated back from when this file
- * started, and every change at Stripe is dated two seconds back (older than
- * SWEEPER_EVENTS_LAG = 1s, so no run has to wait for it). Nothing sleeps.
+ * started, and every change at Stripe is dated 66 seconds back (older than SWEEPER_SETTLE
+ * = 65s, which the events read waits out like the window does, and newer than the last
+ * run's cursor minus SWEEPER_EVENTS_OVERLAP, 10m: so no run has to wait for it). Nothing sleeps.
  */
 
 const MIN = 60_000;
 const DAY = 86_400_000;
 const T0 = Math.floor(Date.now() / 1000) * 1000;
 const daysAgo = (days: number, plusMinutes = 0) => new Date(T0 - days * DAY + plusMinutes * MIN);
-/** A change's events, dated just behind the real clock: inside the next run's read, whenever it starts. */
-const justNow = (): EventTiming => ({ created: new Date(Date.now() - 2_000) });
+/** A change's events, dated just behind settle: inside the next run's read, whenever it starts. */
+const justNow = (): EventTiming => ({ created: new Date(Date.now() - 66_000) });
 
 /**
  * Every run here uses a restricted key holding exactly what README "Against your own
