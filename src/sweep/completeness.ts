@@ -65,15 +65,27 @@ const COMPLETENESS_SQL = `
              CASE WHEN jsonb_typeof(f.details -> 'charges') = 'array' THEN f.details -> 'charges' ELSE '[]'::jsonb END) c
           WHERE f.account = $1 AND f.state = 'open' AND f.category = 'duplicate_charge'
        ),
-       per_day AS (
-         SELECT to_char(date_trunc('day', s.created AT TIME ZONE 'UTC'), 'YYYY-MM-DD') AS day,
-                count(*)::bigint AS charges,
-                count(*) FILTER (WHERE o.id IS NULL AND (s.created < (SELECT watermark FROM wm)
-                                  OR EXISTS (SELECT 1 FROM backfilled b WHERE s.created >= b.from_at AND s.created < b.to_at)))::bigint AS settled
+       -- Each day's charges, and those judged: before the watermark or in a backfill's committed part.
+       judged AS (
+         SELECT date_trunc('day', s.created AT TIME ZONE 'UTC') AS day, count(*)::bigint AS charges,
+                count(*) FILTER (WHERE s.created < (SELECT watermark FROM wm)
+                                  OR EXISTS (SELECT 1 FROM backfilled b WHERE s.created >= b.from_at AND s.created < b.to_at))::bigint AS judged
            FROM stripe_charges s
-           LEFT JOIN open_charges o ON o.id = s.charge_id
           WHERE s.account = $1 AND s.created >= $2 AND s.created < $3
           GROUP BY 1
+       ),
+       -- Of those judged, the ones an open finding holds: few, found through the open findings.
+       open_judged AS (
+         SELECT date_trunc('day', s.created AT TIME ZONE 'UTC') AS day, count(*)::bigint AS open
+           FROM open_charges o JOIN stripe_charges s ON s.charge_id = o.id
+          WHERE s.account = $1 AND s.created >= $2 AND s.created < $3
+            AND (s.created < (SELECT watermark FROM wm)
+                 OR EXISTS (SELECT 1 FROM backfilled b WHERE s.created >= b.from_at AND s.created < b.to_at))
+          GROUP BY 1
+       ),
+       per_day AS (
+         SELECT to_char(j.day, 'YYYY-MM-DD') AS day, j.charges, j.judged - coalesce(o.open, 0) AS settled
+           FROM judged j LEFT JOIN open_judged o USING (day)
        )
   SELECT (SELECT watermark FROM wm) AS watermark,
          (SELECT cursor FROM recon_event_cursors WHERE account = $1) AS cursor,
