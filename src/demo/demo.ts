@@ -100,9 +100,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     const secondRunRepairs = Object.values(second?.repaired ?? {}).reduce((a, b) => a + b, 0);
     print(`   repaired ${secondRunRepairs}; matched ${second?.findings.matched}; still open ${second?.unreconciled} (the same findings, last seen by this run)`);
 
-    // Ten minutes back: a scheduled run reads Stripe's events SWEEPER_EVENTS_LAG (5 min) behind now.
-    refundAtStripe(double, weekOld, new Date(Date.now() - 10 * 60_000));
-    print(`\n4. A refund on last week's payment: ${weekOld.key} (${money(weekOld.amount)}) is refunded in full at Stripe, ten minutes ago; no window lists its charge again.`);
+    // Fifteen minutes back: a scheduled run reads Stripe's events up to SWEEPER_SETTLE (10 min) behind now.
+    refundAtStripe(double, weekOld, new Date(Date.now() - 15 * 60_000));
+    print(`\n4. A refund on last week's payment: ${weekOld.key} (${money(weekOld.amount)}) is refunded in full at Stripe, fifteen minutes ago; no window lists its charge again.`);
     // A first scheduled run covering the last hour (none of the story's traffic), without the
     // daily deep re-read (3 days back, not as far as this charge anyway): the event is the story.
     const [scheduled] = await sweepOnce(pool, double, { mode: 'run', firstRunLookbackMs: HOUR, deepReadEveryMs: 0 });

@@ -28,7 +28,7 @@ describe('sweeper demo', () => {
     const weekBefore = new Date(start.getTime() - 7 * 86_400_000).toISOString().slice(0, 10);
     expect(out).toContain(`- a week before that (${weekBefore}): an ordinary card payment, last-week, 15.30 USD`); // seed 3: 1,500 + 30
     expect(out).toMatch(
-      /4\. A refund on last week's payment: last-week \(15\.30 USD\) is refunded in full at Stripe, ten minutes ago; no window lists its charge again\.\n {3}sweeper run reads Stripe's events since its cursor: 2 events, 1 charge re-read → status_drift repaired 1; the payment row now says refunded 15\.30 USD of 15\.30 USD\n/,
+      /4\. A refund on last week's payment: last-week \(15\.30 USD\) is refunded in full at Stripe, fifteen minutes ago; no window lists its charge again\.\n {3}sweeper run reads Stripe's events since its cursor: 2 events, 1 charge re-read → status_drift repaired 1; the payment row now says refunded 15\.30 USD of 15\.30 USD\n/,
     );
     expect(out).toMatch(/id,category,state,charge_id,tenant_id,idempotency_key,charge_amount,effect_amount,currency/);
     expect(out).toMatch(/amount_mismatch,open,ch_\w+,acme,ok-4,4030,4031,usd/); // seed 3 moves every amount by 30
