@@ -69,7 +69,8 @@ export function createStripeEvidence(deps: StripeEvidenceDeps): StripeEvidence {
         if (!a.found) continue;
         const result = normalizeCharge(a.raw, account === 'platform' ? null : account, keys, nowSeconds());
         if (result.ok) found.push(result.charge);
-        else if (onMalformed) onMalformed(result.malformed);
+        // Asked by id: an answer without one is still that charge, and the finding can name it.
+        else if (onMalformed) onMalformed({ ...result.malformed, id: result.malformed.id ?? a.id });
         else normalize(a.raw, account);
       }
       return found;

@@ -71,7 +71,11 @@ export function createChargeRetriever(deps: ChargeRetrieverDeps): ChargeRetrieve
           const id = unique[index] as string;
           try {
             const result = await fetchOne({ account, id }, controller.signal);
-            if (result.found && result.raw?.id !== id) throw new Error(`the answer is not that charge (id ${JSON.stringify(result.raw?.id)})`);
+            // Another charge's id is a broken answer; no id at all is an unreadable charge, which the caller reports.
+            const answered = result.found ? result.raw?.id : id;
+            if (answered !== id && answered !== undefined && answered !== null) {
+              throw new Error(`the answer is not that charge (id ${JSON.stringify(answered)})`);
+            }
             results[index] = result;
           } catch (error) {
             if (failure !== undefined || controller.signal.aborted) return;

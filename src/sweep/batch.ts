@@ -191,6 +191,7 @@ async function finish(
   for (const bad of batch.unreadable) {
     if (bad.id !== null && ctx.countedMalformed.has(bad.id)) continue;
     if (bad.id !== null) ctx.countedMalformed.add(bad.id);
+    else report.unnamed_charges += 1;
     report.malformed_charges += 1;
   }
   const created = createdById(facts);

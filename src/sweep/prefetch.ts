@@ -4,7 +4,7 @@ import { ensureDayPartitions, utcDay } from '../db/partitions.js';
 import { LOCK_CLASS, LockObject } from '../db/locks.js';
 import type { Logger } from '../log.js';
 import type { MalformedCharge, NormalizedCharge } from '../stripe/types.js';
-import { upsertChargesIsolating } from './mirror-isolating.js';
+import { copyCharges } from './mirror-copy.js';
 import { BrokenListingError } from './slice.js';
 import type { ChargeSource } from './types.js';
 import { widen, type TimeWindow } from './window.js';
@@ -153,7 +153,7 @@ async function landCharges(pool: Pool, charges: NormalizedCharge[], fetchedAt: D
     // Keeps `expire` from detaching a mirror partition under these inserts.
     await client.query('SELECT pg_advisory_xact_lock_shared($1, $2)', [LOCK_CLASS, LockObject.partitions]);
     await ensureDayPartitions(client, { from: utcDay(new Date(min * 1000)), to: utcDay(new Date(max * 1000)) }, ['stripe_charges']);
-    const { refused } = await upsertChargesIsolating(client, charges, fetchedAt);
+    const { refused } = await copyCharges(client, charges, fetchedAt);
     return refused.map((r) => ({ id: r.charge.id, account: r.charge.account, problem: `the database refused it: ${r.error.message}` }));
   });
 }

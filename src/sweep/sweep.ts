@@ -90,6 +90,7 @@ function emptyReport(options: SweepOptions, account: string, runId: string): Swe
     dry_run: options.dryRun,
     charges_scanned: 0,
     malformed_charges: 0,
+    unnamed_charges: 0,
     deferred_keys: 0,
     findings: emptyCounts(),
     repaired: emptyCounts(),

@@ -110,6 +110,8 @@ export interface SweepReport {
   dry_run: boolean;
   charges_scanned: number;
   malformed_charges: number;
+  /** Of those, charges without a usable id: no finding can name them, so the run exits 1. */
+  unnamed_charges: number;
   /** Keys not judged because a live writer held them (see README "Finding categories"). */
   deferred_keys: number;
   findings: Record<Category, number>;

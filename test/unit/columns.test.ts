@@ -35,6 +35,7 @@ describe('the category tables line up', () => {
         dry_run,
         charges_scanned: 123_456_789,
         malformed_charges: 0,
+        unnamed_charges: 0,
         deferred_keys: 0,
         findings: { ...emptyCounts(), matched: 123_456_789, effect_without_charge: 3, stale_claim: 12 },
         repaired: { ...emptyCounts(), stale_claim: 12 },

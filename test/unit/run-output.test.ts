@@ -14,6 +14,7 @@ function report(over: Partial<SweepReport> = {}): SweepReport {
     dry_run: false,
     charges_scanned: 1200,
     malformed_charges: 0,
+    unnamed_charges: 0,
     deferred_keys: 0,
     findings: { ...emptyCounts(), matched: 1190, unattributed_charge: 2 },
     repaired: emptyCounts(),

@@ -195,7 +195,7 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
       progress,
       ...(signal ? { signal } : {}),
       findingsExit,
-      unnamed: lister.counters.unnamed,
+      unnamed: reports.reduce((n, r) => n + (r.unnamed_charges ?? 0), 0),
       publish,
     });
   }, config);

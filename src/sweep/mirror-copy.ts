@@ -1,0 +1,111 @@
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { from as copyFrom } from 'pg-copy-streams';
+import type { PoolClient } from '../db/pool.js';
+import type { NormalizedCharge } from '../stripe/types.js';
+import { isDataError, upsertChargesIsolating, type IsolatedUpsert } from './mirror-isolating.js';
+
+/**
+ * The mirror's bulk path: a batch of charges streamed with `COPY` into a session
+ * temporary table, then upserted from it in one statement (the same "only a newer read
+ * overwrites" rule as `upsertCharges`). No JSON built or parsed per charge. If
+ * PostgreSQL refuses the batch for its data, it is landed again through
+ * `upsertChargesIsolating` (bisected), so one bad row costs only itself.
+ * `client` must be inside a transaction.
+ */
+
+const COLUMNS = [
+  'account',
+  'charge_id',
+  'created',
+  'amount',
+  'amount_captured',
+  'amount_refunded',
+  'currency',
+  'status',
+  'captured',
+  'refunded',
+  'disputed',
+  'payment_intent_id',
+  'customer',
+  'payment_method',
+  'tenant_id',
+  'idempotency_key',
+  'livemode',
+] as const;
+
+const LOAD_TABLE = `CREATE TEMP TABLE IF NOT EXISTS sweeper_mirror_load (
+  account text, charge_id text, created timestamptz, amount bigint, amount_captured bigint, amount_refunded bigint,
+  currency text, status text, captured boolean, refunded boolean, disputed boolean, payment_intent_id text, customer text,
+  payment_method text, tenant_id text, idempotency_key text, livemode boolean
+) ON COMMIT DELETE ROWS`;
+
+const UPSERT_FROM_LOAD = `
+INSERT INTO stripe_charges AS m (${COLUMNS.join(', ')}, fetched_at)
+SELECT DISTINCT ON (charge_id) ${COLUMNS.join(', ')}, $1 FROM sweeper_mirror_load ORDER BY charge_id
+ON CONFLICT (charge_id, created) DO UPDATE
+   SET amount = EXCLUDED.amount, amount_captured = EXCLUDED.amount_captured,
+       amount_refunded = EXCLUDED.amount_refunded, currency = EXCLUDED.currency, status = EXCLUDED.status,
+       captured = EXCLUDED.captured, refunded = EXCLUDED.refunded, disputed = EXCLUDED.disputed,
+       payment_intent_id = EXCLUDED.payment_intent_id, customer = EXCLUDED.customer,
+       payment_method = EXCLUDED.payment_method, tenant_id = EXCLUDED.tenant_id,
+       idempotency_key = EXCLUDED.idempotency_key, livemode = EXCLUDED.livemode, fetched_at = EXCLUDED.fetched_at
+ WHERE m.fetched_at <= EXCLUDED.fetched_at`;
+
+export async function copyCharges(client: PoolClient, charges: NormalizedCharge[], fetchedAt: Date): Promise<IsolatedUpsert> {
+  if (charges.length === 0) return { written: 0, refused: [] };
+  await client.query(LOAD_TABLE);
+  await client.query('SAVEPOINT sweeper_mirror_copy');
+  try {
+    await pipeline(Readable.from(lines(charges)), client.query(copyFrom(`COPY sweeper_mirror_load (${COLUMNS.join(', ')}) FROM STDIN`)));
+    const { rowCount } = await client.query(UPSERT_FROM_LOAD, [fetchedAt]);
+    await client.query('RELEASE SAVEPOINT sweeper_mirror_copy');
+    return { written: rowCount ?? 0, refused: [] };
+  } catch (error) {
+    if (!isDataError(error)) throw error;
+    await client.query('ROLLBACK TO SAVEPOINT sweeper_mirror_copy');
+    await client.query('RELEASE SAVEPOINT sweeper_mirror_copy');
+    return upsertChargesIsolating(client, charges, fetchedAt);
+  }
+}
+
+function* lines(charges: NormalizedCharge[]): Generator<string> {
+  let chunk = '';
+  for (const c of charges) {
+    chunk +=
+      [
+        text(c.account ?? 'platform'),
+        text(c.id),
+        new Date(c.created * 1000).toISOString(),
+        c.amount,
+        c.amountCaptured,
+        c.amountRefunded,
+        text(c.currency),
+        text(c.status),
+        bool(c.captured),
+        bool(c.refunded),
+        bool(c.disputed),
+        text(c.paymentIntent),
+        text(c.customer),
+        text(c.paymentMethod),
+        text(c.tenantId),
+        text(c.idempotencyKey),
+        bool(c.livemode),
+      ].join('\t') + '\n';
+    if (chunk.length > 64_000) {
+      yield chunk;
+      chunk = '';
+    }
+  }
+  if (chunk) yield chunk;
+}
+
+/** COPY's text format: `\N` for null; backslash, tab, newline and carriage return escaped. */
+function text(value: string | null): string {
+  if (value === null) return '\\N';
+  return value.replace(/[\\\t\n\r]/g, (ch) => (ch === '\\' ? '\\\\' : ch === '\t' ? '\\t' : ch === '\n' ? '\\n' : '\\r'));
+}
+
+function bool(value: boolean): string {
+  return value ? 't' : 'f';
+}
