@@ -69,7 +69,7 @@ export function normalizeCharge(raw: unknown, account: string | null, keys: Meta
   const idempotencyKey = readAttribution(metadata, keys.idempotencyKey, IDEMPOTENCY_KEY, 'printable ASCII characters', problems);
 
   if (problems.length > 0 || id === null || created === null || amount === null || currency === null || status === null) {
-    return { ok: false, malformed: { id, account, problem: problems.join(', ') } };
+    return { ok: false, malformed: { id, account, problem: problems.join(', '), ...(created !== null ? { created } : {}) } };
   }
   return {
     ok: true,

@@ -33,4 +33,6 @@ export interface MalformedCharge {
   id: string | null;
   account: string | null;
   problem: string;
+  /** Unix seconds, when `created` itself could be read: which slice the charge belongs to. */
+  created?: number;
 }

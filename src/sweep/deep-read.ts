@@ -103,7 +103,8 @@ export async function deepRead(deps: SweepDeps, options: SweepOptions, ctx: RunC
     const unreadable = [];
     for await (const page of deps.listCharges(ctx.run.account, slice, options.signal)) {
       charges.push(...page.charges);
-      unreadable.push(...page.malformed);
+      // Those without an id were counted when their window was swept; a finding names the others.
+      unreadable.push(...page.malformed.filter((m) => m.id !== null));
     }
     await judgeBatch(deps, options, ctx, {
       name: `${label}:${n}`,

@@ -5,7 +5,7 @@ import { LOCK_CLASS, LockObject } from '../db/locks.js';
 import type { Logger } from '../log.js';
 import type { MalformedCharge, NormalizedCharge } from '../stripe/types.js';
 import { copyCharges } from './mirror-copy.js';
-import { BrokenListingError } from './slice.js';
+import { BrokenListingError, ownedBy } from './listing.js';
 import type { ChargeSource } from './types.js';
 import { widen, type TimeWindow } from './window.js';
 
@@ -131,6 +131,8 @@ export class SlicePrefetcher {
         batch.push(charge);
       }
       for (const bad of page.malformed) {
+        // In the lease margins it belongs to the neighbouring slice, which lists it too.
+        if (!ownedBy(slice, bad)) continue;
         unreadable.push(bad);
         this.deps.log.warn({ charge: bad.id, problem: bad.problem }, 'Stripe returned a charge the sweep cannot judge');
       }
@@ -140,6 +142,7 @@ export class SlicePrefetcher {
     return { unreadable, inSlice };
   }
 }
+
 
 /** One batch into the mirror, in its own transaction; the charges the database refused come back as unreadable. */
 async function landCharges(pool: Pool, charges: NormalizedCharge[], fetchedAt: Date): Promise<MalformedCharge[]> {

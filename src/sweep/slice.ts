@@ -1,5 +1,6 @@
 import type { MalformedCharge, NormalizedCharge } from '../stripe/types.js';
 import { judgeBatch, type RunContext } from './batch.js';
+import { BrokenListingError, ownedBy } from './listing.js';
 import type { ListedSlice } from './prefetch.js';
 import { loadSliceFacts } from './facts-sql.js';
 import { advanceWatermark, recordSliceProgress } from './runs-store.js';
@@ -80,6 +81,7 @@ async function readSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceConte
       if (at >= slice.from.getTime() && at < slice.to.getTime()) inSlice += 1;
     }
     for (const bad of page.malformed) {
+      if (!ownedBy(slice, bad)) continue;
       unreadable.push(bad);
       ctx.log.warn({ charge: bad.id, problem: bad.problem }, 'Stripe returned a charge the sweep cannot judge');
     }
@@ -87,11 +89,6 @@ async function readSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceConte
   return { charges: [...seen.values()], unreadable, inSlice };
 }
 
-/** The same charge id twice with different content in one listing. Exit 1: the run failed, nothing of the slice was judged. */
-export class BrokenListingError extends Error {
-  override readonly name = 'BrokenListingError';
-  readonly exitCode = 1;
-}
 
 /**
  * Keys held back were not judged: this run goes no further than the start of the
