@@ -27,8 +27,6 @@ GRANT SELECT ON sweeper_migrations TO sweeper_runtime;
 GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO sweeper_runtime;
 GRANT EXECUTE ON FUNCTION sweeper_take_claim(text, text, text, text, timestamptz, interval, text),
                           sweeper_take_claim(text, text, text, text, timestamptz, interval, text, bigint, text),
-                          sweeper_recreate_claim(text, text, text, text, timestamptz, int, jsonb, timestamptz,
-                                                 bigint, text, text),
                           sweeper_ensure_day_partitions(regclass, date, date),
                           sweeper_claim_lock_key(text, text),
                           sweeper_recreated_fingerprint() TO sweeper_runtime;

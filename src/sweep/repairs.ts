@@ -221,17 +221,34 @@ async function recreateClaims(
       effect: repair.insertEffect ? effectRow(repair.charge, repair.tenantId, repair.key) : null,
     };
   });
+  const planJson = JSON.stringify(plan);
+  // Lock every key first, in key order, in one statement: a live writer taking one of
+  // these claims now waits for this transaction, and one that committed before is seen
+  // by the insert below (a new statement, a new snapshot) and wins.
+  await db.query(
+    `SELECT count(pg_advisory_xact_lock(lock_key)) FROM (
+       SELECT DISTINCT sweeper_claim_lock_key(r.tenant_id, r.key) AS lock_key
+         FROM jsonb_to_recordset($1::jsonb) AS r(tenant_id text, key text, with_claim boolean)
+        WHERE r.with_claim ORDER BY 1) keys`,
+    [planJson],
+  );
   const { rows } = await db.query<{ tenant_id: string; key: string; ok: boolean }>(
     `WITH plan AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(tenant_id text, key text, downstream_key text, account_id text,
               created_at timestamptz, response_status int, response_body jsonb, response_outcome text, amount bigint,
               currency text, with_claim boolean, effect jsonb)
-     ), attempted AS MATERIALIZED (
-       SELECT plan.*, CASE WHEN plan.with_claim
-                           THEN sweeper_recreate_claim(plan.tenant_id, plan.key, plan.downstream_key, plan.account_id,
-                                                       plan.created_at, plan.response_status, plan.response_body, $2,
-                                                       plan.amount, plan.currency, plan.response_outcome)
-                           ELSE true END AS ok
+     ), created AS (
+       -- One statement, so the cross-partition uniqueness is checked once for all of them.
+       INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, locked_until, attempt, downstream_key,
+                                     account_id, response_status, response_body, response_outcome, amount, currency,
+                                     created_at, completed_at, updated_at)
+       SELECT p.tenant_id, p.key, sweeper_recreated_fingerprint(), 'completed', NULL, 1, p.downstream_key, p.account_id,
+              p.response_status, p.response_body, p.response_outcome, p.amount, p.currency, p.created_at, $2, $2
+         FROM plan p
+        WHERE p.with_claim AND NOT EXISTS (SELECT 1 FROM idempotency_keys c WHERE c.tenant_id = p.tenant_id AND c.key = p.key)
+       RETURNING tenant_id, key
+     ), attempted AS (
+       SELECT plan.*, (NOT plan.with_claim OR EXISTS (SELECT 1 FROM created c WHERE c.tenant_id = plan.tenant_id AND c.key = plan.key)) AS ok
          FROM plan
      ), effects AS (
        INSERT INTO payments (charge_id, tenant_id, idempotency_key, payment_intent_id, account_id, amount, currency,
@@ -243,7 +260,7 @@ async function recreateClaims(
        ON CONFLICT (charge_id) DO NOTHING
      )
      SELECT tenant_id, key, ok FROM attempted`,
-    [JSON.stringify(plan), now],
+    [planJson, now],
   );
   const ok = new Set(rows.filter((r) => r.ok).map((r) => claimKey(r.tenant_id, r.key)));
   for (const finding of findings) {

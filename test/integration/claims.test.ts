@@ -334,6 +334,59 @@ describe('uniqueness of (tenant_id, key) across day partitions', () => {
     expect(await claimRows('acme', key)).toHaveLength(1);
   });
 
+  it('checks a many-row INSERT once for all its rows: one key already in another day, or twice in the statement, refuses it whole', async () => {
+    const [a, b, c] = [freshKey(), freshKey(), freshKey()];
+    const insert = (rows: Array<[string, string]>) =>
+      db.pool.query(
+        `INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, downstream_key, created_at, updated_at)
+         SELECT 'acme', r.key, 'f', 'released', 'd', r.day::timestamptz, r.day::timestamptz
+           FROM unnest($1::text[], $2::text[]) AS r(key, day)`,
+        [rows.map((r) => r[0]), rows.map((r) => r[1])],
+      );
+    await insert([[a, '2026-03-16T10:00:00Z']]);
+    await expect(insert([[b, '2026-03-16T10:00:00Z'], [a, '2026-03-17T10:00:00Z']])).rejects.toMatchObject({ code: '23505' });
+    await expect(insert([[c, '2026-03-16T10:00:00Z'], [c, '2026-03-17T10:00:00Z']])).rejects.toMatchObject({ code: '23505' });
+    expect(await claimRows('acme', b)).toHaveLength(0);
+    expect(await claimRows('acme', c)).toHaveLength(0);
+    await insert([[b, '2026-03-16T10:00:00Z'], [c, '2026-03-17T10:00:00Z']]);
+    expect([(await claimRows('acme', b)).length, (await claimRows('acme', c)).length]).toEqual([1, 1]);
+  });
+
+  it('two concurrent many-row INSERTs of the same keys on different days, in opposite orders: one claim per key, no deadlock', async () => {
+    const keys = Array.from({ length: 100 }, () => freshKey());
+    const bulk = (client: Pick<typeof db.pool, 'query'>, ordered: string[], day: string) =>
+      client.query(
+        `INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, downstream_key, created_at, updated_at)
+         SELECT 'acme', k, 'f', 'released', 'd', $2::timestamptz, $2::timestamptz FROM unnest($1::text[]) AS k`,
+        [ordered, day],
+      );
+    const first = await db.pool.connect();
+    const second = await db.pool.connect();
+    try {
+      await first.query('BEGIN');
+      await bulk(first, keys, '2026-03-16T10:00:00Z'); // holds every key's lock until it commits
+      await second.query('BEGIN');
+      const pid = (await second.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid;
+      const racing = bulk(second, [...keys].reverse(), '2026-03-17T10:00:00Z').then(
+        () => 'inserted',
+        (e: { code?: string }) => e.code,
+      );
+      // The second waits for the first's locks (observed, not slept on).
+      for (;;) {
+        const { rows } = await db.pool.query(`SELECT 1 FROM pg_locks WHERE pid = $1 AND locktype = 'advisory' AND NOT granted`, [pid]);
+        if (rows.length > 0) break;
+      }
+      await first.query('COMMIT');
+      expect(await racing).toBe('23505');
+      await second.query('ROLLBACK');
+    } finally {
+      first.release();
+      second.release();
+    }
+    const { rows } = await db.pool.query(`SELECT count(*)::int AS n, count(DISTINCT key)::int AS keys FROM idempotency_keys WHERE key = ANY($1)`, [keys]);
+    expect(rows[0]).toEqual({ n: 100, keys: 100 });
+  });
+
   it.each(['REPEATABLE READ', 'SERIALIZABLE'])('refuses %s, whose snapshot could miss a claim committed meanwhile', async (level) => {
     const client = await db.pool.connect();
     try {
@@ -357,9 +410,13 @@ describe('uniqueness of (tenant_id, key) across day partitions', () => {
 
   it("a claim the sweeper re-created replays to any body from its own account only, for the amount it was re-created from", async () => {
     const key = freshKey();
+    // As the sweep's repair writes it (src/sweep/repairs.ts recreateClaims).
     await db.pool.query(
-      `SELECT sweeper_recreate_claim('acme', $1, 'd', 'acct_1Victim', '2026-03-10T11:00:00Z', 200, '{"charge":"ch_x"}',
-                                     '2026-03-10T11:00:00Z', 4200, 'usd', 'success')`,
+      `INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, attempt, downstream_key, account_id,
+                                     response_status, response_body, response_outcome, amount, currency, created_at,
+                                     completed_at, updated_at)
+       VALUES ('acme', $1, sweeper_recreated_fingerprint(), 'completed', 1, 'd', 'acct_1Victim', 200, '{"charge":"ch_x"}',
+               'success', 4200, 'usd', '2026-03-10T11:00:00Z', '2026-03-10T11:00:00Z', '2026-03-10T11:00:00Z')`,
       [key],
     );
     const take = (accountId: string | null, amount = 4200, currency = 'usd') =>
