@@ -6,6 +6,7 @@ import { registerReport } from './commands/report.js';
 import { registerExpire } from './commands/expire.js';
 import { registerSchedule } from './commands/schedule.js';
 import { registerDemo } from './commands/demo.js';
+import { registerImportClaims } from './commands/import-claims.js';
 import { ExitCode, reportFatal, writeErrorLine } from './exit.js';
 import { packageJson } from './package-info.js';
 
@@ -34,6 +35,7 @@ Examples:
   registerReport(program);
   registerExpire(program);
   registerSchedule(program);
+  registerImportClaims(program);
   registerDemo(program);
   for (const command of [program, ...program.commands]) usageErrorsAsOneLine(command, command === program ? 'sweeper --help' : `sweeper ${command.name()} --help`);
   return program;
