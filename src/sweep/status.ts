@@ -57,10 +57,7 @@ export async function readStatus(db: Queryable, now: Date, options: StatusOption
   const open = await db.query<{ account: string; category: string; n: number }>(
     `SELECT account, category, count(*)::int AS n FROM recon_findings WHERE state = 'open' GROUP BY account, category ORDER BY 1, 2`,
   );
-  const claims = await db.query<{ count: number; in_flight: number; oldest: Date | null }>(
-    `SELECT count(*)::int AS count, count(*) FILTER (WHERE status = 'in_flight')::int AS in_flight, min(created_at) AS oldest
-       FROM idempotency_keys`,
-  );
+  const claims = { rows: [await readClaimStore(db)] };
   const live = await readLiveRuns(db, now, options.sliceMs);
   const completeness = options.completeness ? await readCompletenessAll(db, options.completeness.accounts, options.completeness) : undefined;
   const openByAccount: Record<string, Record<string, number>> = {};
@@ -173,4 +170,40 @@ export async function resolveFinding(
   throw new FindingNotFoundError(
     `finding ${args.id} is already ${finding.state}${finding.closed_by ? ` (by ${finding.closed_by})` : ''}: only open findings are resolved`,
   );
+}
+
+/** Below this estimate the claim store is counted exactly; above it, the planner's estimate is the count. */
+const EXACT_COUNT_BELOW = 100_000;
+
+/**
+ * The claim store's size without scanning it (every run publishes this): PostgreSQL's
+ * row estimate of the day partitions (exact while small), in-flight claims through
+ * their partial index, and the oldest claim from the oldest day partition holding one.
+ */
+async function readClaimStore(db: Queryable): Promise<{ count: number; in_flight: number; oldest: Date | null }> {
+  const { rows: parts } = await db.query<{ name: string; estimate: number }>(
+    `SELECT c.relname AS name, greatest(c.reltuples, 0)::bigint AS estimate
+       FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+      WHERE i.inhparent = 'idempotency_keys'::regclass ORDER BY c.relname`,
+  );
+  const estimate = parts.reduce((n, p) => n + Number(p.estimate), 0);
+  const { rows: counts } = await db.query<{ count: number; in_flight: number }>(
+    `SELECT CASE WHEN $1::bigint < $2 THEN (SELECT count(*) FROM idempotency_keys) ELSE $1::bigint END AS count,
+            (SELECT count(*) FROM idempotency_keys WHERE status = 'in_flight') AS in_flight`,
+    [estimate, EXACT_COUNT_BELOW],
+  );
+  let oldest: Date | null = null;
+  // Partitions are named by day (idempotency_keys_pYYYYMMDD): the first one with a row holds the oldest claim.
+  for (const part of parts) {
+    const { rows } = await db.query<{ oldest: Date | null }>(`SELECT min(created_at) AS oldest FROM ${quoteIdent(part.name)}`);
+    if (rows[0]?.oldest) {
+      oldest = rows[0].oldest;
+      break;
+    }
+  }
+  return { count: Number(counts[0]?.count ?? 0), in_flight: Number(counts[0]?.in_flight ?? 0), oldest };
+}
+
+function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
 }
