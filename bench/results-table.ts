@@ -83,7 +83,7 @@ if (un) {
     `**${fmt(un.wall_over_floor)}×**`,
     '≤ 3×',
     met(un.wall_over_floor <= 3),
-    `${fmt(last.wall_s)} s vs ${fmt(f.decode_s)} s + ${fmt(f.copy_s)} s = ${fmt(f.floor_s)} s; the client's own budget alone needs ${fmt(un.settings.client_budget_floor_s, 1)} s`,
+    `${fmt(last.wall_s)} s vs ${fmt(f.decode_s)} s + ${fmt(f.copy_s)} s = ${fmt(f.floor_s)} s; its ${fmt(last.requests, 0)} requests at the client's budget of ${un.settings.sweeper_stripe_rate}/s alone take ${fmt(last.requests / un.settings.sweeper_stripe_rate, 1)} s`,
   ]);
   rows.push([
     `peak RSS of the sweep process, ${chargesLabel(last.charges)} charges vs ${chargesLabel(first.charges)}`,
@@ -163,7 +163,7 @@ const settings = m.postgres_settings as Record<string, string>;
 const lines: string[] = [
   '# Benchmark results',
   '',
-  `Written by \`npm run bench\` (bench/results-table.ts) from bench/results/*.json; session ${sessions.join(', ')}, ${base.date}.`,
+  `Written by \`npm run bench\` (bench/results-table.ts) from bench/results/*.json of session ${sessions.join(' and ')} (\`BENCH_SESSION\`, its start); last result ${headline.map((r) => r.date as string).sort().at(-1)}.`,
   `Code measured: commit ${code.commit}${code.uncommitted.length ? ` with uncommitted changes in ${code.uncommitted.join(', ')}` : ''}.`,
   ...(notes.length ? ['', ...notes] : []),
   '',
