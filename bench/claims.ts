@@ -31,6 +31,7 @@ let keyCounter = 0;
 ensureBuilt();
 const code = codeState();
 const server = await startBenchServer(log);
+const machineAtStart = machine(server);
 const double = await startStripeDouble({ seed: 3 });
 const database = await server.createDatabase('bench_claims');
 const pool = createPool(database.url, { max: CONCURRENCY + 2 });
@@ -109,7 +110,7 @@ try {
     date: new Date().toISOString(),
     scale: SCALE,
     code,
-    machine: machine(server),
+    machine: machineAtStart,
     load_average_at_end: loadavg().map((l) => round(l, 2)),
     settings: { ops: OPS, warmup: WARMUP, concurrency: CONCURRENCY, partitions, double_latency_ms: 0, lease_ms: LEASE_MS },
     results,

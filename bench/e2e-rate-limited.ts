@@ -67,6 +67,7 @@ const BOUND_S = CHARGES / (LIMIT_PER_SECOND * PAGE);
 ensureBuilt();
 const code = codeState();
 const server = await startBenchServer(log);
+const machineAtStart = machine(server);
 const double = await startStripeDouble({ seed: 12 });
 try {
   const to = floorHour(Date.now() - HOUR_MS);
@@ -88,7 +89,7 @@ try {
     date: new Date().toISOString(),
     scale: SCALE,
     code,
-    machine: machine(server),
+    machine: machineAtStart,
     load_average_at_end: loadavg().map((l) => round(l, 2)),
     settings: {
       charges: CHARGES,

@@ -62,6 +62,7 @@ const REPEATS = Math.max(1, Number(process.env.BENCH_SCHEDULED_REPEATS ?? 3));
 ensureBuilt();
 const code = codeState();
 const server = await startBenchServer(log);
+const machineAtStart = machine(server);
 try {
   // History: 3 days, ending 3 days before now, so a scheduled run's 3-day deep re-read does not reach it.
   const end = floorHour(Date.now() - HOUR_MS);
@@ -124,7 +125,7 @@ try {
     date: new Date().toISOString(),
     scale: SCALE,
     code,
-    machine: machine(server),
+    machine: machineAtStart,
     load_average_at_end: loadavg().map((l) => round(l, 2)),
     settings: {
       sizes: SIZES,

