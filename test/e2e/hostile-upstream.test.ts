@@ -56,8 +56,10 @@ describe('a broken listing fails the run and never moves the watermark', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    // Three charges in the window, so a listing can be cut into pages of two.
-    for (const minutes of [40, 39, 38]) double.createCharge(null, { created: new Date(Date.now() - minutes * MINUTE), amount: 700 + minutes });
+    // Three charges in one second of the window: a listing cannot split them apart in time,
+    // so pages of two must go through a cursor (slices are listed concurrently, each its own listing).
+    const second = new Date(Math.floor((Date.now() - 40 * MINUTE) / 1000) * 1000);
+    for (const amount of [740, 739, 738]) double.createCharge(null, { created: second, amount });
     proxy.mode = 'pass';
     const clean = await runCli(['run', '--json'], env(db));
     expect(clean.code, clean.stderr).toBe(3); // three unattributed charges

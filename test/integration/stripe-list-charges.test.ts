@@ -185,7 +185,7 @@ describe('windowed listing through the SDK against the double', () => {
     const bad = double.createCharge('acct_bad', { created: FROM_S + 200, omitFields: ['currency'] }).id;
     const { ids, malformed } = await listAll(lister(), 'acct_bad');
     expect(ids).toEqual([good]);
-    expect(malformed).toEqual([{ id: bad, account: 'acct_bad', problem: 'missing currency' }]);
+    expect(malformed).toEqual([{ id: bad, account: 'acct_bad', problem: 'missing currency', created: FROM_S + 200 }]);
   });
 
   it('reads the claim attribution from metadata, and payment intents by id', async () => {

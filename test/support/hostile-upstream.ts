@@ -10,8 +10,8 @@ import type { AddressInfo } from 'node:net';
  *   not a well-formed list;
  * - `cursor-loop`: pages of two charges, and whatever `starting_after` says, the first
  *   page again with `has_more: true`;
- * - `duplicate-id`: pages of two charges, and every later page also carries the first
- *   charge again with another amount (two versions of one charge);
+ * - `duplicate-id`: pages of two charges, and every later page also carries the charge
+ *   its cursor names again with another amount (two versions of one charge);
  * - `drip`: headers, then one byte of a valid page every `dripMs`, never the last one;
  * - `echo-key-401`: every request answered 401 with the full API key in the message;
  * - `poison`: charges whose metadata names a poison (`POISON_KEY`) are rewritten on the
@@ -66,8 +66,9 @@ export async function startHostileUpstream(target: string, options: { mode?: Hos
   const upstream = new URL(target);
   const dripMs = options.dripMs ?? 2_000;
   const open = new Set<ServerResponse>();
-  let firstPage: string | undefined;
-  let firstCharge: Charge | undefined;
+  // Per listing (its created range): slices are listed concurrently, and a lister that
+  // splits a window continues a cursor in a narrower range, each its own listing.
+  const firstPages = new Map<string, string>();
 
   const state: HostileUpstream = {
     url: '',
@@ -92,7 +93,9 @@ export async function startHostileUpstream(target: string, options: { mode?: Hos
         answer.on('error', reject);
       });
       out.on('error', reject);
-      req.pipe(out);
+      // A GET has no body, and may be forwarded twice (the charge a cursor names).
+      if (req.method === 'GET') out.end();
+      else req.pipe(out);
     });
 
   const send = (res: ServerResponse, status: number, body: string) => {
@@ -122,6 +125,12 @@ export async function startHostileUpstream(target: string, options: { mode?: Hos
       return send(res, answer.status, mode === 'poison' ? poisonBody(answer.body) : answer.body);
     }
     const cursor = url.searchParams.get('starting_after');
+    const listingKey = `${url.searchParams.get('created[gte]')}|${url.searchParams.get('created[lt]')}`;
+    const withoutCursor = (p: string) => {
+      const u = new URL(p, 'http://x');
+      u.searchParams.delete('starting_after');
+      return `${u.pathname}${u.search}`;
+    };
     switch (mode) {
       case 'data-null':
         return send(res, 200, JSON.stringify({ object: 'list', data: null, has_more: false, url: '/v1/charges' }));
@@ -136,16 +145,22 @@ export async function startHostileUpstream(target: string, options: { mode?: Hos
       case 'body-null':
         return send(res, 200, 'null');
       case 'cursor-loop': {
-        if (cursor === null || firstPage === undefined) {
-          firstPage = (await forward(req, withLimit(path, 2))).body;
+        if (cursor === null || !firstPages.has(listingKey)) {
+          firstPages.set(listingKey, (await forward(req, withLimit(withoutCursor(path), 2))).body);
         }
-        return send(res, 200, firstPage);
+        return send(res, 200, firstPages.get(listingKey) as string);
       }
       case 'duplicate-id': {
         const answer = await forward(req, withLimit(path, 2));
         const page = JSON.parse(answer.body) as { data: Charge[] };
-        if (cursor === null) firstCharge ??= page.data[0];
-        else if (firstCharge) page.data.unshift({ ...firstCharge, amount: (firstCharge.amount as number) + 1 });
+        if (cursor !== null) {
+          // The charge the cursor names was on the page before: list it again, changed.
+          const previous = await forward(req, `/v1/charges/${encodeURIComponent(cursor)}`);
+          if (previous.status === 200) {
+            const charge = JSON.parse(previous.body) as Charge;
+            page.data.unshift({ ...charge, amount: (charge.amount as number) + 1 });
+          }
+        }
         return send(res, answer.status, JSON.stringify(page));
       }
       case 'drip': {
