@@ -11,7 +11,7 @@ import { closeHealedFindings, recordFindings } from './findings-store.js';
 import { judgeSlice, type Finding, type Judgement } from './judge/index.js';
 import type { SweepLock } from './lock.js';
 import { upsertCharges } from './mirror.js';
-import { upsertChargesIsolating } from './mirror-isolating.js';
+import { copyCharges } from './mirror-copy.js';
 import { isRefund, recordRefundIntents } from './refunds.js';
 import { executeRepairs } from './repairs.js';
 import type { RunMode } from './runs-store.js';
@@ -27,8 +27,8 @@ import type { TimeWindow } from './window.js';
  * audit rows and refund intents, and checkpoint, in one transaction.
  */
 
-/** Each batch written to the mirror in one statement: a page or a few. */
-const INGEST_BATCH = 500;
+/** Charges landed in the mirror per COPY (a large slice in a few). */
+const INGEST_BATCH = 5_000;
 
 /** What every batch of one account's run shares. */
 export interface RunContext {
@@ -51,6 +51,12 @@ export interface RunContext {
   countedDeferred: Set<string>;
   /** Unreadable charges already counted this run (few). */
   countedMalformed: Set<string>;
+  /**
+   * Charges a repair of this run covered: a neighbouring slice that judges the identity
+   * again (its lease margin listed the charge) sees them agree, and must not count them
+   * matched as well.
+   */
+  repairedCharges: Set<string>;
   lock: SweepLock;
   verified: VerifiedSoFar;
   /** Dry runs only. */
@@ -107,7 +113,7 @@ export async function judgeBatch(deps: SweepDeps, options: SweepOptions, ctx: Ru
     for (let i = 0; i < batch.charges.length; i += INGEST_BATCH) {
       // A charge the database refuses (one the normaliser did not know to refuse) becomes
       // an open finding naming it; the rest of the batch lands and is judged.
-      const { refused } = await upsertChargesIsolating(client, batch.charges.slice(i, i + INGEST_BATCH), batch.fetchedAt);
+      const { refused } = await copyCharges(client, batch.charges.slice(i, i + INGEST_BATCH), batch.fetchedAt);
       for (const r of refused) {
         ctx.log.warn({ charge: r.charge.id, code: r.error.code, error: r.error.message }, 'the database refused a charge; it stays an open finding');
         batch.unreadable.push({ id: r.charge.id, account: r.charge.account, problem: `the database refused it: ${r.error.message}` });
@@ -170,7 +176,9 @@ async function finish(
   // for the whole dry run. What the repairs did is kept in the overlay, so later
   // batches judge what a real run would see.
   if (options.dryRun) await client.query('SAVEPOINT dry_run_batch');
-  const repairs = await executeRepairs(client, findings, { now });
+  const overlaid = ctx.overlay ? findings.filter((f) => ctx.overlay?.holdsTargetOf(f)) : [];
+  const repairs = await executeRepairs(client, overlaid.length > 0 ? findings.filter((f) => !overlaid.includes(f)) : findings, { now });
+  for (const f of overlaid) repairs.set(f, { finding: f, action: `${f.repair?.kind ?? 'repair'} (on what an earlier repair of this dry run left)`, before: null, after: null });
   await fault('repaired');
   // A repair that lost its compare-and-swap to a live writer is no finding: the writer
   // settles it, or, if it dies, a later run must judge the key again (deferred).
@@ -186,7 +194,8 @@ async function finish(
   const intents = options.dryRun ? 0 : await recordRefundIntents(client, { account: run.account, runId: run.id, now, findings: refunds, recorded: rows });
 
   // Counting: each finding once per run (the first batch that records it in this run),
-  // each matched charge once (the batch its own `created` belongs to), every repair made.
+  // each matched charge once (the batch its own `created` belongs to, unless a repair of
+  // this run made it agree), every repair made.
   // A charge the listing and a later re-read both found unreadable is one charge.
   for (const bad of batch.unreadable) {
     if (bad.id !== null && ctx.countedMalformed.has(bad.id)) continue;
@@ -195,9 +204,10 @@ async function finish(
     report.malformed_charges += 1;
   }
   const created = createdById(facts);
+  for (const f of repairs.keys()) for (const id of f.covers.charges) ctx.repairedCharges.add(id);
   for (const id of judgement.matched) {
     const at = created.get(id);
-    if (at !== undefined && batch.countsMatched(at)) report.findings.matched += 1;
+    if (at !== undefined && batch.countsMatched(at) && !ctx.repairedCharges.has(id)) report.findings.matched += 1;
   }
   for (const row of rows) if (row.firstThisRun) report.findings[row.category as keyof SweepReport['findings']] += 1;
   for (const f of repairs.keys()) report.repaired[f.category] += 1;

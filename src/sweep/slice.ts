@@ -1,16 +1,14 @@
-import type { MalformedCharge, NormalizedCharge } from '../stripe/types.js';
 import { judgeBatch, type RunContext } from './batch.js';
-import { BrokenListingError, ownedBy } from './listing.js';
 import type { ListedSlice } from './prefetch.js';
 import { loadSliceFacts } from './facts-sql.js';
 import { advanceWatermark, recordSliceProgress } from './runs-store.js';
 import type { SweepDeps, SweepOptions } from './types.js';
-import { widen, type TimeWindow } from './window.js';
+import type { TimeWindow } from './window.js';
 
 /**
- * One slice of the window: read Stripe's charges created in it (± a lease, outside any
- * transaction), then judge it as one batch (batch.ts) whose checkpoint is the run's
- * resume point and, for a scheduled run, the watermark.
+ * One slice of the window: its listing (charges created in it ± a lease, read outside
+ * any transaction by the prefetcher) judged as one batch (batch.ts) whose checkpoint is
+ * the run's resume point and, for a scheduled run, the watermark.
  */
 
 export interface SliceContext extends RunContext {
@@ -28,13 +26,11 @@ export async function sweepSlice(
   deps: SweepDeps,
   options: SweepOptions,
   ctx: SliceContext,
-  /** A real run's prefetcher has listed the slice and landed it in the mirror already (prefetch.ts). */
-  listed?: ListedSlice,
+  /** The slice's listing, from the prefetcher (prefetch.ts). */
+  listed: ListedSlice,
 ): Promise<{ refundIntents: number }> {
   const { run, slice, report } = ctx;
-  const readWindow = widen(slice, options.leaseMs, ctx.readUntil);
-  const fetchedAt = deps.clock();
-  const { charges, unreadable, inSlice } = listed ? { charges: [], ...listed } : await readSlice(deps, options, ctx, readWindow);
+  const { charges, unreadable, inSlice, fetchedAt, readWindow } = listed;
   await deps.faultPoint?.(`slice:${ctx.index}:listed`);
   report.charges_scanned += inSlice;
   return judgeBatch(deps, options, ctx, {
@@ -42,7 +38,7 @@ export async function sweepSlice(
     charges,
     fetchedAt,
     unreadable,
-    load: (client) => loadSliceFacts(client, run.account, slice),
+    load: (client) => loadSliceFacts(client, run.account, slice, readWindow),
     countsMatched: (created) => created >= slice.from && created < slice.to,
     async checkpoint(client, deferred, now) {
       if (deferred.length > 0) holdAt(ctx, deferred);
@@ -57,38 +53,6 @@ export async function sweepSlice(
     },
   });
 }
-
-async function readSlice(deps: SweepDeps, options: SweepOptions, ctx: SliceContext, readWindow: TimeWindow) {
-  const { slice } = ctx;
-  const seen = new Map<string, NormalizedCharge>();
-  const unreadable: MalformedCharge[] = [];
-  let inSlice = 0;
-  for await (const page of deps.listCharges(ctx.run.account, readWindow, options.signal)) {
-    for (const charge of page.charges) {
-      const before = seen.get(charge.id);
-      if (before) {
-        // One listing naming one charge twice: identical is harmless; different is a broken listing.
-        if (JSON.stringify(before) !== JSON.stringify(charge)) {
-          throw new BrokenListingError(
-            `Stripe listed charge ${charge.id} twice with different content in ${readWindow.from.toISOString()} – ${readWindow.to.toISOString()}; ` +
-              'the window is not judged (watermark kept); the next run reads it again',
-          );
-        }
-        continue;
-      }
-      seen.set(charge.id, charge);
-      const at = charge.created * 1000;
-      if (at >= slice.from.getTime() && at < slice.to.getTime()) inSlice += 1;
-    }
-    for (const bad of page.malformed) {
-      if (!ownedBy(slice, bad)) continue;
-      unreadable.push(bad);
-      ctx.log.warn({ charge: bad.id, problem: bad.problem }, 'Stripe returned a charge the sweep cannot judge');
-    }
-  }
-  return { charges: [...seen.values()], unreadable, inSlice };
-}
-
 
 /**
  * Keys held back were not judged: this run goes no further than the start of the
@@ -111,4 +75,3 @@ function holdAt(ctx: SliceContext, deferred: string[]): void {
   );
 }
 
-export { MAX_CLAIMS_CREATED_PER_SLICE } from './batch.js';

@@ -144,6 +144,7 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
     inTransaction: inTx,
     countedDeferred: new Set<string>(),
     countedMalformed: new Set<string>(),
+    repairedCharges: new Set<string>(),
     lock,
     watermarkHold,
     verified: nothingVerifiedYet(),
@@ -163,16 +164,14 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
     });
     report.repaired.duplicate_charge += settled.repairedFindings;
   };
-  // A real run lists and lands slices ahead of the judgement; a dry run reads each in its own transaction.
-  const prefetcher = dry
-    ? null
-    : new SlicePrefetcher(
-        { pool: deps.pool, listCharges: deps.listCharges, clock: deps.clock, log, ...(deps.pace ? { pace: deps.pace } : {}) },
-        account,
-        slices,
-        { leaseMs: options.leaseMs, readUntil: started },
-        options.signal,
-      );
+  // Slices are listed ahead of the judgement (a dry run's too: it must see what a real run sees).
+  const prefetcher = new SlicePrefetcher(
+    { listCharges: deps.listCharges, clock: deps.clock, log, ...(deps.pace ? { pace: deps.pace } : {}) },
+    account,
+    slices,
+    { leaseMs: options.leaseMs, readUntil: started },
+    options.signal,
+  );
   try {
     if (dry) {
       await dry.query('BEGIN');
@@ -196,7 +195,7 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
         break;
       }
       lock.assertHeld();
-      const listed = prefetcher ? await prefetcher.take(index) : undefined;
+      const listed = await prefetcher.take(index);
       const { refundIntents } = await sweepSlice(deps, options, { ...shared, slice, index }, listed);
       if (refundIntents > 0) await settleRefunds();
       deps.onSlice?.(index + 1, slices.length);
@@ -232,7 +231,7 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
     if (error instanceof Error) Object.assign(error, { runId });
     throw error;
   } finally {
-    prefetcher?.close();
+    prefetcher.close();
     if (dry) {
       await dry.query('ROLLBACK').catch(() => undefined);
       dry.release();
