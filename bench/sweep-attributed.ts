@@ -99,7 +99,8 @@ try {
   if (process.env.BENCH_EXPLAIN) {
     // One slice's facts gather, statement by statement, as PostgreSQL runs it.
     const { SLICE_FACTS_SQL } = await import('../src/sweep/facts-sql.js');
-    const slice = ['platform', new Date(DAY.getTime() + 3_600_000), new Date(DAY.getTime() + 7_200_000)];
+    const [from, to] = [new Date(DAY.getTime() + 3_600_000), new Date(DAY.getTime() + 7_200_000)];
+    const slice = ['platform', from, to, from, to]; // the slice, and what was listed for it
     const explain = async (label: string, sql: string, args: unknown[]) => {
       const plan = await db.pool.query(`EXPLAIN (ANALYZE, BUFFERS) ${sql}`, args);
       process.stdout.write(`-- ${label}\n${plan.rows.map((r) => r['QUERY PLAN']).join('\n')}\n`);

@@ -28,6 +28,27 @@ export class DryRunOverlay {
     }
   }
 
+  /**
+   * Whether a repair acts on a claim or payment row that exists only in this overlay
+   * (re-created, completed or inserted by an earlier batch of this dry run, rolled back
+   * since): the database cannot run it, so the dry run counts it as a real run would
+   * have run it, on the row the earlier repair left.
+   */
+  holdsTargetOf(finding: Finding): boolean {
+    const repair = finding.repair;
+    switch (repair?.kind) {
+      case 'complete_claim':
+      case 'release_claim':
+        return this.claims.has(claimKey(repair.claim.tenantId, repair.claim.key));
+      case 'recreate_claim':
+        return this.claims.has(claimKey(repair.tenantId, repair.key)) || this.effects.has(repair.charge.id);
+      case 'update_effect':
+        return this.effects.has(repair.effect.chargeId);
+      default:
+        return false;
+    }
+  }
+
   apply(facts: SliceFacts): SliceFacts {
     if (this.claims.size === 0 && this.effects.size === 0 && this.refunded.size === 0) return facts;
     return {

@@ -15,17 +15,35 @@ import type { TimeWindow } from './window.js';
  * judge/evidence.ts.
  */
 
-/** The identities whose charge was created, claim last changed, or payment row created in a slice ($2, $3). */
+/**
+ * The keys of this account whose claim stored an answer naming one of the selected
+ * charges that carry no attribution metadata: such a charge is that key's evidence,
+ * judged with it, in the same slice as the charge (index idempotency_keys_answer_charge).
+ */
+const ANSWERED_KEYS = (selection: string) => `
+SELECT c.tenant_id, c.key FROM stripe_charges sc
+  JOIN idempotency_keys c ON c.response_body->>'charge' = sc.charge_id AND coalesce(c.account_id, 'platform') = $1
+ WHERE sc.account = $1 AND ${selection} AND (sc.tenant_id IS NULL OR sc.idempotency_key IS NULL)`;
+
+/**
+ * The identities whose claim last changed or payment row was created in a slice ($2,
+ * $3), or whose charge was created in what the slice listed ($4, $5: the slice with its
+ * lease margins). The margins matter: a charge listed there, beyond the slice, is in the
+ * mirror from now on, so the identities it names are judged with it in this run, not
+ * first by a later run that would find more than this one did.
+ */
 const SLICE_KEYS = `
 SELECT tenant_id, idempotency_key AS key FROM stripe_charges
- WHERE account = $1 AND created >= $2 AND created < $3 AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
+ WHERE account = $1 AND created >= $4 AND created < $5 AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
 UNION
 SELECT tenant_id, key FROM idempotency_keys
  WHERE coalesce(account_id, 'platform') = $1 AND updated_at >= $2 AND updated_at < $3
 UNION
 SELECT tenant_id, idempotency_key FROM payments
  WHERE coalesce(account_id, 'platform') = $1 AND created_at >= $2 AND created_at < $3
-   AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL`;
+   AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
+UNION
+${ANSWERED_KEYS('sc.created >= $4 AND sc.created < $5')}`;
 
 /** The identities of the charges $2 (ids): their metadata, or a payment row of this account naming a key. */
 const CHARGES_KEYS = `
@@ -34,7 +52,9 @@ SELECT tenant_id, idempotency_key AS key FROM stripe_charges
 UNION
 SELECT tenant_id, idempotency_key FROM payments
  WHERE coalesce(account_id, 'platform') = $1 AND charge_id = ANY($2::text[])
-   AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL`;
+   AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
+UNION
+${ANSWERED_KEYS('sc.charge_id = ANY($2::text[])')}`;
 
 /** Each key with the key's claim, whatever its account (claims are unique per tenant and key). */
 const claimsSql = (keys: string) => `
@@ -122,22 +142,22 @@ type Queries = typeof SLICE;
 /** The statements of one slice's gather, for EXPLAIN in the benchmarks (bench/sweep-attributed.ts). */
 export const SLICE_FACTS_SQL = { ...SLICE, knownTenants: KNOWN_TENANTS, attributedCharges: ATTRIBUTED_CHARGES, namedEffects: NAMED_EFFECTS };
 
-/** The facts of one slice of time. */
-export function loadSliceFacts(db: Queryable, account: string, slice: TimeWindow): Promise<SliceFacts> {
-  return loadFacts(db, account, SLICE, [account, slice.from, slice.to]);
+/** The facts of one slice of time; `listed`: the window its listing covered (default: the slice). */
+export function loadSliceFacts(db: Queryable, account: string, slice: TimeWindow, listed: TimeWindow = slice): Promise<SliceFacts> {
+  return loadFacts(db, account, SLICE, { keys: [account, slice.from, slice.to, listed.from, listed.to], loose: [account, slice.from, slice.to] });
 }
 
 /** The facts of the identities some charges belong to (the charges Stripe's events point at), whatever their age. */
 export function loadChangedFacts(db: Queryable, account: string, chargeIds: readonly string[]): Promise<SliceFacts> {
-  return loadFacts(db, account, CHANGED, [account, chargeIds]);
+  return loadFacts(db, account, CHANGED, { keys: [account, chargeIds], loose: [account, chargeIds] });
 }
 
 type Row = Record<string, unknown>;
 const keyOf = (tenantId: string, key: string) => `${tenantId}\u001f${key}`;
 
-async function loadFacts(db: Queryable, account: string, queries: Queries, selection: unknown[]): Promise<SliceFacts> {
+async function loadFacts(db: Queryable, account: string, queries: Queries, selection: { keys: unknown[]; loose: unknown[] }): Promise<SliceFacts> {
   const accountId = accountIdOf(account);
-  const { rows: keyRows } = await db.query<Row>(queries.claims, selection);
+  const { rows: keyRows } = await db.query<Row>(queries.claims, selection.keys);
   const identities = new Map<string, IdentityFacts>();
   const links = new Map<string, Set<string>>(); // charge id → identities linking it (payment rows, stored answers)
   const link = (chargeId: string, id: string) => {
@@ -198,8 +218,8 @@ async function loadFacts(db: Queryable, account: string, queries: Queries, selec
     }
   }
 
-  const looseCharges = await db.query<Row>(queries.looseCharges, selection);
-  const looseEffects = await db.query<Row>(queries.looseEffects, selection);
+  const looseCharges = await db.query<Row>(queries.looseCharges, selection.loose);
+  const looseEffects = await db.query<Row>(queries.looseEffects, selection.loose);
   return {
     identities: [...identities.values()],
     looseCharges: looseCharges.rows.map((r) => ({ charge: chargeFact(r), effect: r.p_charge_id === null ? null : effectFact(r) })),

@@ -50,9 +50,11 @@ function judgeKept(scope: IdentityScope, claim: ClaimFact, request: Request | nu
 }
 
 function judgeMismatched(scope: IdentityScope, claim: ClaimFact, request: Request): void {
-  // Charges the duplicate finding already accounts for (no kept charge: all live ones) are not reported twice.
+  // Charges the duplicate finding is about (no kept charge: all live ones) are not reported
+  // twice, also one whose payment row's finding covers it: which charges get a finding here
+  // must not depend on whether that row has been repaired yet.
   const duplicate = scope.out.findings.find((f) => f.category === 'duplicate_charge');
-  const elsewhere = new Set(duplicate?.covers.charges ?? []);
+  const elsewhere = new Set(duplicate ? scope.evidence.live.map((c) => c.id) : []);
   let claimCovered = false;
   if (duplicate && scope.evidence.money.every((c) => elsewhere.has(c.id) || scope.pairs.get(c.id) === 'amount_mismatch')) {
     duplicate.covers.claims.push(scope.subject);

@@ -13,13 +13,14 @@ import type { JudgeContext, Judgement } from './types.js';
  * row against its own charge, then the key itself (with a claim, or without), then
  * everything no finding accounts for is `matched` or quiet. If any part waits on a
  * live writer or on Stripe's own word, the whole identity is deferred: nothing of it
- * is recorded or repaired on partial knowledge.
+ * is recorded or repaired on partial knowledge. Returns the ids of the charges in the
+ * swept account it judged (or deferred).
  */
-export function judgeIdentity(facts: IdentityFacts, ctx: JudgeContext, out: Judgement): void {
+export function judgeIdentity(facts: IdentityFacts, ctx: JudgeContext, out: Judgement): string[] {
   const subject = claimSubject(facts.tenantId, facts.key);
   if (facts.claim && isLiveLease(facts.claim, ctx.now)) {
     out.deferred.push(subject);
-    return;
+    return facts.charges.filter((c) => c.account === facts.account).map((c) => c.id);
   }
   const local: Judgement = { ...out, findings: [], matched: [], quiet: { claims: [], charges: [], effects: [] }, judgedSubjects: [], deferred: [] };
   local.judgedSubjects.push(subject);
@@ -37,9 +38,10 @@ export function judgeIdentity(facts: IdentityFacts, ctx: JudgeContext, out: Judg
   } else {
     judgeUnclaimed(scope);
   }
+  const judged = evidence.charges.map((c) => c.id);
   if (local.deferred.length > 0) {
     out.deferred.push(subject, ...local.deferred.filter((s) => s !== subject));
-    return;
+    return judged;
   }
   accountForTheRest(scope);
   out.findings.push(...local.findings);
@@ -48,6 +50,7 @@ export function judgeIdentity(facts: IdentityFacts, ctx: JudgeContext, out: Judg
   out.quiet.charges.push(...local.quiet.charges);
   out.quiet.effects.push(...local.quiet.effects);
   out.judgedSubjects.push(...local.judgedSubjects);
+  return judged;
 }
 
 /**

@@ -14,8 +14,11 @@ import type { Finding, JudgeContext, Judgement } from './types.js';
  */
 export function judgeSlice(facts: SliceFacts, ctx: JudgeContext): Judgement {
   const out = emptyJudgement();
-  for (const identity of facts.identities) judgeIdentity(identity, ctx, out);
-  for (const loose of facts.looseCharges) judgeLooseCharge(loose, ctx, out);
+  // A charge without metadata that a claim's stored answer links to its key is that
+  // key's evidence: judged with it (or deferred with it), not a second time as loose.
+  const withIdentity = new Set<string>();
+  for (const identity of facts.identities) for (const id of judgeIdentity(identity, ctx, out)) withIdentity.add(id);
+  for (const loose of facts.looseCharges) if (!withIdentity.has(loose.charge.id)) judgeLooseCharge(loose, ctx, out);
   for (const loose of facts.looseEffects) judgeLooseEffect(loose, ctx, out);
   out.findings = dedupe(out.findings);
   out.matched = [...new Set(out.matched)];
