@@ -15,9 +15,9 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startStripeDouble } from '../src/fakes/stripe-double/index.js';
-import { createStripeClient } from '../src/stripe/client.js';
-import { createEventReader } from '../src/stripe/events.js';
-import { RateBudget } from '../src/stripe/rate-budget.js';
+import { createStripeClient } from '../src/providers/stripe/client.js';
+import { createEventReader } from '../src/providers/stripe/events.js';
+import { RateBudget } from '../src/providers/stripe/rate-budget.js';
 
 const BULK = 1_000_000;
 const READ = 100_000;

@@ -16,9 +16,9 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startStripeDouble } from '../src/fakes/stripe-double/index.js';
-import { createStripeClient } from '../src/stripe/client.js';
-import { createChargeLister, DEFAULT_CONCURRENCY } from '../src/stripe/list-charges.js';
-import { RateBudget } from '../src/stripe/rate-budget.js';
+import { createStripeClient } from '../src/providers/stripe/client.js';
+import { createChargeLister, DEFAULT_CONCURRENCY } from '../src/providers/stripe/list-charges.js';
+import { RateBudget } from '../src/providers/stripe/rate-budget.js';
 
 const CHARGES = 100_000;
 const LATENCY_MS = 300;

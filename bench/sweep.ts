@@ -10,10 +10,10 @@
 import { startStripeDouble } from '../src/fakes/stripe-double/index.js';
 import { ensureDayPartitions } from '../src/db/partitions.js';
 import { silentLogger } from '../src/log.js';
-import { createStripeClient } from '../src/stripe/client.js';
-import { createChargeLister } from '../src/stripe/list-charges.js';
-import { createStripeEvidence } from '../src/stripe/evidence.js';
-import { RateBudget } from '../src/stripe/rate-budget.js';
+import { createStripeClient } from '../src/providers/stripe/client.js';
+import { createChargeLister } from '../src/providers/stripe/list-charges.js';
+import { createStripeEvidence } from '../src/providers/stripe/evidence.js';
+import { RateBudget } from '../src/providers/stripe/rate-budget.js';
 import { sweep, sweepOptions } from '../src/sweep/sweep.js';
 import { benchDatabase, countStatements, writeResult } from './support.js';
 

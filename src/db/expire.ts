@@ -3,7 +3,7 @@ import { LOCK_CLASS, LockObject } from './locks.js';
 import { DAY_PARTITIONED_TABLES, ensureDayPartitions, partitionDays, utcDay } from './partitions.js';
 import { ConfigError } from '../errors.js';
 import { formatDuration } from '../time/duration.js';
-import { STRIPE_IDEMPOTENCY_WINDOW_MS } from '../stripe/limits.js';
+import { STRIPE_IDEMPOTENCY_WINDOW_MS } from '../providers/stripe/limits.js';
 
 /**
  * A claim must outlive every retry that could still arrive for it: Stripe forgets an

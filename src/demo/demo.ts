@@ -10,13 +10,13 @@ import { buildScenario, buildWeekOldPayment, refundAtStripe } from '../fakes/sim
 import { startStripeDouble, type StripeDouble } from '../fakes/stripe-double/index.js';
 import { silentLogger } from '../log.js';
 import { writeReport } from '../report/findings-report.js';
-import { createStripeClient } from '../stripe/client.js';
-import { createChargeLister } from '../stripe/list-charges.js';
-import { RateBudget } from '../stripe/rate-budget.js';
+import { createStripeClient } from '../providers/stripe/client.js';
+import { createChargeLister } from '../providers/stripe/list-charges.js';
+import { RateBudget } from '../providers/stripe/rate-budget.js';
 import { CATEGORIES } from '../sweep/categories.js';
 import { RUNBOOK } from '../sweep/runbook.js';
-import { createStripeEvidence } from '../stripe/evidence.js';
-import { changeSource, createEventReader } from '../stripe/events.js';
+import { createStripeEvidence } from '../providers/stripe/evidence.js';
+import { changeSource, createEventReader } from '../providers/stripe/events.js';
 import { sweep, sweepOptions, type SweepOptions, type SweepReport } from '../sweep/sweep.js';
 
 export interface DemoOptions {

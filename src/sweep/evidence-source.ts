@@ -1,11 +1,11 @@
-import type { MalformedCharge, NormalizedCharge } from '../stripe/types.js';
+import type { MalformedCharge, NormalizedCharge } from '../providers/stripe/types.js';
 
 /**
  * Stripe's own word, read directly (never from the mirror) before a step that can
  * move money or page someone: releasing a claim, raising `lost_effect` or
  * `effect_without_charge`, refunding a duplicate. A handful of calls per run, under
  * the same rate budget as the listing. The CLI wires the real SDK
- * (src/stripe/evidence.ts); tests pass an in-memory one.
+ * (src/providers/stripe/evidence.ts); tests pass an in-memory one.
  */
 export interface StripeEvidence {
   /**

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from '../log.js';
-import type { MalformedCharge, NormalizedCharge } from '../stripe/types.js';
+import type { MalformedCharge, NormalizedCharge } from '../providers/stripe/types.js';
 import { BrokenListingError, ownedBy } from './listing.js';
 import type { ChargeSource } from './types.js';
 import { widen, type TimeWindow } from './window.js';

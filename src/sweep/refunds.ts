@@ -1,7 +1,7 @@
 import { inTransaction, type Pool, type Queryable } from '../db/pool.js';
 import { ensureDayPartitions, utcDay } from '../db/partitions.js';
 import type { Logger } from '../log.js';
-import type { NormalizedCharge } from '../stripe/types.js';
+import type { NormalizedCharge } from '../providers/stripe/types.js';
 import { isRefundMade, REFUND_KEY_METADATA, type RefundFact, type StripeEvidence } from './evidence-source.js';
 import type { RecordedFinding } from './findings-store.js';
 import type { Finding, RepairPlan } from './judge/index.js';

@@ -1,6 +1,6 @@
 import type { Pool } from '../db/pool.js';
 import type { Logger } from '../log.js';
-import type { MalformedCharge, NormalizedCharge } from '../stripe/types.js';
+import type { MalformedCharge, NormalizedCharge } from '../providers/stripe/types.js';
 import type { Category } from './categories.js';
 import type { Judgement } from './judge/index.js';
 import type { StripeEvidence } from './evidence-source.js';

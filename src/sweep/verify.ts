@@ -1,5 +1,5 @@
 import type { Logger } from '../log.js';
-import type { NormalizedCharge } from '../stripe/types.js';
+import type { NormalizedCharge } from '../providers/stripe/types.js';
 import type { StripeEvidence } from './evidence-source.js';
 import { identityKey, type VerificationNeeds } from './judge/index.js';
 

@@ -4,7 +4,7 @@ import { verifySignature } from '../../src/alerts/index.js';
 import { createClaimClient, type ClaimClientDeps } from '../../src/claims/index.js';
 import { startStripeDouble, type StripeDouble } from '../../src/fakes/stripe-double/index.js';
 import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
-import { createStripeClient } from '../../src/stripe/client.js';
+import { createStripeClient } from '../../src/providers/stripe/client.js';
 import { cloneDatabase, createTestDatabase, type TestDatabase } from '../support/db.js';
 import { runCli, startCli } from '../support/cli.js';
 import { tableChecksums } from '../support/checksums.js';

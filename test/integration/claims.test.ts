@@ -5,7 +5,7 @@ import { ClaimValidationError } from '../../src/claims/validate.js';
 import { takeClaim } from '../../src/claims/claim-store.js';
 import { requestFingerprint } from '../../src/claims/keys.js';
 import { ensureDayPartitions } from '../../src/db/partitions.js';
-import { createStripeClient } from '../../src/stripe/client.js';
+import { createStripeClient } from '../../src/providers/stripe/client.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { deferred } from '../support/promises.js';
 import { cardDeclined, interceptPaymentIntents, succeededIntent } from '../support/stripe-nock.js';

@@ -1,7 +1,7 @@
 import Stripe from 'stripe';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { READ_ONLY_PERMISSIONS, startStripeDouble, type StripeDouble } from '../../src/fakes/stripe-double/index.js';
-import { createStripeClient, STRIPE_API_VERSION } from '../../src/stripe/client.js';
+import { createStripeClient, STRIPE_API_VERSION } from '../../src/providers/stripe/client.js';
 
 // The double's events, refunds list and charge search through the real SDK.
 const NOW = new Date('2026-03-10T12:00:00Z');

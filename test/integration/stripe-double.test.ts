@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { READ_ONLY_PERMISSIONS, startStripeDouble, type ChargeJson, type StripeDouble } from '../../src/fakes/stripe-double/index.js';
-import { createStripeClient } from '../../src/stripe/client.js';
+import { createStripeClient } from '../../src/providers/stripe/client.js';
 
 const NOW = new Date('2026-03-10T12:00:00Z');
 const NOW_S = NOW.getTime() / 1000;

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startStripeDouble, type StripeDouble } from '../../src/fakes/stripe-double/index.js';
-import { createStripeClient } from '../../src/stripe/client.js';
-import { IncompleteEventsError, MissingEventsPermissionError } from '../../src/stripe/event-errors.js';
-import { createEventReader, type EventReader } from '../../src/stripe/events.js';
-import { DEFAULT_METADATA_KEYS, normalizeCharge } from '../../src/stripe/normalize.js';
-import { RateBudget } from '../../src/stripe/rate-budget.js';
-import type { NormalizedCharge } from '../../src/stripe/types.js';
+import { createStripeClient } from '../../src/providers/stripe/client.js';
+import { IncompleteEventsError, MissingEventsPermissionError } from '../../src/providers/stripe/event-errors.js';
+import { createEventReader, type EventReader } from '../../src/providers/stripe/events.js';
+import { DEFAULT_METADATA_KEYS, normalizeCharge } from '../../src/providers/stripe/normalize.js';
+import { RateBudget } from '../../src/providers/stripe/rate-budget.js';
+import type { NormalizedCharge } from '../../src/providers/stripe/types.js';
 import { failure } from '../support/promises.js';
 
 // The events reader and the charge re-read through the real SDK against the double, on its frozen clock.

@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { READ_ONLY_PERMISSIONS, startStripeDouble, type StripeDouble } from '../../src/fakes/stripe-double/index.js';
-import { createStripeClient } from '../../src/stripe/client.js';
-import { StripeListCounters } from '../../src/stripe/counters.js';
-import { IncompleteWindowError, InvalidStripeKeyError, MissingStripePermissionError } from '../../src/stripe/errors.js';
-import { createChargeLister, type ChargeLister } from '../../src/stripe/list-charges.js';
-import type { RetryPolicy } from '../../src/stripe/backoff.js';
-import { RateBudget } from '../../src/stripe/rate-budget.js';
-import type { ChargeWindow } from '../../src/stripe/window.js';
-import type { MalformedCharge, NormalizedCharge } from '../../src/stripe/types.js';
+import { createStripeClient } from '../../src/providers/stripe/client.js';
+import { StripeListCounters } from '../../src/providers/stripe/counters.js';
+import { IncompleteWindowError, InvalidStripeKeyError, MissingStripePermissionError } from '../../src/providers/stripe/errors.js';
+import { createChargeLister, type ChargeLister } from '../../src/providers/stripe/list-charges.js';
+import type { RetryPolicy } from '../../src/providers/stripe/backoff.js';
+import { RateBudget } from '../../src/providers/stripe/rate-budget.js';
+import type { ChargeWindow } from '../../src/providers/stripe/window.js';
+import type { MalformedCharge, NormalizedCharge } from '../../src/providers/stripe/types.js';
 import { failure } from '../support/promises.js';
 
 const FROM = new Date('2026-03-01T00:00:00Z');

@@ -1,5 +1,5 @@
 import type { Queryable } from '../../src/db/pool.js';
-import type { NormalizedCharge } from '../../src/stripe/types.js';
+import type { NormalizedCharge } from '../../src/providers/stripe/types.js';
 import type { ChangeSource, ChargeSource } from '../../src/sweep/sweep.js';
 import { downstreamKey } from '../../src/claims/keys.js';
 import type { RefundFact, StripeEvidence } from '../../src/sweep/evidence-source.js';

@@ -1,11 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { StripeListCounters } from '../../src/stripe/counters.js';
-import { IncompleteWindowError, InvalidStripeKeyError, MissingStripePermissionError, PageFetchError } from '../../src/stripe/errors.js';
-import { listChargeWindow } from '../../src/stripe/list-charges.js';
-import { DEFAULT_METADATA_KEYS, normalizeCharge } from '../../src/stripe/normalize.js';
-import { withRetries, type FetchChargePage, type PageQuery } from '../../src/stripe/page-source.js';
-import { RateBudget } from '../../src/stripe/rate-budget.js';
+import { StripeListCounters } from '../../src/providers/stripe/counters.js';
+import { IncompleteWindowError, InvalidStripeKeyError, MissingStripePermissionError, PageFetchError } from '../../src/providers/stripe/errors.js';
+import { listChargeWindow } from '../../src/providers/stripe/list-charges.js';
+import { DEFAULT_METADATA_KEYS, normalizeCharge } from '../../src/providers/stripe/normalize.js';
+import { withRetries, type FetchChargePage, type PageQuery } from '../../src/providers/stripe/page-source.js';
+import { RateBudget } from '../../src/providers/stripe/rate-budget.js';
 import { chargeObject, fuzzParameters, hostileJson, hostileString, NOW, ruleProblems, schemaProblems, WINDOW_FROM, WINDOW_TO } from '../support/fuzz.js';
 
 /**

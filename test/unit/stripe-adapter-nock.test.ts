@@ -1,9 +1,9 @@
 import nock from 'nock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createStripeClient } from '../../src/stripe/client.js';
-import { IncompleteWindowError, InvalidStripeKeyError, MissingStripePermissionError } from '../../src/stripe/errors.js';
-import { createChargeLister } from '../../src/stripe/list-charges.js';
-import { RateBudget } from '../../src/stripe/rate-budget.js';
+import { createStripeClient } from '../../src/providers/stripe/client.js';
+import { IncompleteWindowError, InvalidStripeKeyError, MissingStripePermissionError } from '../../src/providers/stripe/errors.js';
+import { createChargeLister } from '../../src/providers/stripe/list-charges.js';
+import { RateBudget } from '../../src/providers/stripe/rate-budget.js';
 import { STRIPE_ORIGIN } from '../support/stripe-nock.js';
 import { failure } from '../support/promises.js';
 

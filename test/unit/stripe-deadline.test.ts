@@ -2,13 +2,13 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createStripeClient } from '../../src/stripe/client.js';
-import { StripeListCounters } from '../../src/stripe/counters.js';
-import { IncompleteWindowError } from '../../src/stripe/errors.js';
-import { classifyListFailure } from '../../src/stripe/failure.js';
-import { listChargeWindow } from '../../src/stripe/list-charges.js';
-import { sdkPageSource, withRetries } from '../../src/stripe/page-source.js';
-import { RateBudget } from '../../src/stripe/rate-budget.js';
+import { createStripeClient } from '../../src/providers/stripe/client.js';
+import { StripeListCounters } from '../../src/providers/stripe/counters.js';
+import { IncompleteWindowError } from '../../src/providers/stripe/errors.js';
+import { classifyListFailure } from '../../src/providers/stripe/failure.js';
+import { listChargeWindow } from '../../src/providers/stripe/list-charges.js';
+import { sdkPageSource, withRetries } from '../../src/providers/stripe/page-source.js';
+import { RateBudget } from '../../src/providers/stripe/rate-budget.js';
 
 /**
  * Upstreams that never finish: one drips a byte every 200 ms (so an idle timeout never

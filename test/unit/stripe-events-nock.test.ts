@@ -1,10 +1,10 @@
 import nock from 'nock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createStripeClient } from '../../src/stripe/client.js';
-import { ChargeRetrievalError, IncompleteEventsError, MissingEventsPermissionError } from '../../src/stripe/event-errors.js';
-import { InvalidStripeKeyError } from '../../src/stripe/errors.js';
-import { CHANGE_EVENT_TYPES, createEventReader, type EventWindow } from '../../src/stripe/events.js';
-import { RateBudget } from '../../src/stripe/rate-budget.js';
+import { createStripeClient } from '../../src/providers/stripe/client.js';
+import { ChargeRetrievalError, IncompleteEventsError, MissingEventsPermissionError } from '../../src/providers/stripe/event-errors.js';
+import { InvalidStripeKeyError } from '../../src/providers/stripe/errors.js';
+import { CHANGE_EVENT_TYPES, createEventReader, type EventWindow } from '../../src/providers/stripe/events.js';
+import { RateBudget } from '../../src/providers/stripe/rate-budget.js';
 import { failure } from '../support/promises.js';
 import { STRIPE_ORIGIN } from '../support/stripe-nock.js';
 

@@ -1,6 +1,6 @@
 import Stripe from 'stripe';
 import { describe, expect, it } from 'vitest';
-import { classifyListFailure } from '../../src/stripe/failure.js';
+import { classifyListFailure } from '../../src/providers/stripe/failure.js';
 
 const stripeError = (statusCode: number | undefined, headers: Record<string, string> = {}, type = 'api_error') =>
   Stripe.errors.StripeError.generate({ type, message: `status ${statusCode}`, statusCode, headers } as never);

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_METADATA_KEYS, normalizeCharge } from '../../src/stripe/normalize.js';
+import { DEFAULT_METADATA_KEYS, normalizeCharge } from '../../src/providers/stripe/normalize.js';
 
 /** 2026-12-01: after the fixture's charge was made. */
 const NOW = 1_796_083_200;

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { StripeListCounters } from '../../src/stripe/counters.js';
-import { IncompleteWindowError, InvalidStripeKeyError } from '../../src/stripe/errors.js';
-import { listChargeWindow, maxPagesFor, type ChargeBatch } from '../../src/stripe/list-charges.js';
-import type { FetchChargePage, PageQuery, RawChargePage } from '../../src/stripe/page-source.js';
+import { StripeListCounters } from '../../src/providers/stripe/counters.js';
+import { IncompleteWindowError, InvalidStripeKeyError } from '../../src/providers/stripe/errors.js';
+import { listChargeWindow, maxPagesFor, type ChargeBatch } from '../../src/providers/stripe/list-charges.js';
+import type { FetchChargePage, PageQuery, RawChargePage } from '../../src/providers/stripe/page-source.js';
 
 /**
  * An in-memory Stripe list endpoint, written as plainly as possible (sort, filter,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_METADATA_KEYS, normalizeCharge, pageCursorOf, type MetadataKeys } from '../../src/stripe/normalize.js';
+import { DEFAULT_METADATA_KEYS, normalizeCharge, pageCursorOf, type MetadataKeys } from '../../src/providers/stripe/normalize.js';
 
 /** 2026-03-10T12:00:00Z, the charge's own time; "now" is an hour later. */
 const CREATED = 1_773_144_000;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RateBudget } from '../../src/stripe/rate-budget.js';
+import { RateBudget } from '../../src/providers/stripe/rate-budget.js';
 
 /** A clock the test moves by hand, and a sleep that records what it was asked and advances the clock. */
 function fakeTime() {

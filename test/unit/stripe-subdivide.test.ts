@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { planNext, splitPoint, type PageOutline } from '../../src/stripe/subdivide.js';
+import { planNext, splitPoint, type PageOutline } from '../../src/providers/stripe/subdivide.js';
 
 const full = (newest: number, oldest: number, id = 'ch_last', count = 100): PageOutline => ({
   hasMore: true,

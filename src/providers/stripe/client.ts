@@ -1,5 +1,5 @@
 import Stripe from 'stripe';
-import { registerSecret } from '../secrets.js';
+import { registerSecret } from '../../secrets.js';
 import { DeadlineHttpClient } from './http-client.js';
 
 /** The API version every request is pinned to; fixtures and the double follow it. */

@@ -1,5 +1,5 @@
 import Stripe from 'stripe';
-import type { RefundFact, RefundRequest, StripeEvidence } from '../sweep/evidence-source.js';
+import type { RefundFact, RefundRequest, StripeEvidence } from '../../sweep/evidence-source.js';
 import { StripeListCounters } from './counters.js';
 import { DEFAULT_METADATA_KEYS, normalizeCharge, type MetadataKeys } from './normalize.js';
 import { withRetries, type RetryDeps } from './page-source.js';
