@@ -319,24 +319,6 @@ export function requireStripeApiKey(config: Config): string {
   return config.stripeApiKey;
 }
 
-/** The configuration as it may appear in logs: no key, no database password. */
-export function describeConfig(config: Config): Record<string, unknown> {
-  return {
-    databaseUrl: config.databaseUrl ? redactUrlPassword(config.databaseUrl) : undefined,
-    stripeApiKey: config.stripeApiKey ? `${config.stripeApiKey.slice(0, 8)}…` : undefined,
-    stripeApiBase: config.stripeApiBase,
-    claimLease: formatDuration(config.claimLeaseMs),
-    retention: formatDuration(config.retentionMs),
-    maxAmount: config.maxAmount,
-    metadataKeys: config.metadataKeys,
-    accounts: config.accounts,
-    settle: formatDuration(config.settleMs),
-    overlap: formatDuration(config.overlapMs),
-    slice: formatDuration(config.sliceMs),
-    stripeRatePerSecond: config.stripeRatePerSecond,
-  };
-}
-
 export function redactUrlPassword(url: string): string {
   try {
     const parsed = new URL(url);

@@ -9,8 +9,7 @@ export type { Logger } from 'pino';
  * pino on stderr (stdout carries results): JSON lines, or pino-pretty's for a person
  * at a terminal (the CLI decides: src/cli/log-output.ts). Secrets are redacted by path
  * wherever they could be attached to a log line, and by value (src/secrets.ts) in the
- * final line, wherever they hide in text; the config is logged through
- * `describeConfig`, which never includes them in the first place.
+ * final line, wherever they hide in text.
  */
 export const REDACTED_PATHS = [
   'stripeApiKey',
