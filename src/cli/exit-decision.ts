@@ -40,6 +40,10 @@ export interface AccountOutcome {
 
 export interface RunOutcome {
   accounts: readonly AccountOutcome[];
+  /** The sweep failed for an account (`SweepFailedError`): its report says why. */
+  sweepFailed: boolean;
+  /** Charges Stripe listed without a usable id: money no finding can name. */
+  unnamedCharges: number;
   /** Alert deliveries that failed: nobody may have been told, so the run failed. */
   alertsFailed: number;
   /** A signal stopped the run. */
@@ -48,11 +52,17 @@ export interface RunOutcome {
 }
 
 /**
- * The exit code of `run` and `backfill`. A failure of any kind (an account failed or
- * was interrupted, an alert was not delivered) is 1 whatever `findingsExit` says: a
- * deployment that leaves findings to the alerts still sees failed runs fail.
+ * The exit code of `run` and `backfill` once they have results (README "Exit codes").
+ * A failure of any kind (the sweep of an account failed or was interrupted, a charge
+ * could not be named, an alert was not delivered) is 1 whatever `findingsExit` says:
+ * a deployment that leaves findings to the alerts still sees failed runs fail. Open
+ * findings exit with `findingsExit` (3 by default, or 0); anything else, and no account
+ * to sweep at all, is 0. The other codes never reach here: bad usage or configuration
+ * (64) and a lock held elsewhere (75) are errors thrown before there are results, and
+ * `reportFatal` (exit.ts) turns them into their codes.
  */
 export function exitCodeFor(outcome: RunOutcome): number {
+  if (outcome.sweepFailed || outcome.unnamedCharges > 0) return ExitCode.failed;
   if (outcome.alertsFailed > 0 || outcome.interrupted || outcome.accounts.some((a) => a.status !== 'succeeded')) {
     return ExitCode.failed;
   }

@@ -10,7 +10,7 @@ import { terminalSafe } from '../terminal-text.js';
 import { writeJson } from './context.js';
 import { exitCodeFor, type FindingsExit } from './exit-decision.js';
 import { exitReason } from './exit-reason.js';
-import { ExitCode, writeErrorLine } from './exit.js';
+import { writeErrorLine } from './exit.js';
 import type { ProgressReporter } from './progress.js';
 import { formatReport, OPEN_LISTED } from './run-output.js';
 
@@ -67,17 +67,22 @@ export async function finishSweep(input: FinishInput): Promise<number> {
   const alerts = input.dryRun ? { failed: 0, firstError: undefined } : await sendAlerts(input, completeness);
   if (!input.dryRun) await input.publish(reports, [...completeness.values()]);
 
+  const code = exitCodeFor({
+    accounts: reports,
+    sweepFailed: input.failure !== undefined,
+    unnamedCharges: input.unnamed,
+    alertsFailed: alerts.failed,
+    interrupted: interruptedBy !== null,
+    findingsExit: input.findingsExit,
+  });
   if (input.failure === undefined && input.unnamed > 0) {
     // Money Stripe holds that no finding can name: a person must look, whatever else happened.
     writeErrorLine(
       `${input.unnamed} charge(s) from Stripe had no usable id and could not be judged or recorded ` +
         "(logged as 'Stripe returned a charge the sweep cannot judge'); exit 1 until Stripe lists them whole",
     );
-    return ExitCode.failed;
+    return code;
   }
-  const code = input.failure
-    ? ExitCode.failed
-    : exitCodeFor({ accounts: reports, alertsFailed: alerts.failed, interrupted: interruptedBy !== null, findingsExit: input.findingsExit });
   const slices = Object.fromEntries(
     reports.flatMap((r) => {
       const p = input.progress.last(r.account);

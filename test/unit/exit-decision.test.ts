@@ -2,7 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { exitCodeFor, findingsExitFrom, type AccountOutcome, type RunOutcome } from '../../src/cli/exit-decision.js';
 
 const ok = (unreconciled = 0): AccountOutcome => ({ status: 'succeeded', unreconciled });
-const outcome = (over: Partial<RunOutcome>): RunOutcome => ({ accounts: [ok()], alertsFailed: 0, interrupted: false, findingsExit: 3, ...over });
+const outcome = (over: Partial<RunOutcome>): RunOutcome => ({
+  accounts: [ok()],
+  sweepFailed: false,
+  unnamedCharges: 0,
+  alertsFailed: 0,
+  interrupted: false,
+  findingsExit: 3,
+  ...over,
+});
 
 describe('exitCodeFor', () => {
   it('0 when everything is reconciled, whatever findingsExit says', () => {
@@ -23,6 +31,41 @@ describe('exitCodeFor', () => {
       expect(exitCodeFor(outcome({ accounts: [ok(1)], alertsFailed: 1, findingsExit }))).toBe(1);
       expect(exitCodeFor(outcome({ accounts: [ok()], interrupted: true, findingsExit }))).toBe(1);
     }
+  });
+
+  it('a failed sweep (SweepFailedError) is 1, even when every report it kept says succeeded', () => {
+    for (const findingsExit of [0, 3] as const) {
+      expect(exitCodeFor(outcome({ sweepFailed: true, findingsExit }))).toBe(1);
+      expect(exitCodeFor(outcome({ sweepFailed: true, accounts: [ok(4)], findingsExit }))).toBe(1);
+      expect(exitCodeFor(outcome({ sweepFailed: true, accounts: [], findingsExit }))).toBe(1);
+    }
+  });
+
+  it('a charge Stripe listed without a usable id is 1: money no finding can name', () => {
+    for (const findingsExit of [0, 3] as const) {
+      expect(exitCodeFor(outcome({ unnamedCharges: 1, findingsExit }))).toBe(1);
+      expect(exitCodeFor(outcome({ unnamedCharges: 2, accounts: [ok(3)], findingsExit }))).toBe(1);
+    }
+  });
+
+  it('only ever answers 0, 1 or 3: 64 and 75 are errors thrown before there are results', () => {
+    const codes = new Set<number>();
+    for (const status of ['succeeded', 'interrupted', 'failed'] as const) {
+      for (const unreconciled of [0, 1]) {
+        for (const sweepFailed of [false, true]) {
+          for (const unnamedCharges of [0, 1]) {
+            for (const alertsFailed of [0, 1]) {
+              for (const interrupted of [false, true]) {
+                for (const findingsExit of [0, 3] as const) {
+                  codes.add(exitCodeFor({ accounts: [{ status, unreconciled }], sweepFailed, unnamedCharges, alertsFailed, interrupted, findingsExit }));
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    expect([...codes].sort()).toEqual([0, 1, 3]);
   });
 });
 

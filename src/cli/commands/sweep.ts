@@ -1,14 +1,16 @@
 import type { Command } from 'commander';
 import { alertConfigFromEnv } from '../../alerts/index.js';
 import { loadConfig, requireStripeApiKey, type Config } from '../../config.js';
-import { metricsConfigFromEnv, publishMetrics, readLastSuccessByAccount } from '../../metrics/index.js';
+import type { Pool } from '../../db/pool.js';
+import type { Logger } from '../../log.js';
+import { metricsConfigFromEnv, publishMetrics, readLastSuccessByAccount, type MetricsConfig } from '../../metrics/index.js';
 import { readStatus } from '../../sweep/status.js';
 import { createChargeLister, createStripeClient, RateBudget } from '../../providers/stripe/index.js';
 import { createStripeEvidence } from '../../providers/stripe/evidence.js';
 import { changeSource, createEventReader } from '../../providers/stripe/events.js';
 import type { AccountCompleteness } from '../../sweep/completeness.js';
 import { SweepLockedError } from '../../sweep/lock.js';
-import { sweep, SweepFailedError, type SweepDeps, type SweepReport } from '../../sweep/sweep.js';
+import { sweep, SweepFailedError, type SweepDeps, type SweepOptions, type SweepReport } from '../../sweep/sweep.js';
 import { parseShard, shardOf, type Shard, type TimeWindow } from '../../sweep/window.js';
 import { parseDuration } from '../../time/duration.js';
 import { instantProblem, parseInstant } from '../../time/instant.js';
@@ -121,54 +123,19 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
       onProgress: (p) => progress.onProgress(p),
       onSkipped: (account) => skipped.push(account),
     };
-    // Metrics go out whatever happened (a failed run shows as a stale last-success);
-    // publishing must never replace the run's own error.
-    const publish = async (done: SweepReport[], completeness: readonly AccountCompleteness[] = []): Promise<void> => {
-      try {
-        const published = await publishMetrics({
-          config: metricsConfig,
-          logger,
-          grouping: shard ? { shard: `${shard.index}_${shard.count}` } : undefined,
-          input: {
-            reports: done,
-            status: await readStatus(pool, new Date()),
-            stripe429s: lister.counters.rateLimited,
-            now: new Date(),
-            accounts,
-            ...(mode === 'run' ? { skipped } : {}),
-            lastSuccessAt: await readLastSuccessByAccount(pool),
-            completeness,
-          },
-        });
-        for (const error of published.errors) logger.warn({ error }, 'metrics not published');
-      } catch (error) {
-        logger.warn({ error: (error as Error)?.message }, 'metrics not published');
-      }
-    };
+    const publish = metricsPublisher({
+      pool,
+      logger,
+      config: metricsConfig,
+      shard,
+      accounts,
+      ...(mode === 'run' ? { skipped } : {}),
+      stripe429s: () => lister.counters.rateLimited,
+    });
     let reports: SweepReport[] = [];
     let failure: Error | undefined;
     try {
-      reports = await sweep(deps, {
-        mode,
-        accounts,
-        shard,
-        window,
-        dryRun: Boolean(flags.dryRun),
-        settleMs: config.settleMs,
-        overlapMs: config.overlapMs,
-        sliceMs: config.sliceMs,
-        leaseMs: config.claimLeaseMs,
-        retentionMs: config.retentionMs,
-        firstRunLookbackMs: config.firstRunLookbackMs,
-        eventsLagMs: config.eventsLagMs,
-        eventsOverlapMs: config.eventsOverlapMs,
-        deepReadEveryMs: config.deepReadEveryMs,
-        deepReadDays: config.deepReadDays,
-        refundDuplicates: Boolean(flags.refundDuplicates),
-        resume: flags.resume !== false,
-        lockWaitMs,
-        signal,
-      });
+      reports = await sweep(deps, sweepOptionsOf(mode, flags, config, { accounts, shard, window, lockWaitMs, signal }));
     } catch (error) {
       progress.stop();
       if (!(error instanceof SweepFailedError)) {
@@ -199,6 +166,76 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
       publish,
     });
   }, config);
+}
+
+/** The sweep's options: the configuration, overridden by the command's flags. */
+function sweepOptionsOf(
+  mode: 'run' | 'backfill',
+  flags: SweepFlags,
+  config: Config,
+  run: { accounts: string[]; shard: Shard | undefined; window: TimeWindow | undefined; lockWaitMs: number; signal: AbortSignal | undefined },
+): SweepOptions {
+  return {
+    mode,
+    accounts: run.accounts,
+    shard: run.shard,
+    window: run.window,
+    dryRun: Boolean(flags.dryRun),
+    settleMs: config.settleMs,
+    overlapMs: config.overlapMs,
+    sliceMs: config.sliceMs,
+    leaseMs: config.claimLeaseMs,
+    retentionMs: config.retentionMs,
+    firstRunLookbackMs: config.firstRunLookbackMs,
+    eventsLagMs: config.eventsLagMs,
+    eventsOverlapMs: config.eventsOverlapMs,
+    deepReadEveryMs: config.deepReadEveryMs,
+    deepReadDays: config.deepReadDays,
+    refundDuplicates: Boolean(flags.refundDuplicates),
+    // `--no-resume` is the only way to say false: a backfill resumes by default.
+    resume: flags.resume !== false,
+    lockWaitMs: run.lockWaitMs,
+    signal: run.signal,
+  };
+}
+
+/**
+ * Publishes the run's metrics. They go out whatever happened (a failed run shows as a
+ * stale last-success); publishing must never replace the run's own error.
+ */
+function metricsPublisher(args: {
+  pool: Pool;
+  logger: Logger;
+  config: MetricsConfig;
+  shard: Shard | undefined;
+  accounts: readonly string[];
+  /** Scheduled runs only: accounts a backfill held. */
+  skipped?: readonly string[];
+  stripe429s: () => number;
+}): (done: SweepReport[], completeness?: readonly AccountCompleteness[]) => Promise<void> {
+  const { pool, logger, shard } = args;
+  return async (done, completeness = []) => {
+    try {
+      const published = await publishMetrics({
+        config: args.config,
+        logger,
+        grouping: shard ? { shard: `${shard.index}_${shard.count}` } : undefined,
+        input: {
+          reports: done,
+          status: await readStatus(pool, new Date()),
+          stripe429s: args.stripe429s(),
+          now: new Date(),
+          accounts: args.accounts,
+          ...(args.skipped ? { skipped: args.skipped } : {}),
+          lastSuccessAt: await readLastSuccessByAccount(pool),
+          completeness,
+        },
+      });
+      for (const error of published.errors) logger.warn({ error }, 'metrics not published');
+    } catch (error) {
+      logger.warn({ error: (error as Error)?.message }, 'metrics not published');
+    }
+  };
 }
 
 /**
