@@ -7,7 +7,7 @@
  */
 import { ensureDayPartitions } from '../src/db/partitions.js';
 import { silentLogger } from '../src/log.js';
-import type { NormalizedCharge } from '../src/providers/stripe/types.js';
+import type { NormalizedCharge } from '../src/sweep/provider.js';
 import { sweep, sweepOptions, type ChargeSource } from '../src/sweep/sweep.js';
 import { benchDatabase, countStatements, noEvidenceNeeded, writeResult } from './support.js';
 

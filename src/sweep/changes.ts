@@ -1,4 +1,4 @@
-import type { MalformedCharge } from '../providers/stripe/types.js';
+import type { MalformedCharge } from './provider.js';
 import { judgeBatch, type RunContext } from './batch.js';
 import { advanceEventCursor, readDeepRead, readEventCursor, recordDeepRead } from './changes-store.js';
 import { deepRead } from './deep-read.js';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Queryable } from '../db/pool.js';
-import type { NormalizedCharge } from '../providers/stripe/types.js';
+import type { NormalizedCharge } from './provider.js';
 import { judgeBatch, type RunContext } from './batch.js';
 import { loadSliceFacts } from './facts-sql.js';
 import type { SweepDeps, SweepOptions } from './types.js';

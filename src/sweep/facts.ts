@@ -1,5 +1,5 @@
 import type { PaymentEffect, ResponseOutcome } from '../claims/claim-store.js';
-import type { NormalizedCharge } from '../providers/stripe/types.js';
+import type { NormalizedCharge } from './provider.js';
 
 /** What the sweep knows about one claim, charge or effect when it judges them. */
 

@@ -1,4 +1,4 @@
-import type { MalformedCharge } from '../providers/stripe/types.js';
+import type { MalformedCharge } from './provider.js';
 import type { TimeWindow } from './window.js';
 
 /** What a slice's listing must satisfy, whichever path lists it (prefetch.ts, slice.ts). */

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { PoolClient } from '../db/pool.js';
-import type { NormalizedCharge } from '../providers/stripe/types.js';
+import type { NormalizedCharge } from './provider.js';
 import { isDataError, upsertChargesIsolating, type IsolatedUpsert } from './mirror-isolating.js';
 
 /**

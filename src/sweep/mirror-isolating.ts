@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/pool.js';
-import type { NormalizedCharge } from '../providers/stripe/types.js';
+import type { NormalizedCharge } from './provider.js';
 import { upsertCharges } from './mirror.js';
 
 /** A charge the database refused, with the reason PostgreSQL gave. */

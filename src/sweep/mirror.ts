@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/pool.js';
-import type { NormalizedCharge } from '../providers/stripe/types.js';
+import type { NormalizedCharge } from './provider.js';
 
 /**
  * Lands one batch of charges (a page or more) in the mirror in one statement. A row

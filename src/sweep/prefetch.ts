@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import type { Logger } from '../log.js';
-import type { MalformedCharge, NormalizedCharge } from '../providers/stripe/types.js';
+import type { MalformedCharge, NormalizedCharge } from './provider.js';
 import { BrokenListingError, ownedBy } from './listing.js';
 import type { ChargeSource } from './types.js';
 import { widen, type TimeWindow } from './window.js';
@@ -67,6 +68,8 @@ export class SlicePrefetcher {
   ) {
     const pace = deps.pace?.();
     this.depth = pace ? prefetchDepth(pace.ratePerSecond, pace.meanLatencyMs) : MIN_DEPTH;
+    // Every listing in flight listens on it (up to MAX_DEPTH at once): not a leak.
+    setMaxListeners(MAX_DEPTH * 4 + 10, this.controller.signal);
     signal?.addEventListener('abort', () => this.controller.abort(signal.reason), { once: true });
     deps.log.info({ depth: this.depth, max_charges: maxCharges }, 'listing slices ahead of the judgement (depth from the rate budget and the latency)');
   }

@@ -1,8 +1,8 @@
 import { inTransaction, type Pool, type Queryable } from '../db/pool.js';
 import { ensureDayPartitions, utcDay } from '../db/partitions.js';
 import type { Logger } from '../log.js';
-import type { NormalizedCharge } from '../providers/stripe/types.js';
-import { isRefundMade, REFUND_KEY_METADATA, type RefundFact, type StripeEvidence } from './evidence-source.js';
+import type { NormalizedCharge } from './provider.js';
+import { isRefundMade, REFUND_KEY_METADATA, type RefundFact, type ProviderEvidence } from './provider.js';
 import type { RecordedFinding } from './findings-store.js';
 import type { Finding, RepairPlan } from './judge/index.js';
 import { upsertCharges } from './mirror.js';
@@ -79,7 +79,7 @@ interface Intent {
 
 export interface SettleArgs {
   pool: Pool;
-  evidence: StripeEvidence;
+  evidence: ProviderEvidence;
   account: string;
   runId: string;
   clock: () => Date;

@@ -1,39 +1,12 @@
 import type { Pool } from '../db/pool.js';
 import type { Logger } from '../log.js';
-import type { MalformedCharge, NormalizedCharge } from '../providers/stripe/types.js';
 import type { Category } from './categories.js';
 import type { Judgement } from './judge/index.js';
-import type { StripeEvidence } from './evidence-source.js';
+import type { ChangeSource, ChargeSource, ProviderEvidence } from './provider.js';
 import type { RunMode } from './runs-store.js';
 import type { Shard, TimeWindow } from './window.js';
 
-/** Pages of one account's charges created in `[from, to)`; throws if the window cannot be read completely. */
-export type ChargeSource = (
-  account: string,
-  window: TimeWindow,
-  signal?: AbortSignal,
-) => AsyncIterable<{ charges: NormalizedCharge[]; malformed: MalformedCharge[] }>;
-
-/** One event Stripe sent about a change: only a pointer to the charge to re-read. */
-export interface ChangePointer {
-  id: string;
-  type: string;
-  /** Unix seconds. */
-  created: number;
-  chargeId: string | null;
-  /** Set when the event could not be read as a pointer (its object names no usable charge). */
-  problem?: string;
-}
-
-/**
- * One account's change events created in `(after − overlap, before)` (unix seconds),
- * every one of them, or a thrown error: never a partial answer.
- */
-export type ChangeSource = (
-  account: string,
-  window: { after: number; overlapSeconds: number; before: number },
-  signal?: AbortSignal,
-) => Promise<ChangePointer[]>;
+export type { ChangePointer, ChangeSource, ChargeSource } from './provider.js';
 
 export interface SweepDeps {
   pool: Pool;
@@ -43,7 +16,7 @@ export interface SweepDeps {
   clock: () => Date;
   logger: Logger;
   /** Stripe's own word: re-reads before a critical finding, a release or a refund, and the refunds themselves. */
-  evidence: StripeEvidence;
+  evidence: ProviderEvidence;
   /** The request rate and the mean latency measured so far: how many slices a real run lists ahead. */
   pace?: () => { ratePerSecond: number; meanLatencyMs: number | null };
   /** Tests: every batch's judgement (`slice:N`, `changes:N`), as judged (after Stripe's own word was read). */

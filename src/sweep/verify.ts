@@ -1,6 +1,6 @@
 import type { Logger } from '../log.js';
-import type { NormalizedCharge } from '../providers/stripe/types.js';
-import type { StripeEvidence } from './evidence-source.js';
+import type { NormalizedCharge } from './provider.js';
+import type { ProviderEvidence } from './provider.js';
 import { identityKey, type VerificationNeeds } from './judge/index.js';
 
 /** What this run has re-read from Stripe itself (grows during the run; small: one entry per critical candidate). */
@@ -24,7 +24,7 @@ const CONCURRENCY = 4;
  * critical is raised and nothing released on an unanswered question.
  */
 export async function readStripesWord(
-  evidence: StripeEvidence,
+  evidence: ProviderEvidence,
   needs: VerificationNeeds,
   verified: VerifiedSoFar,
   log: Logger,

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, it } from 'vitest';
 import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
 import { inTransaction } from '../../src/db/pool.js';
 import { DEFAULT_METADATA_KEYS, normalizeCharge } from '../../src/providers/stripe/normalize.js';
-import type { NormalizedCharge } from '../../src/providers/stripe/types.js';
+import type { NormalizedCharge } from '../../src/sweep/provider.js';
 import { upsertCharges } from '../../src/sweep/mirror.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { chargeObject, fuzzParameters } from '../support/fuzz.js';

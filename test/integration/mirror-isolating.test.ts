@@ -3,7 +3,7 @@ import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
 import { inTransaction } from '../../src/db/pool.js';
 import { upsertCharges } from '../../src/sweep/mirror.js';
 import { isDataError, upsertChargesIsolating } from '../../src/sweep/mirror-isolating.js';
-import type { NormalizedCharge } from '../../src/providers/stripe/types.js';
+import type { NormalizedCharge } from '../../src/sweep/provider.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
 /**

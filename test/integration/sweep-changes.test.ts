@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ensureDayPartitions } from '../../src/db/partitions.js';
 import { upsertCharges } from '../../src/sweep/mirror.js';
 import { silentLogger } from '../../src/log.js';
-import type { NormalizedCharge } from '../../src/providers/stripe/types.js';
+import type { NormalizedCharge } from '../../src/sweep/provider.js';
 import { sweep, sweepOptions, type SweepDeps, type SweepOptions, type SweepReport } from '../../src/sweep/sweep.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { normalizedTables } from '../support/normalized-tables.js';

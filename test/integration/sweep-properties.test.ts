@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureDayPartitions } from '../../src/db/partitions.js';
 import { silentLogger } from '../../src/log.js';
-import type { NormalizedCharge } from '../../src/providers/stripe/types.js';
+import type { NormalizedCharge } from '../../src/sweep/provider.js';
 import type { Judgement } from '../../src/sweep/judge/index.js';
 import { sweep, sweepOptions, type SweepOptions, type SweepReport } from '../../src/sweep/sweep.js';
 import { tableChecksums } from '../support/checksums.js';

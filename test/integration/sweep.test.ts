@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ensureDayPartitions } from '../../src/db/partitions.js';
 import { silentLogger } from '../../src/log.js';
-import type { NormalizedCharge } from '../../src/providers/stripe/types.js';
+import type { NormalizedCharge } from '../../src/sweep/provider.js';
 import { lockAccounts, SweepLockedError } from '../../src/sweep/lock.js';
 import { sweep, SweepFailedError, sweepOptions, type SweepDeps, type SweepOptions } from '../../src/sweep/sweep.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import type { NormalizedCharge } from '../../src/providers/stripe/types.js';
+import type { NormalizedCharge } from '../../src/sweep/provider.js';
 
 /**
  * Generators and checks shared by the fuzz tests. Runs per property come from

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { downstreamKey } from '../../src/claims/keys.js';
 import type { Queryable } from '../../src/db/pool.js';
-import type { NormalizedCharge } from '../../src/providers/stripe/types.js';
+import type { NormalizedCharge } from '../../src/sweep/provider.js';
 import { charge } from './scenario.js';
 
 /**

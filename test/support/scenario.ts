@@ -1,8 +1,8 @@
 import type { Queryable } from '../../src/db/pool.js';
-import type { NormalizedCharge } from '../../src/providers/stripe/types.js';
+import type { NormalizedCharge } from '../../src/sweep/provider.js';
 import type { ChangeSource, ChargeSource } from '../../src/sweep/sweep.js';
 import { downstreamKey } from '../../src/claims/keys.js';
-import type { RefundFact, StripeEvidence } from '../../src/sweep/evidence-source.js';
+import type { RefundFact, ProviderEvidence } from '../../src/sweep/provider.js';
 
 /** Direct table writes for sweep tests: the states crashes leave behind, made on purpose. */
 
@@ -124,7 +124,7 @@ export function memoryChargeSource(charges: () => NormalizedCharge[], calls?: { 
  * search by metadata, refunds. `refundsMade` records every refund POST, so tests can
  * count them across runs; `refundFails` makes the next POSTs throw (a crash, Stripe down).
  */
-export function memoryEvidence(charges: () => NormalizedCharge[]): StripeEvidence & {
+export function memoryEvidence(charges: () => NormalizedCharge[]): ProviderEvidence & {
   calls: { byId: number; searches: number; refundLists: number; refundPosts: number };
   refunds: RefundFact[];
   refundFails: { next: number; afterStripeRefunded?: boolean };

@@ -31,7 +31,7 @@ import { maxPagesFor } from './list-charges.js';
 import { pageShapeProblem, withRetries } from './page-source.js';
 import { RateBudget, type Sleep } from './rate-budget.js';
 import { createChargeRetriever, type RetrievedCharge } from './retrieve-charges.js';
-import type { ChangeSource } from '../../sweep/types.js';
+import type { ChangeSource } from '../../sweep/provider.js';
 
 export type { ChangeEvent } from './change-event.js';
 

@@ -1,11 +1,11 @@
 import Stripe from 'stripe';
-import type { RefundFact, RefundRequest, StripeEvidence } from '../../sweep/evidence-source.js';
+import type { RefundFact, RefundRequest, ProviderEvidence } from '../../sweep/provider.js';
 import { StripeListCounters } from './counters.js';
 import { DEFAULT_METADATA_KEYS, normalizeCharge, type MetadataKeys } from './normalize.js';
 import { withRetries, type RetryDeps } from './page-source.js';
 import { RateBudget } from './rate-budget.js';
 import { createChargeRetriever } from './retrieve-charges.js';
-import type { NormalizedCharge } from './types.js';
+import type { NormalizedCharge } from '../../sweep/provider.js';
 
 /**
  * Stripe's own word for the sweep (see src/sweep/evidence-source.ts), through the real
@@ -37,7 +37,7 @@ const MAX_SEARCH_PAGES = 10;
 
 type Call<R> = { account: string | null; run: (options: Stripe.RequestOptions) => Promise<R> };
 
-export function createStripeEvidence(deps: StripeEvidenceDeps): StripeEvidence {
+export function createStripeEvidence(deps: StripeEvidenceDeps): ProviderEvidence {
   const keys = deps.metadataKeys ?? DEFAULT_METADATA_KEYS;
   const nowSeconds = deps.nowSeconds ?? (() => Math.floor(Date.now() / 1000));
   const budget = deps.budget ?? new RateBudget();

@@ -1,5 +1,5 @@
 export { createStripeClient, parseApiBase, STRIPE_API_VERSION, type StripeClientOptions } from './client.js';
-export type { MalformedCharge, NormalizedCharge } from './types.js';
+export type { MalformedCharge, NormalizedCharge } from '../../sweep/provider.js';
 export {
   createChargeLister,
   listChargeWindow,

@@ -7,7 +7,7 @@ import { DEFAULT_METADATA_KEYS, normalizeCharge, pageCursorOf, STRIPE_ID, type M
 import { pageShapeProblem, sdkPageSource, withRetries, type FetchChargePage, type RawChargePage } from './page-source.js';
 import { RateBudget, type Sleep } from './rate-budget.js';
 import { planNext, type SubWindowTask } from './subdivide.js';
-import type { MalformedCharge, NormalizedCharge } from './types.js';
+import type { MalformedCharge, NormalizedCharge } from '../../sweep/provider.js';
 import { describeRange, toUnixRange, type ChargeWindow, type UnixRange } from './window.js';
 
 /** One page of a listing: the charges it held and the ones that could not be read. */

@@ -1,4 +1,4 @@
-import type { MalformedCharge, NormalizedCharge } from './types.js';
+import type { MalformedCharge, NormalizedCharge } from '../../sweep/provider.js';
 
 /** Metadata names under which the claim library records the claim a charge belongs to. */
 export interface MetadataKeys {

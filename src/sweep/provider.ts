@@ -1,0 +1,171 @@
+import type { TimeWindow } from './window.js';
+
+/**
+ * The payment provider as the sweep sees it: a provider-neutral model of charges,
+ * refunds and change events, and the one interface a provider implements
+ * (`PaymentProvider`). Stripe's lives in src/providers/stripe/; adding a provider is
+ * adding a folder beside it that implements this interface.
+ */
+
+/**
+ * A charge as the sweeper sees it: the fields reconciliation needs, flattened,
+ * with the claim attribution read from metadata (names configurable).
+ */
+export interface NormalizedCharge {
+  id: string;
+  /** Connected account id (`acct_…`), or null for the platform account. */
+  account: string | null;
+  /** Unix seconds, as the provider reports `created`. */
+  created: number;
+  amount: number;
+  amountCaptured: number;
+  amountRefunded: number;
+  /** Lower-case ISO 4217. */
+  currency: string;
+  status: 'succeeded' | 'failed' | 'pending';
+  captured: boolean;
+  refunded: boolean;
+  disputed: boolean;
+  paymentIntent: string | null;
+  /** What tells two charges of one key apart (--refund-duplicates refunds only identical extras). */
+  customer: string | null;
+  paymentMethod: string | null;
+  /** From metadata[tenant key name]; null when absent. */
+  tenantId: string | null;
+  /** From metadata[idempotency key name]; null when absent. */
+  idempotencyKey: string | null;
+  livemode: boolean;
+}
+
+/** A charge the provider returned that lacks a field reconciliation needs: reported, never dropped silently. */
+export interface MalformedCharge {
+  id: string | null;
+  account: string | null;
+  problem: string;
+  /** Unix seconds, when `created` itself could be read: which slice the charge belongs to. */
+  created?: number;
+}
+
+/** One page of a listing: the charges read, and those that could not be. */
+export interface ChargePage {
+  charges: NormalizedCharge[];
+  malformed: MalformedCharge[];
+}
+
+/** Pages of one account's charges created in `[from, to)`; throws if the window cannot be read completely. */
+export type ChargeSource = (account: string, window: TimeWindow, signal?: AbortSignal) => AsyncIterable<ChargePage>;
+
+/** One event the provider sent about a change: only a pointer to the charge to re-read. */
+export interface ChangePointer {
+  id: string;
+  type: string;
+  /** Unix seconds. */
+  created: number;
+  chargeId: string | null;
+  /** Set when the event could not be read as a pointer (its object names no usable charge). */
+  problem?: string;
+}
+
+/**
+ * One account's change events created in `(after − overlap, before)` (unix seconds),
+ * every one of them, or a thrown error: never a partial answer.
+ */
+export type ChangeSource = (
+  account: string,
+  window: { after: number; overlapSeconds: number; before: number },
+  signal?: AbortSignal,
+) => Promise<ChangePointer[]>;
+
+/** What the sweep's rules take from the provider rather than assume. */
+export interface ProviderFacts {
+  /** How long the provider remembers an idempotency key (a retry within it gets the first charge back). */
+  idempotencyWindowMs: number;
+  /** The most charges one listing request returns. */
+  pageSize: number;
+  /** The request rate this process allows itself (its rate budget). */
+  ratePerSecond: number;
+}
+
+/**
+ * Everything the sweep needs from a payment provider. Accounts are the sweep's
+ * (`platform` for the platform account); the provider maps them to its own.
+ */
+export interface PaymentProvider {
+  readonly name: string;
+  readonly facts: ProviderFacts;
+  /** Charges created in a window, page by page. */
+  listCharges: ChargeSource;
+  /** Change events since a cursor; without it a scheduled run skips the late-changes step. */
+  listChanges?: ChangeSource;
+  /** Charges by id, charges by key metadata, refunds: read directly before money moves. */
+  evidence: ProviderEvidence;
+  /** The request rate and the mean latency measured so far. */
+  pace(): { ratePerSecond: number; meanLatencyMs: number | null };
+}
+
+/**
+ * The part of the sweep's dependencies a provider supplies: how the CLI, the demo and the
+ * benchmarks wire one. `pace` (how many slices a run lists ahead) only when asked for.
+ */
+export function providerSweepDeps(
+  provider: PaymentProvider,
+  options: { pace?: boolean } = {},
+): { listCharges: ChargeSource; listChanges?: ChangeSource; evidence: ProviderEvidence; pace?: PaymentProvider['pace'] } {
+  return {
+    listCharges: provider.listCharges,
+    ...(provider.listChanges ? { listChanges: provider.listChanges } : {}),
+    evidence: provider.evidence,
+    ...(options.pace ? { pace: () => provider.pace() } : {}),
+  };
+}
+
+/**
+ * The provider's own word, read directly (never from the mirror) before a step that can
+ * move money or page someone: releasing a claim, raising `lost_effect` or
+ * `effect_without_charge`, refunding a duplicate. A handful of calls per run, under
+ * the same rate budget as the listing. The CLI wires the real SDK
+ * (src/providers/stripe/evidence.ts); tests pass an in-memory one.
+ */
+export interface ProviderEvidence {
+  /**
+   * Charges looked up by id (`GET /v1/charges/:id`); ids Stripe does not have are absent.
+   * A charge that answers but cannot be read goes to `onMalformed` when given (the caller
+   * records it as a finding), and otherwise fails the call (nothing is decided on it).
+   */
+  chargesById(
+    account: string,
+    ids: readonly string[],
+    signal?: AbortSignal,
+    onMalformed?: (bad: MalformedCharge) => void,
+  ): Promise<NormalizedCharge[]>;
+  /** Every charge of the account whose metadata names the tenant and key (Stripe's search). */
+  chargesNaming(account: string, tenantId: string, key: string, signal?: AbortSignal): Promise<NormalizedCharge[]>;
+  /** The refunds Stripe has for one charge (`GET /v1/refunds?charge=`). */
+  refundsOf(account: string, chargeId: string, signal?: AbortSignal): Promise<RefundFact[]>;
+  /** `POST /v1/refunds`, with an idempotency key. */
+  refund(account: string, request: RefundRequest, signal?: AbortSignal): Promise<RefundFact>;
+}
+
+export interface RefundRequest {
+  chargeId: string;
+  amount: number;
+  idempotencyKey: string;
+  metadata: Record<string, string>;
+}
+
+export interface RefundFact {
+  id: string;
+  chargeId: string;
+  amount: number;
+  /** `succeeded`, `pending`, `requires_action`, `failed` or `canceled`. */
+  status: string;
+  metadata: Record<string, string>;
+}
+
+/** The metadata name under which a refund carries the sweeper's idempotency key: how a rerun finds it. */
+export const REFUND_KEY_METADATA = 'sweeper_refund_key';
+
+/** A Stripe refund that did not fail: it counts as made. */
+export function isRefundMade(refund: RefundFact): boolean {
+  return refund.status !== 'failed' && refund.status !== 'canceled';
+}
