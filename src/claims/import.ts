@@ -1,5 +1,6 @@
 import type { Pool } from '../db/pool.js';
 import { inTransaction } from '../db/pool.js';
+import { claimKey } from '../domain/identity.js';
 import { downstreamKey } from './keys.js';
 import type { ResponseOutcome } from './claim-store.js';
 
@@ -108,7 +109,7 @@ export async function importClaims(pool: Pool, rows: AsyncIterable<ClaimImportRo
       progress.outOfRetention += 1;
       continue;
     }
-    const id = `${row.tenantId}\u001f${row.key}`;
+    const id = claimKey(row.tenantId, row.key);
     if (seen.has(id)) {
       progress.rejected += 1;
       options.onRejected?.({ line: row.line, reason: 'the same tenant and key appear twice in this batch' });

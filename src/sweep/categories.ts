@@ -32,8 +32,3 @@ export const CRITICAL_CATEGORIES: readonly Category[] = [
 export function emptyCounts(): Record<Category, number> {
   return Object.fromEntries(CATEGORIES.map((c) => [c, 0])) as Record<Category, number>;
 }
-
-/** Subject of a claim-level finding: tenant and key joined by a character neither can contain. */
-export function claimSubject(tenantId: string, key: string): string {
-  return `${tenantId}\u241f${key}`;
-}

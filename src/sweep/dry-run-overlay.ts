@@ -1,5 +1,5 @@
 import type { ChargeFact, ClaimFact, EffectFact, IdentityFacts, SliceFacts } from './facts.js';
-import { accountIdOf, accountName } from './facts.js';
+import { accountIdOf, accountName, claimKey } from '../domain/identity.js';
 import type { Finding } from './judge/index.js';
 import { responseFromCharge, type RepairOutcome } from './repairs.js';
 
@@ -146,8 +146,6 @@ export class DryRunOverlay {
   }
 }
 
-const claimKey = (tenantId: string, key: string) => `${tenantId}\u001f${key}`;
-
 /** The fields a repair changes; the others stay as read. */
 function changedFields(c: ClaimFact): Partial<ClaimFact> {
   return {
@@ -164,7 +162,7 @@ function placeholderClaim(tenantId: string, key: string, charge: ChargeFact, cre
   return {
     tenantId,
     key,
-    accountId: charge.account === 'platform' ? null : charge.account,
+    accountId: accountIdOf(charge.account),
     status: 'completed',
     attempt: 1,
     lockedUntil: null,
@@ -203,7 +201,7 @@ function effectFrom(charge: ChargeFact, tenantId: string, key: string): EffectFa
     chargeId: charge.id,
     tenantId,
     idempotencyKey: key,
-    accountId: charge.account === 'platform' ? null : charge.account,
+    accountId: accountIdOf(charge.account),
     paymentIntentId: charge.paymentIntent,
     amount: charge.amount,
     currency: charge.currency,

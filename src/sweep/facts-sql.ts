@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/pool.js';
 import type { ResponseOutcome } from '../claims/claim-store.js';
-import { accountIdOf, type ChargeFact, type ClaimFact, type EffectFact, type IdentityFacts, type SliceFacts } from './facts.js';
+import { accountIdOf, accountName, claimKey } from '../domain/identity.js';
+import type { ChargeFact, ClaimFact, EffectFact, IdentityFacts, SliceFacts } from './facts.js';
 import type { TimeWindow } from './window.js';
 
 /**
@@ -153,7 +154,6 @@ export function loadChangedFacts(db: Queryable, account: string, chargeIds: read
 }
 
 type Row = Record<string, unknown>;
-const keyOf = (tenantId: string, key: string) => `${tenantId}\u001f${key}`;
 
 async function loadFacts(db: Queryable, account: string, queries: Queries, selection: { keys: unknown[]; loose: unknown[] }): Promise<SliceFacts> {
   const accountId = accountIdOf(account);
@@ -168,15 +168,15 @@ async function loadFacts(db: Queryable, account: string, queries: Queries, selec
     const tenantId = String(r.tenant_id);
     const key = String(r.key);
     const hasClaim = r.claim_key !== null && r.claim_key !== undefined;
-    const here = hasClaim && (r.account_id ?? 'platform') === account;
+    const here = hasClaim && accountName(textOrNull(r.account_id)) === account;
     const claim = here ? claimFact(r) : null;
-    const id = keyOf(tenantId, key);
+    const id = claimKey(tenantId, key);
     identities.set(id, {
       account,
       tenantId,
       key,
       claim,
-      claimAccount: hasClaim && !here ? String(r.account_id ?? 'platform') : null,
+      claimAccount: hasClaim && !here ? accountName(textOrNull(r.account_id)) : null,
       tenantKnown: false,
       charges: [],
       effects: [],
@@ -200,11 +200,11 @@ async function loadFacts(db: Queryable, account: string, queries: Queries, selec
     for (const identity of identities.values()) identity.tenantKnown = knownSet.has(identity.tenantId);
 
     const attributed = await db.query<Row>(ATTRIBUTED_CHARGES, [account, keyTenants, keyKeys]);
-    for (const r of attributed.rows) addCharge(keyOf(String(r.tenant_id), String(r.idempotency_key)), r);
+    for (const r of attributed.rows) addCharge(claimKey(String(r.tenant_id), String(r.idempotency_key)), r);
 
     const named = await db.query<Row>(NAMED_EFFECTS, [account, keyTenants, keyKeys, accountId]);
     for (const r of named.rows) {
-      const id = keyOf(String(r.p_tenant_id), String(r.p_idempotency_key));
+      const id = claimKey(String(r.p_tenant_id), String(r.p_idempotency_key));
       const identity = identities.get(id);
       if (!identity) continue;
       if (!identity.effects.some((e) => e.chargeId === r.p_charge_id)) identity.effects.push(effectFact(r));
@@ -254,7 +254,7 @@ function claimFact(r: Row): ClaimFact {
 /** A charge row (its own columns), with `recordedIn` when its payment row is under another account. */
 export function chargeFact(r: Row): ChargeFact {
   const account = String(r.account);
-  const paymentAccount = r.p_charge_id === null || r.p_charge_id === undefined ? null : String(r.p_account_id ?? 'platform');
+  const paymentAccount = r.p_charge_id === null || r.p_charge_id === undefined ? null : accountName(textOrNull(r.p_account_id));
   return {
     id: String(r.charge_id),
     account,

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/pool.js';
+import { findingKey } from '../domain/identity.js';
 import type { Finding } from './judge/index.js';
 import type { RepairOutcome } from './repairs.js';
 
@@ -76,7 +77,8 @@ export async function closeHealedFindings(
   args: { account: string; runId: string; now: Date; judgedSubjects: string[]; findings: Finding[] },
 ): Promise<number> {
   if (args.judgedSubjects.length === 0) return 0;
-  const stillFound = args.findings.map((f) => `${f.category}\u001f${f.subject}`);
+  // findingKey() is the string the statement builds as category || chr(31) || subject.
+  const stillFound = args.findings.map((f) => findingKey(f.category, f.subject));
   const result = await db.query(
     `UPDATE recon_findings
         SET state = 'resolved', closed_at = $4, closed_by = 'sweeper', last_seen_run = $5,

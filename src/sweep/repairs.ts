@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/pool.js';
 import { downstreamKey } from '../claims/keys.js';
+import { accountIdOf, claimKey } from '../domain/identity.js';
 import type { ResponseOutcome } from '../claims/claim-store.js';
 import type { ChargeFact } from './facts.js';
 import type { Finding, RepairPlan } from './judge/index.js';
@@ -42,8 +43,6 @@ export async function executeRepairs(db: Queryable, findings: Finding[], ctx: Re
   return done;
 }
 
-const claimKey = (tenantId: string, key: string) => `${tenantId}\u0000${key}`;
-
 /** The answer a retry gets replayed once the sweeper completed a claim from Stripe's charge. */
 export function responseFromCharge(charge: ChargeFact): { status: number; body: unknown; outcome: ResponseOutcome } {
   if (charge.status === 'failed') {
@@ -81,7 +80,7 @@ function effectRow(charge: ChargeFact, tenantId: string | null, key: string | nu
     tenant_id: tenantId,
     idempotency_key: key,
     payment_intent_id: charge.paymentIntent,
-    account_id: charge.account === 'platform' ? null : charge.account,
+    account_id: accountIdOf(charge.account),
     amount: charge.amount,
     currency: charge.currency,
     status: charge.status,

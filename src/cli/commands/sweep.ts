@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { alertConfigFromEnv } from '../../alerts/index.js';
 import { loadConfig, requireStripeApiKey, type Config } from '../../config.js';
 import type { Pool } from '../../db/pool.js';
+import { accountIdOf } from '../../domain/identity.js';
 import type { Logger } from '../../log.js';
 import { metricsConfigFromEnv, publishMetrics, readLastSuccessByAccount, type MetricsConfig } from '../../metrics/index.js';
 import { readStatus } from '../../sweep/status.js';
@@ -115,7 +116,7 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
       pool,
       clock: () => new Date(),
       logger,
-      listCharges: (account, w, abort) => lister.list(account === 'platform' ? null : account, w, { signal: abort }),
+      listCharges: (account, w, abort) => lister.list(accountIdOf(account), w, { signal: abort }),
       evidence: createStripeEvidence({ stripe, budget, counters: lister.counters, metadataKeys: config.metadataKeys }),
       listChanges: changeSource(createEventReader({ stripe, budget, counters: lister.counters })),
       pace: () => ({ ratePerSecond: config.stripeRatePerSecond, meanLatencyMs: lister.counters.meanLatencyMs() }),

@@ -1,4 +1,4 @@
-import { claimSubject } from '../categories.js';
+import { accountName, claimSubject } from '../../domain/identity.js';
 import type { ChargeFact, ClaimFact, EffectFact } from '../facts.js';
 import type { ClaimVersion, Covers, Finding, FindingCategory, Judgement, RepairPlan } from './types.js';
 
@@ -90,7 +90,7 @@ export function claimSummary(c: ClaimFact) {
   return {
     status: c.status,
     attempt: c.attempt,
-    account: c.accountId ?? 'platform',
+    account: accountName(c.accountId),
     created_at: c.createdAt.toISOString(),
     locked_until: c.lockedUntil?.toISOString() ?? null,
     response_status: c.responseStatus,

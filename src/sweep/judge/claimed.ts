@@ -1,6 +1,7 @@
 import type { ChargeFact, ClaimFact } from '../facts.js';
 import { chargeSummary, claimSummary, finding, versionOf } from './build.js';
-import { identityKey, keptCharge, latest, matchesRequest, requestOf, storedAnswer, type Request } from './evidence.js';
+import { identityKey } from '../../domain/identity.js';
+import { keptCharge, latest, matchesRequest, requestOf, storedAnswer, type Request } from './evidence.js';
 import { effectOf, unhomed, unhomedEffect, type IdentityScope } from './scope.js';
 
 /**

@@ -129,7 +129,3 @@ export function keptCharge(evidence: Evidence, request: Request | null): ChargeF
   );
 }
 
-/** Identities as the verification sets name them. */
-export function identityKey(account: string, tenantId: string, key: string): string {
-  return `${account}\u001f${tenantId}\u001f${key}`;
-}

@@ -1,4 +1,4 @@
-import { claimSubject } from '../categories.js';
+import { claimSubject } from '../../domain/identity.js';
 import type { IdentityFacts } from '../facts.js';
 import { judgeClaimed } from './claimed.js';
 import { judgeDuplicates } from './duplicates.js';

@@ -1,6 +1,7 @@
 import type { LooseCharge, LooseEffect, SliceFacts } from '../facts.js';
 import { chargeSummary, emptyJudgement, finding } from './build.js';
-import { identityKey, isMoney } from './evidence.js';
+import { findingKey, identityKey } from '../../domain/identity.js';
+import { isMoney } from './evidence.js';
 import { judgeIdentity } from './identity.js';
 import { judgePair } from './pairs.js';
 import type { Finding, JudgeContext, Judgement } from './types.js';
@@ -62,7 +63,7 @@ function judgeLooseEffect({ effect, charge }: LooseEffect, ctx: JudgeContext, ou
 function dedupe(findings: Finding[]): Finding[] {
   const seen = new Map<string, Finding>();
   for (const f of findings) {
-    const id = `${f.category}\u001f${f.subject}`;
+    const id = findingKey(f.category, f.subject);
     const first = seen.get(id);
     if (!first) {
       seen.set(id, f);
@@ -77,4 +78,5 @@ function dedupe(findings: Finding[]): Finding[] {
 
 export { NOTHING_VERIFIED } from './types.js';
 export type { ClaimVersion, Covers, Finding, FindingCategory, JudgeContext, Judgement, RepairPlan, Verified, VerificationNeeds } from './types.js';
-export { identityKey, isLiveLease } from './evidence.js';
+export { isLiveLease } from './evidence.js';
+export { identityKey } from '../../domain/identity.js';

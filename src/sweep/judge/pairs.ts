@@ -1,4 +1,5 @@
-import { accountName, type ChargeFact, type EffectFact } from '../facts.js';
+import { accountName } from '../../domain/identity.js';
+import type { ChargeFact, EffectFact } from '../facts.js';
 import { chargeSummary, effectSummary, finding } from './build.js';
 import type { JudgeContext, Judgement } from './types.js';
 
@@ -24,7 +25,7 @@ export function judgePair(effect: EffectFact, found: ChargeFact | null, ctx: Jud
       return 'quiet';
     }
     if (!ctx.verified.chargeIds.has(effect.chargeId)) {
-      out.needs.charges.push({ account: effect.accountId ?? 'platform', id: effect.chargeId });
+      out.needs.charges.push({ account: accountName(effect.accountId), id: effect.chargeId });
       out.deferred.push(effect.chargeId);
       return 'deferred';
     }

@@ -1,3 +1,4 @@
+import { accountIdOf } from '../../domain/identity.js';
 import type { ChargeFact } from '../facts.js';
 import { chargeSummary, effectSummary, finding } from './build.js';
 import { judgeDuplicates } from './duplicates.js';
@@ -88,7 +89,7 @@ function recreate(scope: IdentityScope, charge: ChargeFact, what: { insertEffect
   return {
     kind: 'recreate_claim' as const,
     ...scope.ids,
-    accountId: scope.facts.account === 'platform' ? null : scope.facts.account,
+    accountId: accountIdOf(scope.facts.account),
     createdAt: effectOf(scope, charge)?.createdAt ?? charge.created,
     charge,
     ...what,
