@@ -16,7 +16,7 @@ import { createClaimClient } from '../src/claims/index.js';
 import { takeClaim } from '../src/claims/claim-store.js';
 import { downstreamKey, requestFingerprint } from '../src/claims/keys.js';
 import { createPool } from '../src/db/pool.js';
-import { startStripeDouble } from '../src/fakes/stripe-double/index.js';
+import { startStripeDouble } from '../testkit/stripe-double/index.js';
 import { createStripeClient } from '../src/providers/stripe/client.js';
 import { startBenchServer } from './pg-server.js';
 import { codeState, ensureBuilt, log, machine, round, runSweeper, SCALE, scaled, SESSION } from './e2e-support.js';

@@ -23,7 +23,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
-import { startStripeDouble, type StripeDouble } from '../src/fakes/stripe-double/index.js';
+import { startStripeDouble, type StripeDouble } from '../testkit/stripe-double/index.js';
 import { startBenchServer, readStatements, resetStatements, type BenchServer } from './pg-server.js';
 import {
   codeState,

@@ -10,7 +10,7 @@ import { cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import type { StripeDouble } from '../src/fakes/stripe-double/index.js';
+import type { StripeDouble } from '../testkit/stripe-double/index.js';
 import { ensureDayPartitions, utcDay } from '../src/db/partitions.js';
 import type { BenchServer, StatementCounts } from './pg-server.js';
 

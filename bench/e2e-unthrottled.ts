@@ -22,7 +22,7 @@
 import { loadavg } from 'node:os';
 import { from as copyFrom } from 'pg-copy-streams';
 import pg from 'pg';
-import { startStripeDouble } from '../src/fakes/stripe-double/index.js';
+import { startStripeDouble } from '../testkit/stripe-double/index.js';
 import { readStatements, resetStatements, startBenchServer } from './pg-server.js';
 import {
   codeState,

@@ -15,7 +15,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startStripeDouble } from '../src/fakes/stripe-double/index.js';
+import { startStripeDouble } from '../testkit/stripe-double/index.js';
 import { createStripeClient } from '../src/providers/stripe/client.js';
 import { createChargeLister, DEFAULT_CONCURRENCY } from '../src/providers/stripe/list-charges.js';
 import { RateBudget } from '../src/providers/stripe/rate-budget.js';

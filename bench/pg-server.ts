@@ -18,7 +18,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { startThrowawayPostgres } from '../src/fakes/postgres-server.js';
+import { startThrowawayPostgres } from '../testkit/postgres-server.js';
 
 export interface BenchServer {
   /** Superuser URL of the `postgres` database. */

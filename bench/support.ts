@@ -2,7 +2,7 @@ import pg from 'pg';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openScratchDatabase } from '../src/fakes/postgres-server.js';
+import { openScratchDatabase } from '../testkit/postgres-server.js';
 import { createPool, type Pool } from '../src/db/pool.js';
 import { migrate } from '../src/db/migrate.js';
 import type { StripeEvidence } from '../src/sweep/evidence-source.js';

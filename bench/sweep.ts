@@ -7,7 +7,7 @@
  * (unattributed_charge findings), so both the read and the write paths are loaded.
  * Stripe is unthrottled here: this measures the sweeper's own cost, not Stripe's.
  */
-import { startStripeDouble } from '../src/fakes/stripe-double/index.js';
+import { startStripeDouble } from '../testkit/stripe-double/index.js';
 import { ensureDayPartitions } from '../src/db/partitions.js';
 import { silentLogger } from '../src/log.js';
 import { createStripeClient } from '../src/providers/stripe/client.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStripeDouble, type StripeDouble } from '../../src/fakes/stripe-double/index.js';
+import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
 import { MALFORMED_CHARGE_CATEGORY } from '../../src/sweep/categories.js';
 import { runCli, type CliResult } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startStripeDouble, type StripeDouble } from '../../src/fakes/stripe-double/index.js';
+import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
 import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { runCli } from '../support/cli.js';

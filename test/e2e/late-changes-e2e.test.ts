@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClaimClient } from '../../src/claims/index.js';
 import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
-import { startStripeDouble, type EventTiming, type StripeDouble } from '../../src/fakes/stripe-double/index.js';
+import { startStripeDouble, type EventTiming, type StripeDouble } from '../../testkit/stripe-double/index.js';
 import { createStripeClient } from '../../src/providers/stripe/client.js';
 import { emptyCounts } from '../../src/sweep/categories.js';
 import { cloneDatabase, createTestDatabase, type TestDatabase } from '../support/db.js';

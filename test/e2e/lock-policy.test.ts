@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStripeDouble, type StripeDouble } from '../../src/fakes/stripe-double/index.js';
+import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
 import { lockAccounts, type SweepLock } from '../../src/sweep/lock.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { runCli, startCli } from '../support/cli.js';

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
-import { startStripeDouble, type StripeDouble } from '../../src/fakes/stripe-double/index.js';
+import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
 import { runCli, startCli, type CliResult, type RunningCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { listedFrom, startValveProxy } from '../support/valve-proxy.js';

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStripeDouble, type StripeDouble } from '../../src/fakes/stripe-double/index.js';
+import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
 import { createEmptyDatabase } from '../support/db.js';
 
 /**
@@ -19,7 +19,7 @@ import { createEmptyDatabase } from '../support/db.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const run = promisify(execFile);
-const PACKAGE_INPUTS = ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'src', 'bin', 'migrations', 'jobs', 'scripts'];
+const PACKAGE_INPUTS = ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'src', 'testkit', 'bin', 'migrations', 'jobs', 'scripts'];
 
 let work: string;
 let prefix: string;
@@ -86,7 +86,9 @@ describe('npm pack → npm install -g --omit=dev → sweeper', () => {
         'README.md',
         'bin/sweeper.js',
         'dist/cli/main.js',
-        'dist/demo/demo.js',
+        'bin/sweeper-stripe-double.js',
+        'dist-testkit/testkit/demo.js',
+        'dist-testkit/testkit/stripe-double/main.js',
         'migrations/001_claims_and_payments.sql',
         'jobs/systemd/sweeper.service',
         'jobs/systemd/sweeper.timer',
@@ -94,7 +96,9 @@ describe('npm pack → npm install -g --omit=dev → sweeper', () => {
         'npm-shrinkwrap.json',
       ]),
     );
-    expect(tarballFiles.filter((f) => /^(src|test|bench|fixtures|scripts|node_modules)\//.test(f) || f.endsWith('.test.js'))).toEqual([]);
+    expect(tarballFiles.filter((f) => /^(src|testkit|test|bench|fixtures|scripts|node_modules)\//.test(f) || f.endsWith('.test.js'))).toEqual([]);
+    // The test kit ships beside dist/ (the demo, `sweeper-stripe-double`), never in it.
+    expect(tarballFiles.filter((f) => /^dist\/(fakes|demo|testkit)\//.test(f) || /^dist-testkit\/src\//.test(f))).toEqual([]);
   });
 
   it('installs without dev dependencies, each dependency at the version the lock file (shipped as npm-shrinkwrap.json) pins', async () => {

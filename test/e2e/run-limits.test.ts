@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
-import { startStripeDouble, type StripeDouble } from '../../src/fakes/stripe-double/index.js';
+import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
 import { runCli, type CliResult } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { startHostileUpstream, type HostileUpstream } from '../support/hostile-upstream.js';

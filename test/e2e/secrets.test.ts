@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStripeDouble, type StripeDouble } from '../../src/fakes/stripe-double/index.js';
+import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
 import { runCli, type CliResult } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { startHostileUpstream, type HostileUpstream } from '../support/hostile-upstream.js';

@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifySignature } from '../../src/alerts/index.js';
 import { createClaimClient, type ClaimClientDeps } from '../../src/claims/index.js';
-import { startStripeDouble, type StripeDouble } from '../../src/fakes/stripe-double/index.js';
+import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
 import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
 import { createStripeClient } from '../../src/providers/stripe/client.js';
 import { cloneDatabase, createTestDatabase, type TestDatabase } from '../support/db.js';

@@ -1,6 +1,6 @@
 import Stripe from 'stripe';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { READ_ONLY_PERMISSIONS, startStripeDouble, type StripeDouble } from '../../src/fakes/stripe-double/index.js';
+import { READ_ONLY_PERMISSIONS, startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
 import { createStripeClient, STRIPE_API_VERSION } from '../../src/providers/stripe/client.js';
 
 // The double's events, refunds list and charge search through the real SDK.

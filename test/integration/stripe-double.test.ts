@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { READ_ONLY_PERMISSIONS, startStripeDouble, type ChargeJson, type StripeDouble } from '../../src/fakes/stripe-double/index.js';
+import { READ_ONLY_PERMISSIONS, startStripeDouble, type ChargeJson, type StripeDouble } from '../../testkit/stripe-double/index.js';
 import { createStripeClient } from '../../src/providers/stripe/client.js';
 
 const NOW = new Date('2026-03-10T12:00:00Z');
@@ -407,7 +407,7 @@ describe('control hooks', () => {
 
 describe('standalone', () => {
   it('listens on the port it is given and prints its URL', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/fakes/stripe-double/main.ts', '--port', '0'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'testkit/stripe-double/main.ts', '--port', '0'], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     try {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startStripeDouble, type StripeDouble } from '../../src/fakes/stripe-double/index.js';
+import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
 import { createStripeClient } from '../../src/providers/stripe/client.js';
 import { IncompleteEventsError, MissingEventsPermissionError } from '../../src/providers/stripe/event-errors.js';
 import { createEventReader, type EventReader } from '../../src/providers/stripe/events.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { READ_ONLY_PERMISSIONS, startStripeDouble, type StripeDouble } from '../../src/fakes/stripe-double/index.js';
+import { READ_ONLY_PERMISSIONS, startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
 import { createStripeClient } from '../../src/providers/stripe/client.js';
 import { StripeListCounters } from '../../src/providers/stripe/counters.js';
 import { IncompleteWindowError, InvalidStripeKeyError, MissingStripePermissionError } from '../../src/providers/stripe/errors.js';

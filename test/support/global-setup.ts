@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
-import { startThrowawayPostgres, type ThrowawayPostgres } from '../../src/fakes/postgres-server.js';
+import { startThrowawayPostgres, type ThrowawayPostgres } from '../../testkit/postgres-server.js';
 import { createPool } from '../../src/db/pool.js';
 import { migrate } from '../../src/db/migrate.js';
 

@@ -1,1 +1,1 @@
-export { buildScenario, type Scenario } from '../../src/fakes/simulator.js';
+export { buildScenario, type Scenario } from '../../testkit/simulator.js';

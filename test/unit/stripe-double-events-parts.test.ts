@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ChargeStore, type ChargeRecord } from '../../src/fakes/stripe-double/charge-store.js';
-import { changedAttributes } from '../../src/fakes/stripe-double/emit.js';
-import { EVENT_RETENTION_SECONDS, EventStore, type EventRecord } from '../../src/fakes/stripe-double/event-store.js';
-import { matchesCharge, parseChargeQuery, SearchQueryError } from '../../src/fakes/stripe-double/search-query.js';
+import { ChargeStore, type ChargeRecord } from '../../testkit/stripe-double/charge-store.js';
+import { changedAttributes } from '../../testkit/stripe-double/emit.js';
+import { EVENT_RETENTION_SECONDS, EventStore, type EventRecord } from '../../testkit/stripe-double/event-store.js';
+import { matchesCharge, parseChargeQuery, SearchQueryError } from '../../testkit/stripe-double/search-query.js';
 
 const NOW_MS = 2_000_000_000_000;
 const NOW_S = NOW_MS / 1000;

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { ChargeStore, type ChargeRecord } from '../../src/fakes/stripe-double/charge-store.js';
-import { DoubleClock } from '../../src/fakes/stripe-double/clock.js';
-import { DoubleError } from '../../src/fakes/stripe-double/errors.js';
-import { canonicalJson, parseForm } from '../../src/fakes/stripe-double/form.js';
-import { IdempotencyStore } from '../../src/fakes/stripe-double/idempotency.js';
-import { parseListQuery } from '../../src/fakes/stripe-double/list-query.js';
-import { EndpointRateLimiter } from '../../src/fakes/stripe-double/rate-limit.js';
-import { renderCharge } from '../../src/fakes/stripe-double/render.js';
-import { seedCharges, type SeededCharge } from '../../src/fakes/stripe-double/seed.js';
-import { DoubleState } from '../../src/fakes/stripe-double/state.js';
+import { ChargeStore, type ChargeRecord } from '../../testkit/stripe-double/charge-store.js';
+import { DoubleClock } from '../../testkit/stripe-double/clock.js';
+import { DoubleError } from '../../testkit/stripe-double/errors.js';
+import { canonicalJson, parseForm } from '../../testkit/stripe-double/form.js';
+import { IdempotencyStore } from '../../testkit/stripe-double/idempotency.js';
+import { parseListQuery } from '../../testkit/stripe-double/list-query.js';
+import { EndpointRateLimiter } from '../../testkit/stripe-double/rate-limit.js';
+import { renderCharge } from '../../testkit/stripe-double/render.js';
+import { seedCharges, type SeededCharge } from '../../testkit/stripe-double/seed.js';
+import { DoubleState } from '../../testkit/stripe-double/state.js';
 
 const record = (id: string, created: number, account: string | null = null): ChargeRecord => ({
   id,

@@ -1,7 +1,30 @@
+import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { redactUrlPassword } from '../../config.js';
 import { UsageError } from '../context.js';
 import { packageJson } from '../package-info.js';
+
+/**
+ * What `sweeper demo` needs of the test kit's demo (testkit/demo.ts). Declared here, not
+ * imported: product code never imports testkit/ (test/unit/testkit-boundary.test.ts), so
+ * this shape is checked against the real module by that test instead.
+ */
+export interface DemoModule {
+  runDemo(options: {
+    seed: number;
+    keep: boolean;
+    databaseUrl: string | undefined;
+    print: (text: string) => void;
+  }): Promise<{ kept?: { url: string; stop(): Promise<void> } }>;
+}
+
+/**
+ * The one place product code reaches the test kit, lazily: the demo, its Stripe double
+ * and traffic simulator live in testkit/, compiled to dist-testkit/ beside dist/ (never
+ * into it), so no other command loads them and the production image has none. Run from
+ * the TypeScript sources (tests, tsx), the sources; run from dist/, the build.
+ */
+export const TESTKIT_DEMO = import.meta.url.endsWith('.ts') ? '../../../testkit/demo.js' : '../../../dist-testkit/testkit/demo.js';
 
 export function registerDemo(program: Command): void {
   program
@@ -22,11 +45,9 @@ that server instead, and needs nothing else.`,
     )
     .action(async (flags: { seed: string; keep?: boolean }) => {
       if (!/^\d+$/.test(flags.seed)) throw new UsageError(`--seed ${flags.seed}: expected a non-negative integer`);
+      const { runDemo } = await loadTestkitDemo();
       const databaseUrl = process.env.DATABASE_URL || undefined;
       if (!databaseUrl) await requireEmbeddedPostgres();
-      // Loaded only here: the demo brings the Stripe double and the traffic simulator,
-      // which no other command may load (`sweeper run` never does).
-      const { runDemo } = await import('../../demo/demo.js');
       const started = Date.now();
       const result = await runDemo({
         seed: Number(flags.seed),
@@ -50,6 +71,22 @@ that server instead, and needs nothing else.`,
         await kept.stop();
       }
     });
+}
+
+/** The test kit's demo, or exit 64 saying how to get it (a production image has no test kit). */
+async function loadTestkitDemo(): Promise<DemoModule> {
+  const entry = new URL(TESTKIT_DEMO, import.meta.url);
+  try {
+    return (await import(entry.href)) as DemoModule;
+  } catch (error) {
+    const e = error as { code?: string; url?: string; message?: string };
+    const missing = e?.code === 'ERR_MODULE_NOT_FOUND' && (e.url === entry.href || String(e.message).includes(fileURLToPath(entry)));
+    if (!missing) throw error;
+    throw new UsageError(
+      `the demo needs the test kit (dist-testkit/), which this install does not have (a production image carries none): ` +
+        `run it from a clone (npm ci builds dist/ and dist-testkit/; then npx sweeper demo) or from the packed tarball (npm pack), see README "Quick start"`,
+    );
+  }
 }
 
 /**

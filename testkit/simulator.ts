@@ -1,7 +1,7 @@
-import type { Pool } from '../db/pool.js';
-import { createClaimClient, type ChargeRequest, type ClaimClient } from '../claims/index.js';
+import type { Pool } from '../src/db/pool.js';
+import { createClaimClient, type ChargeRequest, type ClaimClient } from '../src/claims/index.js';
 import type { StripeDouble } from './stripe-double/index.js';
-import { createStripeClient } from '../providers/stripe/client.js';
+import { createStripeClient } from '../src/providers/stripe/client.js';
 
 /**
  * The traffic simulator, used by the end-to-end tests and `sweeper demo`. Builds
