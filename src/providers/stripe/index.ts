@@ -33,3 +33,4 @@ export {
 export { pointersOf, readChangeEvent, type ChangeEvent } from './change-event.js';
 export { ChargeRetrievalError, IncompleteEventsError, MissingEventsPermissionError, type EventRange } from './event-errors.js';
 export { createChargeRetriever, type ChargeRetriever, type RetrievedCharge } from './retrieve-charges.js';
+export { createStripeProvider, stripeFacts, type StripeProvider, type StripeProviderOptions } from './provider.js';
