@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { openScratchDatabase } from '../testkit/postgres-server.js';
 import { createPool, type Pool } from '../src/db/pool.js';
 import { migrate } from '../src/db/migrate.js';
-import type { StripeEvidence } from '../src/sweep/evidence-source.js';
+import type { ProviderEvidence } from '../src/sweep/provider.js';
 
 /** A migrated database for a benchmark: in DATABASE_URL's server, or a throwaway one. */
 export async function benchDatabase(name: string): Promise<{ pool: Pool; url: string; close(): Promise<void> }> {
@@ -56,7 +56,7 @@ export async function writeResult(name: string, result: unknown): Promise<void> 
  * For benchmarks whose histories need no re-read from Stripe: any request for one
  * fails loudly, so a benchmark never measures a path it did not mean to.
  */
-export const noEvidenceNeeded: StripeEvidence = {
+export const noEvidenceNeeded: ProviderEvidence = {
   chargesById: () => Promise.reject(new Error('benchmark history unexpectedly needed a Stripe re-read by id')),
   chargesNaming: () => Promise.reject(new Error('benchmark history unexpectedly needed a Stripe search')),
   refundsOf: () => Promise.reject(new Error('benchmark history unexpectedly needed a refund list')),

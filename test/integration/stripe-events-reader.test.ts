@@ -5,7 +5,7 @@ import { IncompleteEventsError, MissingEventsPermissionError } from '../../src/p
 import { createEventReader, type EventReader } from '../../src/providers/stripe/events.js';
 import { DEFAULT_METADATA_KEYS, normalizeCharge } from '../../src/providers/stripe/normalize.js';
 import { RateBudget } from '../../src/providers/stripe/rate-budget.js';
-import type { NormalizedCharge } from '../../src/providers/stripe/types.js';
+import type { NormalizedCharge } from '../../src/sweep/provider.js';
 import { failure } from '../support/promises.js';
 
 // The events reader and the charge re-read through the real SDK against the double, on its frozen clock.

@@ -7,7 +7,7 @@ import { createChargeLister, type ChargeLister } from '../../src/providers/strip
 import type { RetryPolicy } from '../../src/providers/stripe/backoff.js';
 import { RateBudget } from '../../src/providers/stripe/rate-budget.js';
 import type { ChargeWindow } from '../../src/providers/stripe/window.js';
-import type { MalformedCharge, NormalizedCharge } from '../../src/providers/stripe/types.js';
+import type { MalformedCharge, NormalizedCharge } from '../../src/sweep/provider.js';
 import { failure } from '../support/promises.js';
 
 const FROM = new Date('2026-03-01T00:00:00Z');
