@@ -81,6 +81,39 @@ export interface StoredResponse {
   outcome: ResponseOutcome;
 }
 
+/**
+ * The answer a successful charge stores on its claim, replayed to retries: written by
+ * the claim library from the PaymentIntent, and by the sweep when it completes or
+ * re-creates a claim from Stripe's charge (src/sweep/repairs.ts). The sweep reads
+ * `charge` back to link a claim to its charge.
+ */
+export interface ChargeResponseBody {
+  object: 'charge_result';
+  /** Null only when the sweep stored the answer of a charge made without a PaymentIntent. */
+  payment_intent: string | null;
+  charge: string | null;
+  status: string;
+  amount: number;
+  currency: string;
+}
+
+export function chargeResultBody(result: {
+  paymentIntent: string | null;
+  charge: string | null;
+  status: string;
+  amount: number;
+  currency: string;
+}): ChargeResponseBody {
+  return {
+    object: 'charge_result',
+    payment_intent: result.paymentIntent,
+    charge: result.charge,
+    status: result.status,
+    amount: result.amount,
+    currency: result.currency,
+  };
+}
+
 /** A local payment row: the effect of a Stripe charge. */
 export interface PaymentEffect {
   chargeId: string;
@@ -136,10 +169,36 @@ export async function releaseClaim(db: Queryable, claim: HeldClaim, now: Date): 
   return result.rowCount === 1;
 }
 
+/**
+ * The columns a payment row is written with, in order, with their types: by the claim
+ * library (`insertPayment`) and by the sweep's repairs (src/sweep/repairs.ts, which
+ * reads them from JSON). `updated_at` follows them, from the writer's clock.
+ */
+const PAYMENT_COLUMN_TYPES = [
+  ['charge_id', 'text'],
+  ['tenant_id', 'text'],
+  ['idempotency_key', 'text'],
+  ['payment_intent_id', 'text'],
+  ['account_id', 'text'],
+  ['amount', 'bigint'],
+  ['currency', 'text'],
+  ['status', 'text'],
+  ['amount_refunded', 'bigint'],
+  ['disputed', 'boolean'],
+  ['created_at', 'timestamptz'],
+] as const;
+
+export const PAYMENT_COLUMNS: readonly string[] = PAYMENT_COLUMN_TYPES.map(([name]) => name);
+
+/** The columns as a record type, to read a row from JSON: `jsonb_to_record(…) AS e(${PAYMENT_RECORD_TYPE})`. */
+export const PAYMENT_RECORD_TYPE = PAYMENT_COLUMN_TYPES.map(([name, type]) => `${name} ${type}`).join(', ');
+
+/** Every payment insert starts so: the columns of `PAYMENT_COLUMNS`, then `updated_at`. */
+export const INSERT_PAYMENT_SQL = `INSERT INTO payments (${PAYMENT_COLUMNS.join(', ')}, updated_at)`;
+
 export async function insertPayment(db: Queryable, effect: PaymentEffect, now: Date): Promise<boolean> {
   const result = await db.query(
-    `INSERT INTO payments (charge_id, tenant_id, idempotency_key, payment_intent_id, account_id, amount,
-                           currency, status, amount_refunded, disputed, created_at, updated_at)
+    `${INSERT_PAYMENT_SQL}
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
      ON CONFLICT (charge_id) DO NOTHING`,
     [

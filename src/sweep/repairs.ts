@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/pool.js';
 import { downstreamKey } from '../claims/keys.js';
 import { accountIdOf, claimKey } from '../domain/identity.js';
-import type { ResponseOutcome } from '../claims/claim-store.js';
+import { chargeResultBody, INSERT_PAYMENT_SQL, PAYMENT_COLUMNS, PAYMENT_RECORD_TYPE, type ResponseOutcome } from '../claims/claim-store.js';
 import type { ChargeFact } from './facts.js';
 import type { Finding, RepairPlan } from './judge/index.js';
 
@@ -63,14 +63,13 @@ export function responseFromCharge(charge: ChargeFact): { status: number; body: 
   return {
     status: 200,
     outcome: 'success',
-    body: {
-      object: 'charge_result',
-      payment_intent: charge.paymentIntent,
+    body: chargeResultBody({
+      paymentIntent: charge.paymentIntent,
       charge: charge.id,
       status: charge.status === 'pending' ? 'processing' : 'succeeded',
       amount: charge.amount,
       currency: charge.currency,
-    },
+    }),
   };
 }
 
@@ -95,8 +94,9 @@ const STORED_SUCCESS = `(k.status = 'completed' AND (k.response_outcome = 'succe
   AND k.response_status BETWEEN 200 AND 299 AND jsonb_typeof(k.response_body) = 'object'
   AND k.response_body->>'charge' IS NOT NULL)))`;
 
-const EFFECT_COLUMNS = `charge_id text, tenant_id text, idempotency_key text, payment_intent_id text, account_id text,
-  amount bigint, currency text, status text, amount_refunded bigint, disputed boolean, created_at timestamptz`;
+/** Inserts the payment rows of `e` (read with PAYMENT_RECORD_TYPE), updated at $2; the FROM clause follows. */
+const INSERT_EFFECTS = `${INSERT_PAYMENT_SQL}
+       SELECT ${PAYMENT_COLUMNS.map((c) => `e.${c}`).join(', ')}, $2`;
 
 async function completeClaims(
   db: Queryable,
@@ -138,12 +138,9 @@ async function completeClaims(
           AND (k.status <> 'in_flight' OR k.locked_until <= $2)
        RETURNING k.tenant_id, k.key, k.response_status
      ), effects AS (
-       INSERT INTO payments (charge_id, tenant_id, idempotency_key, payment_intent_id, account_id, amount, currency,
-                             status, amount_refunded, disputed, created_at, updated_at)
-       SELECT e.charge_id, e.tenant_id, e.idempotency_key, e.payment_intent_id, e.account_id, e.amount, e.currency,
-              e.status, e.amount_refunded, e.disputed, e.created_at, $2
+       ${INSERT_EFFECTS}
          FROM plan JOIN completed c USING (tenant_id, key)
-        CROSS JOIN LATERAL jsonb_to_record(plan.effect) AS e(${EFFECT_COLUMNS})
+        CROSS JOIN LATERAL jsonb_to_record(plan.effect) AS e(${PAYMENT_RECORD_TYPE})
         WHERE plan.effect IS NOT NULL
        ON CONFLICT (charge_id) DO NOTHING
      )
@@ -250,11 +247,8 @@ async function recreateClaims(
        SELECT plan.*, (NOT plan.with_claim OR EXISTS (SELECT 1 FROM created c WHERE c.tenant_id = plan.tenant_id AND c.key = plan.key)) AS ok
          FROM plan
      ), effects AS (
-       INSERT INTO payments (charge_id, tenant_id, idempotency_key, payment_intent_id, account_id, amount, currency,
-                             status, amount_refunded, disputed, created_at, updated_at)
-       SELECT e.charge_id, e.tenant_id, e.idempotency_key, e.payment_intent_id, e.account_id, e.amount, e.currency,
-              e.status, e.amount_refunded, e.disputed, e.created_at, $2
-         FROM attempted a CROSS JOIN LATERAL jsonb_to_record(a.effect) AS e(${EFFECT_COLUMNS})
+       ${INSERT_EFFECTS}
+         FROM attempted a CROSS JOIN LATERAL jsonb_to_record(a.effect) AS e(${PAYMENT_RECORD_TYPE})
         WHERE a.ok AND a.effect IS NOT NULL
        ON CONFLICT (charge_id) DO NOTHING
      )
