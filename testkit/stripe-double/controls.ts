@@ -10,6 +10,7 @@ import type { EndpointRateLimiter, RateLimit } from './rate-limit.js';
 import type { PaymentIntentRecord } from './records.js';
 import { renderCharge, renderPaymentIntent, renderRefund, type ChargeJson, type PaymentIntentJson, type RefundJson } from './render.js';
 import { seedCharges, type SeedOptions, type SeedResult } from './seed.js';
+import { importCharges, type ChargeImport, type ImportOptions, type ImportResult } from './import-charges.js';
 import type { DoubleState } from './state.js';
 
 /** A charge "made outside the library": by the dashboard, another system, a person. */
@@ -63,6 +64,8 @@ export interface DoubleControls extends EventControls {
   setIdempotencyTtl(ms: number): void;
   /** Bulk insert for benchmarks: charges spread uniformly over `[from, to)`. */
   seedCharges(account: string | null, n: number, options: SeedOptions): SeedResult;
+  /** Bulk insert of given charges (API field names, plus `account`): what `--charges FILE` and `POST /_double/charges` do. */
+  importCharges(charges: readonly ChargeImport[], options?: ImportOptions): ImportResult;
   createCharge(account: string | null, options?: CreateChargeOptions): ChargeJson;
   /** Refunds all or `amount` of what is left: `charge.refunded` and `refund.created`. */
   refund(chargeId: string, amount?: number, events?: EventTiming): ChargeJson;
@@ -127,6 +130,9 @@ export function createControls({ state, clock, counters, limiter, faults, latenc
     },
     seedCharges(account, n, options) {
       return seedCharges(state, account, n, options);
+    },
+    importCharges(charges, options) {
+      return importCharges(state, charges, options);
     },
     createCharge(account, options = {}) {
       const status = options.status ?? 'succeeded';

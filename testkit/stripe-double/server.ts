@@ -12,6 +12,7 @@ import { canonicalJson, parseForm } from './form.js';
 import { IdempotencyStore, type StoredResponse } from './idempotency.js';
 import { randomId, seededRandom } from './random.js';
 import { EndpointRateLimiter, type RateLimit } from './rate-limit.js';
+import { chargeFormatOf, ChargeImportError, importCharges, parseCharges } from './import-charges.js';
 import { matchRoute } from './routes.js';
 import { DoubleState } from './state.js';
 
@@ -39,6 +40,8 @@ export interface StripeDouble extends DoubleControls {
 }
 
 const MAX_BODY_BYTES = 1 << 20;
+/** `POST /_double/charges` takes whole files: a million charges of JSON lines is about 200 MB. */
+const MAX_IMPORT_BYTES = 1 << 30;
 
 /**
  * An in-memory Stripe for tests, the demo and benchmarks: the real SDK talks to it over
@@ -67,6 +70,7 @@ export async function startStripeDouble(options: StripeDoubleOptions = {}): Prom
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const method = req.method ?? 'GET';
     const url = new URL(req.url ?? '/', 'http://double.invalid');
+    if (method === 'POST' && url.pathname === '/_double/charges') return importOverHttp(req, res, url);
     const body = method === 'POST' ? await readBody(req) : '';
     const matched = matchRoute(method, url.pathname);
     const endpoint = matched?.route.endpoint ?? `${method} ${url.pathname}`;
@@ -132,6 +136,28 @@ export async function startStripeDouble(options: StripeDoubleOptions = {}): Prom
     res.end(answer.body);
   }
 
+  /**
+   * The double's own control endpoint (not Stripe's API: no key, no faults, limits or
+   * latency): bulk seeding. Body: JSON lines, a JSON array, or CSV with `Content-Type:
+   * text/csv`; `?events=true` also stores creation events. All or none: a bad line is a
+   * 400 naming it, and nothing is added.
+   */
+  async function importOverHttp(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    let status = 200;
+    let answer: unknown;
+    try {
+      const text = await readBody(req, MAX_IMPORT_BYTES);
+      const charges = parseCharges(text, chargeFormatOf(header(req, 'content-type')));
+      answer = importCharges(state, charges, { events: url.searchParams.get('events') === 'true' });
+    } catch (error) {
+      if (!(error instanceof ChargeImportError)) throw error;
+      status = 400;
+      answer = { error: { type: 'invalid_request_error', message: error.message } };
+    }
+    res.writeHead(status, { 'Content-Type': 'application/json' });
+    res.end(JSON.stringify(answer));
+  }
+
   function dropConnection(req: IncomingMessage, endpoint: string): void {
     counters.answered(endpoint, 'reset');
     req.socket.destroy();
@@ -175,12 +201,12 @@ function header(req: IncomingMessage, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-async function readBody(req: IncomingMessage): Promise<string> {
+async function readBody(req: IncomingMessage, maxBytes = MAX_BODY_BYTES): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) throw new Error('request body too large');
+    if (size > maxBytes) throw new Error('request body too large');
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks).toString('utf8');
