@@ -235,11 +235,18 @@ export interface DbTimeouts {
   idleInTransactionTimeoutMs: number;
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  // Before anything can fail: no message about a bad value may carry a secret.
-  registerSecretsFromEnv(env);
+/** The variables the claim library shares with the sweep, so both agree on the lease and the metadata names. */
+const claimEnvSchema = envSchema.pick({
+  SWEEPER_CLAIM_LEASE: true,
+  SWEEPER_MAX_AMOUNT: true,
+  SWEEPER_METADATA_TENANT_KEY: true,
+  SWEEPER_METADATA_IDEMPOTENCY_KEY: true,
+});
+
+/** Unset and empty variables alike take their defaults; the first problem is thrown as a ConfigError naming its variable. */
+function parseEnv<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv): z.output<S> {
   const nonEmpty = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const parsed = envSchema.safeParse(nonEmpty);
+  const parsed = schema.safeParse(nonEmpty);
   if (!parsed.success) {
     const first = parsed.error.issues[0];
     const variable = first?.path.join('.') || 'environment';
@@ -247,10 +254,38 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // Messages name their variable first; one that does not gets it as a prefix.
     throw new ConfigError(message.startsWith(`${variable} `) ? message : `${variable}: ${message}`);
   }
-  const e = parsed.data;
+  return parsed.data;
+}
+
+function metadataKeysOf(e: { SWEEPER_METADATA_TENANT_KEY: string; SWEEPER_METADATA_IDEMPOTENCY_KEY: string }): Config['metadataKeys'] {
   if (e.SWEEPER_METADATA_TENANT_KEY === e.SWEEPER_METADATA_IDEMPOTENCY_KEY) {
     throw new ConfigError('SWEEPER_METADATA_TENANT_KEY and SWEEPER_METADATA_IDEMPOTENCY_KEY must differ');
   }
+  return { tenantId: e.SWEEPER_METADATA_TENANT_KEY, idempotencyKey: e.SWEEPER_METADATA_IDEMPOTENCY_KEY };
+}
+
+/** What the claim library takes from the environment (src/claims/index.ts `claimSettingsFromEnv`). */
+export interface ClaimSettings {
+  leaseMs: number;
+  maxAmount: number;
+  metadataKeys: { tenantId: string; idempotencyKey: string };
+}
+
+/**
+ * The claim library's settings: only SWEEPER_CLAIM_LEASE, SWEEPER_MAX_AMOUNT and
+ * SWEEPER_METADATA_*, read and checked exactly as `loadConfig` reads them. The payment
+ * service that embeds the library does not depend on the sweep's other variables.
+ */
+export function loadClaimSettings(env: NodeJS.ProcessEnv = process.env): ClaimSettings {
+  const e = parseEnv(claimEnvSchema, env);
+  return { leaseMs: e.SWEEPER_CLAIM_LEASE, maxAmount: e.SWEEPER_MAX_AMOUNT, metadataKeys: metadataKeysOf(e) };
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  // Before anything can fail: no message about a bad value may carry a secret.
+  registerSecretsFromEnv(env);
+  const e = parseEnv(envSchema, env);
+  const metadataKeys = metadataKeysOf(e);
   const accounts = [...new Set(e.SWEEPER_ACCOUNTS.split(',').map((a) => a.trim()))];
   if (e.SWEEPER_SETTLE < e.SWEEPER_CLAIM_LEASE + MIN_SETTLE_GRACE_MS) {
     throw new ConfigError(
@@ -273,7 +308,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     claimLeaseMs: e.SWEEPER_CLAIM_LEASE,
     retentionMs: e.SWEEPER_RETENTION,
     maxAmount: e.SWEEPER_MAX_AMOUNT,
-    metadataKeys: { tenantId: e.SWEEPER_METADATA_TENANT_KEY, idempotencyKey: e.SWEEPER_METADATA_IDEMPOTENCY_KEY },
+    metadataKeys,
     logLevel: e.SWEEPER_LOG_LEVEL,
     logFormat: e.SWEEPER_LOG_FORMAT,
     progressIntervalMs: e.SWEEPER_PROGRESS_INTERVAL,
@@ -286,7 +321,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     retryHorizonMs: e.SWEEPER_RETRY_HORIZON,
     shutdownGraceMs: e.SWEEPER_SHUTDOWN_GRACE,
     runDeadlineMs: e.SWEEPER_RUN_DEADLINE,
-    backfillDeadlineMs: nonEmpty.SWEEPER_RUN_DEADLINE === undefined ? DEFAULT_BACKFILL_DEADLINE_MS : e.SWEEPER_RUN_DEADLINE,
+    backfillDeadlineMs: env.SWEEPER_RUN_DEADLINE === undefined || env.SWEEPER_RUN_DEADLINE === '' ? DEFAULT_BACKFILL_DEADLINE_MS : e.SWEEPER_RUN_DEADLINE,
     requestDeadlineMs: e.SWEEPER_REQUEST_DEADLINE,
     db: {
       lockTimeoutMs: e.SWEEPER_DB_LOCK_TIMEOUT,

@@ -1,6 +1,8 @@
-import { loadConfig } from '../config.js';
+import { loadClaimSettings, type ClaimSettings } from '../config.js';
 export { createClaimClient } from './charge-once.js';
 export type { ClaimClient, ClaimClientDeps, ChargeOnceInput, ChargeResult, ChargeResponseBody } from './charge-once.js';
+export type { CreateCharge, CreateChargeInput, CreateChargeResult, CreatedCharge, StoredError } from './create-charge.js';
+export { stripeCreateCharge } from '../providers/stripe/create-charge.js';
 export { ClaimValidationError } from './validate.js';
 export type { ChargeRequest } from './validate.js';
 export { ClaimCounters, CHARGE_OUTCOMES, SUPPRESSED_OUTCOMES } from './counters.js';
@@ -12,14 +14,9 @@ export { insertPayment, type PaymentEffect } from './claim-store.js';
 /**
  * The claim library's settings from the same environment the sweep reads
  * (SWEEPER_CLAIM_LEASE, SWEEPER_MAX_AMOUNT, SWEEPER_METADATA_*), so the payment
- * service and the sweeper agree on the lease and the metadata names. Throws a
- * ConfigError naming a bad variable.
+ * service and the sweeper agree on the lease and the metadata names. Only those
+ * variables are read. Throws a ConfigError naming a bad variable.
  */
-export function claimSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): {
-  leaseMs: number;
-  maxAmount: number;
-  metadataKeys: { tenantId: string; idempotencyKey: string };
-} {
-  const config = loadConfig(env);
-  return { leaseMs: config.claimLeaseMs, maxAmount: config.maxAmount, metadataKeys: config.metadataKeys };
+export function claimSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): ClaimSettings {
+  return loadClaimSettings(env);
 }

@@ -113,4 +113,16 @@ describe('claimSettingsFromEnv', () => {
     ).toEqual({ leaseMs: 90_000, maxAmount: 5000, metadataKeys: { tenantId: 'shop', idempotencyKey: 'idempotency_key' } });
     expect(() => claimSettingsFromEnv({ SWEEPER_MAX_AMOUNT: 'lots' })).toThrow(/SWEEPER_MAX_AMOUNT/);
   });
+
+  it('reads only the claim variables, with the same rules as the sweep', async () => {
+    const { claimSettingsFromEnv } = await import('../../src/claims/index.js');
+    // The sweep's other variables are not the payment service's business.
+    expect(claimSettingsFromEnv({ SWEEPER_STRIPE_RATE: 'lots', SWEEPER_SETTLE: '1s' }).leaseMs).toBe(120_000);
+    const env = { SWEEPER_CLAIM_LEASE: '2h', SWEEPER_METADATA_TENANT_KEY: 'k', SWEEPER_METADATA_IDEMPOTENCY_KEY: 'k' };
+    expect(() => claimSettingsFromEnv(env)).toThrow(/^SWEEPER_CLAIM_LEASE must be between 1s and 1h/);
+    expect(() => loadConfig(env)).toThrow(/^SWEEPER_CLAIM_LEASE must be between 1s and 1h/);
+    const sameNames = { SWEEPER_METADATA_TENANT_KEY: 'k', SWEEPER_METADATA_IDEMPOTENCY_KEY: 'k' };
+    expect(() => claimSettingsFromEnv(sameNames)).toThrow(/must differ/);
+    expect(() => loadConfig(sameNames)).toThrow(/must differ/);
+  });
 });
