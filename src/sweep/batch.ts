@@ -3,7 +3,7 @@ import { ensureDayPartitions, utcDay } from '../db/partitions.js';
 import { LOCK_CLASS, LockObject } from '../db/locks.js';
 import type { Logger } from '../log.js';
 import { STRIPE_IDEMPOTENCY_WINDOW_MS } from '../providers/stripe/limits.js';
-import type { MalformedCharge, NormalizedCharge } from '../providers/stripe/types.js';
+import type { MalformedCharge, NormalizedCharge } from './provider.js';
 import { MALFORMED_CHARGE_CATEGORY } from './categories.js';
 import type { DryRunOverlay } from './dry-run-overlay.js';
 import type { SliceFacts } from './facts.js';
@@ -37,7 +37,6 @@ export interface RunContext {
     mode: RunMode;
     account: string;
     shard: string;
-    watermarkShard: string;
     window: TimeWindow;
     startedAt: Date;
     checkpoint: Date;

@@ -35,22 +35,27 @@ export async function markAbandonedRuns(db: Queryable, account: string, now: Dat
   return result.rowCount ?? 0;
 }
 
-export async function readWatermark(db: Queryable, account: string, shard: string): Promise<Date | null> {
+/**
+ * An account's watermark is its own whatever the shard count (re-sharding restarts
+ * nobody), so the `shard` column of recon_watermarks (migrations/002, part of its key)
+ * is always '', its default.
+ */
+export async function readWatermark(db: Queryable, account: string): Promise<Date | null> {
   const { rows } = await db.query<{ watermark: Date }>(
-    'SELECT watermark FROM recon_watermarks WHERE account = $1 AND shard = $2',
-    [account, shard],
+    "SELECT watermark FROM recon_watermarks WHERE account = $1 AND shard = ''",
+    [account],
   );
   return rows[0]?.watermark ?? null;
 }
 
 /** Only ever forwards. */
-export async function advanceWatermark(db: Queryable, account: string, shard: string, to: Date, runId: string, now: Date): Promise<void> {
+export async function advanceWatermark(db: Queryable, account: string, to: Date, runId: string, now: Date): Promise<void> {
   await db.query(
-    `INSERT INTO recon_watermarks AS w (account, shard, watermark, run_id, updated_at) VALUES ($1, $2, $3, $4, $5)
+    `INSERT INTO recon_watermarks AS w (account, shard, watermark, run_id, updated_at) VALUES ($1, '', $2, $3, $4)
      ON CONFLICT (account, shard) DO UPDATE SET watermark = EXCLUDED.watermark, run_id = EXCLUDED.run_id,
             updated_at = EXCLUDED.updated_at
       WHERE w.watermark < EXCLUDED.watermark`,
-    [account, shard, to, runId, now],
+    [account, to, runId, now],
   );
 }
 

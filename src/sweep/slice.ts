@@ -49,7 +49,7 @@ export async function sweepSlice(
         findings: report.findings,
         repaired: report.repaired,
       });
-      if (run.mode === 'run') await advanceWatermark(client, run.account, run.watermarkShard, reached, run.id, now);
+      if (run.mode === 'run') await advanceWatermark(client, run.account, reached, run.id, now);
     },
   });
 }

@@ -105,9 +105,8 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
   const t0 = Date.now();
   // Shards split the accounts, so each account's watermark is its own whatever the
   // shard count: re-sharding must not restart anyone from scratch. The shard is kept
-  // on the run for the record.
+  // on the run for the record (recon_watermarks.shard is always '': runs-store.ts).
   const shard = formatShard(options.shard);
-  const watermarkShard = '';
   const runId = newRunId(started);
   const log = deps.logger.child({ run_id: runId, account, mode: options.mode, dry_run: options.dryRun });
   const report = emptyReport(options, account, runId);
@@ -117,7 +116,7 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
     if (abandoned > 0) log.warn({ abandoned }, 'marked runs left behind by a dead process as interrupted');
   }
 
-  const window = await windowFor(deps, options, account, watermarkShard, started);
+  const window = await windowFor(deps, options, account, started);
   if (!window) {
     log.info('nothing settled to sweep yet');
     report.unreconciled = await countOpenFindings(deps.pool, account);
@@ -127,7 +126,7 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
   report.window = { from: window.full.from.toISOString(), to: window.full.to.toISOString() };
   if (window.resumedFrom) report.resumed_from = window.resumedFrom;
 
-  const run = { id: runId, mode: options.mode, account, shard, watermarkShard, window: window.full, startedAt: started, checkpoint: window.start };
+  const run = { id: runId, mode: options.mode, account, shard, window: window.full, startedAt: started, checkpoint: window.start };
   const slices = slicesOf({ from: window.start, to: window.full.to }, options.sliceMs);
   const watermarkHold = { at: null as Date | null };
   // A real run commits slice by slice. A dry run keeps one transaction that it rolls
@@ -247,7 +246,6 @@ async function windowFor(
   deps: SweepDeps,
   options: SweepOptions,
   account: string,
-  shard: string,
   now: Date,
 ): Promise<{ full: TimeWindow; start: Date; resumedFrom?: string } | null> {
   if (options.mode === 'backfill') {
@@ -261,7 +259,7 @@ async function windowFor(
     return { full, start: full.from };
   }
   const full = scheduledWindow({
-    watermark: await readWatermark(deps.pool, account, shard),
+    watermark: await readWatermark(deps.pool, account),
     now,
     overlapMs: options.overlapMs,
     settleMs: options.settleMs,
