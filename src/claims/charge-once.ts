@@ -1,15 +1,31 @@
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import type { Pool } from '../db/pool.js';
 import { silentLogger, type Logger } from '../log.js';
-import { completeClaim, releaseClaim, takeClaim, type HeldClaim, type PaymentEffect, type StoredResponse } from './claim-store.js';
+import { stripeCreateCharge } from '../providers/stripe/create-charge.js';
+import {
+  chargeResultBody,
+  completeClaim,
+  releaseClaim,
+  takeClaim,
+  type ChargeResponseBody,
+  type HeldClaim,
+  type PaymentEffect,
+  type StoredResponse,
+} from './claim-store.js';
 import { ClaimCounters, type ChargeOutcome } from './counters.js';
 import { downstreamKey, requestFingerprint } from './keys.js';
-import { classifyStripeFailure, retryAfterSeconds, storedError, type StoredError } from './stripe-outcome.js';
+import type { CreateCharge, CreateChargeResult, CreatedCharge, StoredError } from './create-charge.js';
 import { validateChargeRequest, validateKey, validateTenantId, type ChargeRequest } from './validate.js';
 
 export interface ClaimClientDeps {
   pool: Pool;
-  stripe: Stripe;
+  /** The Stripe client charges are made with (a PaymentIntent each), unless `createCharge` is given. */
+  stripe?: Stripe;
+  /**
+   * How a charge is made (src/claims/create-charge.ts): another provider's, or a test's.
+   * Default: a Stripe PaymentIntent through `stripe`.
+   */
+  createCharge?: CreateCharge;
   /** How long one attempt may hold the claim; longer than the Stripe call can take with its retries. */
   leaseMs: number;
   maxAmount: number;
@@ -37,15 +53,7 @@ export interface ChargeOnceInput {
   request: ChargeRequest;
 }
 
-/** The answer of a successful charge, stored on the claim and replayed to retries. */
-export interface ChargeResponseBody {
-  object: 'charge_result';
-  payment_intent: string;
-  charge: string | null;
-  status: string;
-  amount: number;
-  currency: string;
-}
+export type { ChargeResponseBody } from './claim-store.js';
 
 export interface ProblemBody {
   error: { type: string; code: string; message: string };
@@ -74,6 +82,7 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
   const logger = deps.logger ?? silentLogger();
   const counters = deps.counters ?? new ClaimCounters();
   const limits = { maxAmount: deps.maxAmount, metadataKeys: deps.metadataKeys };
+  const createCharge = chargeFunctionOf(deps);
 
   async function chargeOnce(input: ChargeOnceInput): Promise<ChargeResult> {
     const tenantId = validateTenantId(input.tenantId);
@@ -132,62 +141,45 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
 
   async function drive(claim: HeldClaim, request: ChargeRequest): Promise<ChargeResult> {
     await deps.hooks?.afterClaim?.(claim);
-    let intent: Stripe.PaymentIntent;
-    try {
-      intent = await createPaymentIntent(claim, request);
-    } catch (error) {
-      await deps.hooks?.afterStripeCall?.(claim);
-      return settleFailure(claim, request, error);
-    }
-    await deps.hooks?.afterStripeCall?.(claim);
-    const charge = typeof intent.latest_charge === 'object' ? intent.latest_charge : null;
-    const body: ChargeResponseBody = {
-      object: 'charge_result',
-      payment_intent: intent.id,
-      charge: charge?.id ?? (typeof intent.latest_charge === 'string' ? intent.latest_charge : null),
-      status: intent.status,
-      amount: intent.amount,
-      currency: intent.currency,
-    };
-    // No charge yet (e.g. requires_action for 3-D Secure): the answer is stored, there is no effect.
-    const status = charge ? 200 : 202;
-    const effect = charge ? effectOf(claim, request, intent, charge) : null;
-    return finish(claim, { status, body, outcome: charge ? 'success' : 'pending_action' }, effect, 'charged');
-  }
-
-  async function createPaymentIntent(claim: HeldClaim, request: ChargeRequest): Promise<Stripe.PaymentIntent> {
-    const params: Stripe.PaymentIntentCreateParams = {
-      amount: request.amount,
-      currency: request.currency,
-      payment_method: request.paymentMethod,
-      // Server-side confirmation: no redirect-based methods, so no return_url is needed.
-      automatic_payment_methods: { enabled: true, allow_redirects: 'never' },
-      confirm: true,
+    const result = await createCharge({
+      request,
+      idempotencyKey: claim.downstreamKey,
       // This metadata is how the sweeper attributes a charge to its claim.
       metadata: {
         ...request.metadata,
         [deps.metadataKeys.tenantId]: claim.tenantId,
         [deps.metadataKeys.idempotencyKey]: claim.key,
       },
-      expand: ['latest_charge'],
-    };
-    if (request.customer) params.customer = request.customer;
-    if (request.description) params.description = request.description;
-    const options: Stripe.RequestOptions = { idempotencyKey: claim.downstreamKey };
-    if (request.account) options.stripeAccount = request.account;
-    return deps.stripe.paymentIntents.create(params, options);
+    });
+    await deps.hooks?.afterStripeCall?.(claim);
+    if (result.kind !== 'created') return settleFailure(claim, request, result);
+    const { paymentIntent: intent, charge } = result;
+    const body = chargeResultBody({
+      paymentIntent: intent.id,
+      charge: result.chargeId,
+      status: intent.status,
+      amount: intent.amount,
+      currency: intent.currency,
+    });
+    // No charge yet (e.g. requires_action for 3-D Secure): the answer is stored, there is no effect.
+    const status = charge ? 200 : 202;
+    const effect = charge ? effectOf(claim, request, intent.id, charge) : null;
+    return finish(claim, { status, body, outcome: charge ? 'success' : 'pending_action' }, effect, 'charged');
   }
 
-  async function settleFailure(claim: HeldClaim, request: ChargeRequest, error: unknown): Promise<ChargeResult> {
-    if (error instanceof Stripe.errors.StripeError && classifyStripeFailure(error) === 'deterministic') {
-      const body = storedError(error);
-      const status = error.statusCode ?? 402;
-      const effect: PaymentEffect | null = error.charge
+  async function settleFailure(
+    claim: HeldClaim,
+    request: ChargeRequest,
+    failure: Exclude<CreateChargeResult, { kind: 'created' }>,
+  ): Promise<ChargeResult> {
+    if (failure.kind === 'refused') {
+      const { body, status, outcome } = failure;
+      const effect: PaymentEffect | null = failure.chargeId
         ? {
-            chargeId: error.charge,
+            chargeId: failure.chargeId,
             tenantId: claim.tenantId,
             idempotencyKey: claim.key,
-            paymentIntentId: error.payment_intent?.id ?? null,
+            paymentIntentId: failure.paymentIntentId,
             accountId: request.account ?? null,
             amount: request.amount,
             currency: request.currency,
@@ -197,11 +189,10 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
             createdAt: clock(),
           }
         : null;
-      const outcome = error instanceof Stripe.errors.StripeCardError ? 'declined' : 'rejected';
-      logger.info({ tenant_id: claim.tenantId, code: error.code, outcome }, 'stripe rejected the charge; answer stored for replay');
+      logger.info({ tenant_id: claim.tenantId, code: failure.code, outcome }, 'stripe rejected the charge; answer stored for replay');
       return finish(claim, { status, body, outcome }, effect, outcome);
     }
-    logger.warn({ tenant_id: claim.tenantId, err: describeError(error) }, 'transient failure calling Stripe; releasing the claim');
+    logger.warn({ tenant_id: claim.tenantId, err: describeError(failure.error) }, 'transient failure calling Stripe; releasing the claim');
     try {
       await releaseClaim(deps.pool, claim, clock());
     } catch (releaseError) {
@@ -210,7 +201,7 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
     }
     return {
       ...problem('transient_failure', 503, 'the payment provider could not be reached; retry with the same idempotency key'),
-      retryAfterSeconds: retryAfterSeconds(error),
+      retryAfterSeconds: failure.retryAfterSeconds,
     };
   }
 
@@ -233,17 +224,23 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
   return { chargeOnce, counters };
 }
 
-function effectOf(claim: HeldClaim, request: ChargeRequest, intent: Stripe.PaymentIntent, charge: Stripe.Charge): PaymentEffect {
+function chargeFunctionOf(deps: ClaimClientDeps): CreateCharge {
+  if (deps.createCharge) return deps.createCharge;
+  if (deps.stripe) return stripeCreateCharge(deps.stripe);
+  throw new TypeError('createClaimClient needs a Stripe client (stripe) or a createCharge function');
+}
+
+function effectOf(claim: HeldClaim, request: ChargeRequest, paymentIntentId: string, charge: CreatedCharge): PaymentEffect {
   return {
     chargeId: charge.id,
     tenantId: claim.tenantId,
     idempotencyKey: claim.key,
-    paymentIntentId: intent.id,
+    paymentIntentId,
     accountId: request.account ?? null,
     amount: charge.amount,
     currency: charge.currency,
     status: effectStatus(charge.status),
-    amountRefunded: charge.amount_refunded,
+    amountRefunded: charge.amountRefunded,
     disputed: charge.disputed,
     createdAt: new Date(charge.created * 1000),
   };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { canonicalJson, downstreamKey, requestFingerprint } from '../../src/claims/keys.js';
 import { ClaimCounters } from '../../src/claims/counters.js';
-import { classifyStripeFailure } from '../../src/claims/stripe-outcome.js';
+import { classifyStripeFailure } from '../../src/providers/stripe/charge-outcome.js';
 import Stripe from 'stripe';
 
 describe('downstreamKey', () => {

@@ -1,4 +1,5 @@
 import Stripe from 'stripe';
+import type { StoredError } from '../../claims/create-charge.js';
 
 /**
  * What a failed Stripe call means for the claim:
@@ -23,17 +24,6 @@ export function classifyStripeFailure(error: unknown): FailureKind {
   // Connection errors and timeouts, 429, 5xx, authentication and permission errors
   // (nothing was charged, an operator must fix the key), and anything unknown.
   return 'transient';
-}
-
-export interface StoredError {
-  error: {
-    type: string;
-    code?: string;
-    decline_code?: string;
-    message: string;
-    charge?: string;
-    payment_intent?: string;
-  };
 }
 
 export function storedError(error: InstanceType<typeof Stripe.errors.StripeError>): StoredError {
