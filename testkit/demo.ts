@@ -3,6 +3,7 @@ import { webhookBody } from '../src/alerts/webhook.js';
 import { readOpenFindings } from '../src/alerts/open-findings.js';
 import { ALERT_CATEGORIES } from '../src/alerts/categories.js';
 import { createPool, type Pool } from '../src/db/pool.js';
+import { accountIdOf } from '../src/domain/identity.js';
 import { migrate } from '../src/db/migrate.js';
 import { ensureDayPartitions, partitionDays, utcDay } from '../src/db/partitions.js';
 import { openScratchDatabase } from './postgres-server.js';
@@ -153,7 +154,7 @@ async function sweepOnce(pool: Pool, double: StripeDouble, options: Partial<Swee
       pool,
       clock: () => new Date(),
       logger: silentLogger(),
-      listCharges: (account, w, signal) => lister.list(account === 'platform' ? null : account, w, { signal }),
+      listCharges: (account, w, signal) => lister.list(accountIdOf(account), w, { signal }),
       evidence: createStripeEvidence({ stripe, budget, counters: lister.counters }),
       listChanges: changeSource(createEventReader({ stripe, budget, counters: lister.counters })),
     },

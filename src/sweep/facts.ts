@@ -75,13 +75,3 @@ export interface SliceFacts {
   looseCharges: LooseCharge[];
   looseEffects: LooseEffect[];
 }
-
-/** `platform` for the platform account (null in claims and payments), `acct_…` otherwise. */
-export function accountName(accountId: string | null): string {
-  return accountId ?? 'platform';
-}
-
-/** The inverse: null for the platform, as claims and payments store it. */
-export function accountIdOf(account: string): string | null {
-  return account === 'platform' ? null : account;
-}

@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { PoolClient } from '../db/pool.js';
+import { accountName } from '../domain/identity.js';
 import type { NormalizedCharge } from './provider.js';
 import { isDataError, upsertChargesIsolating, type IsolatedUpsert } from './mirror-isolating.js';
 
@@ -74,7 +75,7 @@ function* lines(charges: NormalizedCharge[]): Generator<string> {
   for (const c of charges) {
     chunk +=
       [
-        text(c.account ?? 'platform'),
+        text(accountName(c.account)),
         text(c.id),
         new Date(c.created * 1000).toISOString(),
         c.amount,

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/pool.js';
+import { accountName } from '../domain/identity.js';
 import type { NormalizedCharge } from './provider.js';
 
 /**
@@ -10,7 +11,7 @@ export async function upsertCharges(db: Queryable, charges: NormalizedCharge[], 
   if (charges.length === 0) return 0;
   const unique = [...new Map(charges.map((c) => [c.id, c])).values()];
   const rows = unique.map((c) => ({
-    account: c.account ?? 'platform',
+    account: accountName(c.account),
     charge_id: c.id,
     created: new Date(c.created * 1000).toISOString(),
     amount: c.amount,

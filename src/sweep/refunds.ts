@@ -1,6 +1,7 @@
 import { inTransaction, type Pool, type Queryable } from '../db/pool.js';
 import { ensureDayPartitions, utcDay } from '../db/partitions.js';
 import type { Logger } from '../log.js';
+import { findingKey } from '../domain/identity.js';
 import type { NormalizedCharge } from './provider.js';
 import { isRefundMade, REFUND_KEY_METADATA, type RefundFact, type ProviderEvidence } from './provider.js';
 import type { RecordedFinding } from './findings-store.js';
@@ -36,9 +37,9 @@ export async function recordRefundIntents(
   db: Queryable,
   args: { account: string; runId: string; now: Date; findings: RefundFinding[]; recorded: RecordedFinding[] },
 ): Promise<number> {
-  const ids = new Map(args.recorded.map((r) => [`${r.category}\u001f${r.subject}`, r.id]));
+  const ids = new Map(args.recorded.map((r) => [findingKey(r.category, r.subject), r.id]));
   const rows = args.findings.flatMap((f) => {
-    const findingId = ids.get(`${f.category}\u001f${f.subject}`);
+    const findingId = ids.get(findingKey(f.category, f.subject));
     if (findingId === undefined) return [];
     return f.repair.refund
       .filter((c) => c.id !== f.repair.keep.id) // never the kept charge, whatever the plan says

@@ -22,6 +22,7 @@
  *   given (every second below it was read), else the newest `created` seen.
  */
 import Stripe from 'stripe';
+import { accountIdOf } from '../../domain/identity.js';
 import type { RetryPolicy } from './backoff.js';
 import { readChangeEvent, type ChangeEvent, type EventExpectation } from './change-event.js';
 import { StripeListCounters } from './counters.js';
@@ -271,7 +272,7 @@ export function createEventReader(deps: EventReaderDeps): EventReader {
 /** The sweep's port for late changes (src/sweep/types.ts ChangeSource), over this reader. */
 export function changeSource(reader: EventReader): ChangeSource {
   return async (account, window, signal) => {
-    const listing = await reader.read(account === 'platform' ? null : account, window, signal ? { signal } : {});
+    const listing = await reader.read(accountIdOf(account), window, signal ? { signal } : {});
     return [
       ...listing.events.map((e) => ({ id: e.id, type: e.type, created: e.created, chargeId: e.chargeId })),
       ...listing.malformed.map((m) => ({ id: m.id, type: 'malformed', created: 0, chargeId: null, problem: m.problem })),

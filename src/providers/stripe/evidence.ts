@@ -1,4 +1,5 @@
 import Stripe from 'stripe';
+import { accountIdOf } from '../../domain/identity.js';
 import type { RefundFact, RefundRequest, ProviderEvidence } from '../../sweep/provider.js';
 import { StripeListCounters } from './counters.js';
 import { DEFAULT_METADATA_KEYS, normalizeCharge, type MetadataKeys } from './normalize.js';
@@ -53,21 +54,21 @@ export function createStripeEvidence(deps: StripeEvidenceDeps): ProviderEvidence
   // By id: the events reader's retriever, a few at a time under the same budget.
   const retriever = createChargeRetriever({ stripe: deps.stripe, budget, counters, policy: deps.retry, sleep: deps.sleep });
   const send = <R>(account: string, run: Call<R>['run'], signal?: AbortSignal): Promise<R> =>
-    retrying({ account: account === 'platform' ? null : account, run }, signal ?? new AbortController().signal) as Promise<R>;
+    retrying({ account: accountIdOf(account), run }, signal ?? new AbortController().signal) as Promise<R>;
 
   const normalize = (raw: unknown, account: string): NormalizedCharge => {
-    const result = normalizeCharge(raw, account === 'platform' ? null : account, keys, nowSeconds());
+    const result = normalizeCharge(raw, accountIdOf(account), keys, nowSeconds());
     if (!result.ok) throw new UnreadableEvidenceError(`Stripe's re-read of charge ${result.malformed.id ?? '(no id)'} cannot be judged: ${result.malformed.problem}`);
     return result.charge;
   };
 
   return {
     async chargesById(account, ids, signal, onMalformed) {
-      const answers = await retriever.retrieveCharges(account === 'platform' ? null : account, ids, signal ? { signal } : {});
+      const answers = await retriever.retrieveCharges(accountIdOf(account), ids, signal ? { signal } : {});
       const found: NormalizedCharge[] = [];
       for (const a of answers) {
         if (!a.found) continue;
-        const result = normalizeCharge(a.raw, account === 'platform' ? null : account, keys, nowSeconds());
+        const result = normalizeCharge(a.raw, accountIdOf(account), keys, nowSeconds());
         if (result.ok) found.push(result.charge);
         // Asked by id: an answer without one is still that charge, and the finding can name it.
         else if (onMalformed) onMalformed({ ...result.malformed, id: result.malformed.id ?? a.id });

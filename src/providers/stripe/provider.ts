@@ -1,4 +1,5 @@
 import type Stripe from 'stripe';
+import { accountIdOf } from '../../domain/identity.js';
 import type { PaymentProvider, ProviderFacts } from '../../sweep/provider.js';
 import { createStripeClient } from './client.js';
 import { StripeListCounters } from './counters.js';
@@ -50,7 +51,7 @@ export function createStripeProvider(options: StripeProviderOptions): StripeProv
     stripe,
     budget,
     counters,
-    listCharges: (account, window, signal) => lister.list(account === 'platform' ? null : account, window, { signal }),
+    listCharges: (account, window, signal) => lister.list(accountIdOf(account), window, { signal }),
     listChanges: changeSource(createEventReader({ stripe, budget, counters })),
     evidence: createStripeEvidence({ stripe, budget, counters, metadataKeys: options.metadataKeys }),
     pace: () => ({ ratePerSecond: facts.ratePerSecond, meanLatencyMs: counters.meanLatencyMs() }),
