@@ -10,10 +10,8 @@
 import { startStripeDouble } from '../testkit/stripe-double/index.js';
 import { ensureDayPartitions } from '../src/db/partitions.js';
 import { silentLogger } from '../src/log.js';
-import { createStripeClient } from '../src/providers/stripe/client.js';
-import { createChargeLister } from '../src/providers/stripe/list-charges.js';
-import { createStripeEvidence } from '../src/providers/stripe/evidence.js';
-import { RateBudget } from '../src/providers/stripe/rate-budget.js';
+import { createStripeProvider } from '../src/providers/stripe/provider.js';
+import { providerSweepDeps } from '../src/sweep/provider.js';
 import { sweep, sweepOptions } from '../src/sweep/sweep.js';
 import { benchDatabase, countStatements, writeResult } from './support.js';
 
@@ -40,9 +38,7 @@ try {
     );
   }
 
-  const stripe = createStripeClient({ apiKey: 'sk_test_bench', apiBase: double.url });
-  const budget = new RateBudget({ ratePerSecond: 1_000 });
-  const lister = createChargeLister({ stripe, budget });
+  const provider = createStripeProvider({ apiKey: 'sk_test_bench', apiBase: double.url, ratePerSecond: 1_000 });
   const statements = countStatements();
   const started = performance.now();
   const heapBefore = process.memoryUsage().rss;
@@ -51,8 +47,7 @@ try {
       pool: db.pool,
       clock: () => NOW,
       logger: silentLogger(),
-      listCharges: (account, window, signal) => lister.list(account === 'platform' ? null : account, window, { signal }),
-      evidence: createStripeEvidence({ stripe, budget }),
+      ...providerSweepDeps(provider),
     },
     sweepOptions({ mode: 'backfill', accounts: ['platform'], window: { from: FROM, to: TO } }),
   );

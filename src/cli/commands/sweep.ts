@@ -2,15 +2,13 @@ import type { Command } from 'commander';
 import { alertConfigFromEnv } from '../../alerts/index.js';
 import { loadConfig, requireStripeApiKey, type Config } from '../../config.js';
 import type { Pool } from '../../db/pool.js';
-import { accountIdOf } from '../../domain/identity.js';
 import type { Logger } from '../../log.js';
 import { metricsConfigFromEnv, publishMetrics, readLastSuccessByAccount, type MetricsConfig } from '../../metrics/index.js';
 import { readStatus } from '../../sweep/status.js';
-import { createChargeLister, createStripeClient, RateBudget } from '../../providers/stripe/index.js';
-import { createStripeEvidence } from '../../providers/stripe/evidence.js';
-import { changeSource, createEventReader } from '../../providers/stripe/events.js';
+import { createStripeProvider } from '../../providers/stripe/provider.js';
 import type { AccountCompleteness } from '../../sweep/completeness.js';
 import { SweepLockedError } from '../../sweep/lock.js';
+import { providerSweepDeps } from '../../sweep/provider.js';
 import { sweep, SweepFailedError, type SweepDeps, type SweepOptions, type SweepReport } from '../../sweep/sweep.js';
 import { parseShard, shardOf, type Shard, type TimeWindow } from '../../sweep/window.js';
 import { parseDuration } from '../../time/duration.js';
@@ -107,19 +105,20 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
       logger.info({ shard: flags.shard }, 'no account falls in this shard; nothing to do');
       return ExitCode.reconciled;
     }
-    const stripe = createStripeClient({ apiKey, apiBase: config.stripeApiBase, timeoutMs: config.requestDeadlineMs });
     // One budget for every Stripe request of the process: listing, re-reads and refunds.
-    const budget = new RateBudget({ ratePerSecond: config.stripeRatePerSecond });
-    const lister = createChargeLister({ stripe, budget, metadataKeys: config.metadataKeys });
+    const provider = createStripeProvider({
+      apiKey,
+      apiBase: config.stripeApiBase,
+      timeoutMs: config.requestDeadlineMs,
+      ratePerSecond: config.stripeRatePerSecond,
+      metadataKeys: config.metadataKeys,
+    });
     const progress = createProgressReporter({ terminal: stderrIsTerminal(), logger, intervalMs: config.progressIntervalMs, accounts });
     const deps: SweepDeps = {
       pool,
       clock: () => new Date(),
       logger,
-      listCharges: (account, w, abort) => lister.list(accountIdOf(account), w, { signal: abort }),
-      evidence: createStripeEvidence({ stripe, budget, counters: lister.counters, metadataKeys: config.metadataKeys }),
-      listChanges: changeSource(createEventReader({ stripe, budget, counters: lister.counters })),
-      pace: () => ({ ratePerSecond: config.stripeRatePerSecond, meanLatencyMs: lister.counters.meanLatencyMs() }),
+      ...providerSweepDeps(provider, { pace: true }),
       faultPoint: crashPointFromEnv(),
       onProgress: (p) => progress.onProgress(p),
       onSkipped: (account) => skipped.push(account),
@@ -131,7 +130,7 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
       shard,
       accounts,
       ...(mode === 'run' ? { skipped } : {}),
-      stripe429s: () => lister.counters.rateLimited,
+      stripe429s: () => provider.counters.rateLimited,
     });
     let reports: SweepReport[] = [];
     let failure: Error | undefined;
