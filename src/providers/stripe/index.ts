@@ -3,7 +3,6 @@ export type { MalformedCharge, NormalizedCharge } from '../../sweep/provider.js'
 export {
   createChargeLister,
   listChargeWindow,
-  listCharges,
   DEFAULT_CONCURRENCY,
   type ChargeBatch,
   type ChargeLister,

@@ -259,13 +259,3 @@ export function createChargeLister(deps: ChargeListerDeps): ChargeLister {
     },
   };
 }
-
-/** Shorthand for one listing with its own budget and counters. */
-export function listCharges(
-  stripe: Stripe,
-  account: string | null,
-  window: ChargeWindow,
-  options: Omit<ChargeListerDeps, 'stripe'> = {},
-): AsyncGenerator<ChargeBatch, void, undefined> {
-  return createChargeLister({ ...options, stripe }).list(account, window);
-}
