@@ -61,7 +61,10 @@ export interface SweepOptions {
   retentionMs: number;
   firstRunLookbackMs: number;
   refundDuplicates: boolean;
-  /** Backfill: continue an unfinished backfill of the same range (default true). */
+  /**
+   * Backfill: continue an unfinished backfill of the same range. The CLI passes true
+   * unless `--no-resume`; `sweepOptions()` leaves it false.
+   */
   resume: boolean;
   /** Scheduled runs: events younger than this are left for the next run (the Events API is eventually consistent). */
   eventsLagMs: number;
@@ -125,6 +128,7 @@ export function sweepOptions(options: Partial<SweepOptions> & Pick<SweepOptions,
     retentionMs: 7 * 86_400_000,
     firstRunLookbackMs: 86_400_000,
     refundDuplicates: false,
+    // Unlike the CLI (true unless --no-resume): a caller resumes a backfill by asking to.
     resume: false,
     eventsLagMs: 5 * 60_000,
     eventsOverlapMs: 10 * 60_000,
