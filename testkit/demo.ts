@@ -3,7 +3,6 @@ import { webhookBody } from '../src/alerts/webhook.js';
 import { readOpenFindings } from '../src/alerts/open-findings.js';
 import { ALERT_CATEGORIES } from '../src/alerts/categories.js';
 import { createPool, type Pool } from '../src/db/pool.js';
-import { accountIdOf } from '../src/domain/identity.js';
 import { migrate } from '../src/db/migrate.js';
 import { ensureDayPartitions, partitionDays, utcDay } from '../src/db/partitions.js';
 import { openScratchDatabase } from './postgres-server.js';
@@ -11,13 +10,10 @@ import { buildScenario, buildWeekOldPayment, refundAtStripe } from './simulator.
 import { startStripeDouble, type StripeDouble } from './stripe-double/index.js';
 import { silentLogger } from '../src/log.js';
 import { writeReport } from '../src/report/findings-report.js';
-import { createStripeClient } from '../src/providers/stripe/client.js';
-import { createChargeLister } from '../src/providers/stripe/list-charges.js';
-import { RateBudget } from '../src/providers/stripe/rate-budget.js';
+import { createStripeProvider } from '../src/providers/stripe/provider.js';
 import { CATEGORIES } from '../src/sweep/categories.js';
 import { RUNBOOK } from '../src/sweep/runbook.js';
-import { createStripeEvidence } from '../src/providers/stripe/evidence.js';
-import { changeSource, createEventReader } from '../src/providers/stripe/events.js';
+import { providerSweepDeps } from '../src/sweep/provider.js';
 import { sweep, sweepOptions, type SweepOptions, type SweepReport } from '../src/sweep/sweep.js';
 
 export interface DemoOptions {
@@ -146,18 +142,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
 
 /** A sweep as `sweeper backfill` or `sweeper run` wires it (src/cli/commands/sweep.ts), against the double. */
 async function sweepOnce(pool: Pool, double: StripeDouble, options: Partial<SweepOptions> & Pick<SweepOptions, 'mode'>): Promise<SweepReport[]> {
-  const stripe = createStripeClient({ apiKey: 'sk_test_demo', apiBase: double.url });
-  const budget = new RateBudget({ ratePerSecond: 100 });
-  const lister = createChargeLister({ stripe, budget });
+  const provider = createStripeProvider({ apiKey: 'sk_test_demo', apiBase: double.url, ratePerSecond: 100 });
   return sweep(
-    {
-      pool,
-      clock: () => new Date(),
-      logger: silentLogger(),
-      listCharges: (account, w, signal) => lister.list(accountIdOf(account), w, { signal }),
-      evidence: createStripeEvidence({ stripe, budget, counters: lister.counters }),
-      listChanges: changeSource(createEventReader({ stripe, budget, counters: lister.counters })),
-    },
+    { pool, clock: () => new Date(), logger: silentLogger(), ...providerSweepDeps(provider) },
     sweepOptions({ accounts: ['platform'], sliceMs: 30 * 60_000, ...options }),
   );
 }
