@@ -1,0 +1,91 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClaimClient, downstreamKey, type CreateCharge, type CreateChargeInput, type CreateChargeResult } from '../../src/claims/index.js';
+import { ensureDayPartitions } from '../../src/db/partitions.js';
+import { createTestDatabase, type TestDatabase } from '../support/db.js';
+
+/**
+ * The claim library against a provider that is not Stripe: a `createCharge` function
+ * passed in. The library sends it the claim's downstream key and the attribution
+ * metadata, and settles the claim from its answer alone.
+ */
+
+const METADATA_KEYS = { tenantId: 'tenant_id', idempotencyKey: 'idempotency_key' };
+const NOW = new Date('2026-03-10T12:00:00Z');
+const card = { amount: 1500, currency: 'usd', paymentMethod: 'pm_card_visa', metadata: { order: '42' } };
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await ensureDayPartitions(db.pool, { from: '2026-03-09', to: '2026-03-11' });
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+function library(answer: (input: CreateChargeInput) => CreateChargeResult) {
+  const calls: CreateChargeInput[] = [];
+  const createCharge: CreateCharge = async (input) => {
+    calls.push(input);
+    return answer(input);
+  };
+  const client = createClaimClient({ pool: db.pool, createCharge, leaseMs: 60_000, maxAmount: 1_000_000, metadataKeys: METADATA_KEYS, clock: () => NOW });
+  return { client, calls };
+}
+
+const created = (chargeId: string): CreateChargeResult => ({
+  kind: 'created',
+  paymentIntent: { id: `pay_${chargeId}`, status: 'succeeded', amount: 1500, currency: 'usd' },
+  chargeId,
+  charge: { id: chargeId, amount: 1500, currency: 'usd', status: 'succeeded', amountRefunded: 0, disputed: false, created: NOW.getTime() / 1000 },
+});
+
+describe('the claim library with a createCharge of its own', () => {
+  it('charges once: the downstream key and the attribution go to the provider, the payment row and the replay come from its answer', async () => {
+    const { client, calls } = library(() => created('mem_charge_1'));
+    const first = await client.chargeOnce({ tenantId: 'acme', key: 'order-1', request: card });
+    expect(first).toMatchObject({ outcome: 'charged', status: 200, body: { object: 'charge_result', charge: 'mem_charge_1', payment_intent: 'pay_mem_charge_1' } });
+    expect(calls).toHaveLength(1);
+    expect(calls[0]).toMatchObject({
+      idempotencyKey: downstreamKey('acme', 'order-1'),
+      metadata: { order: '42', tenant_id: 'acme', idempotency_key: 'order-1' },
+      request: { amount: 1500, currency: 'usd' },
+    });
+    const replay = await client.chargeOnce({ tenantId: 'acme', key: 'order-1', request: card });
+    expect(replay).toMatchObject({ outcome: 'replayed', status: 200, body: first.body });
+    expect(calls).toHaveLength(1);
+    const { rows } = await db.pool.query('SELECT charge_id, payment_intent_id, amount::int AS amount, status FROM payments WHERE tenant_id = $1 AND idempotency_key = $2', ['acme', 'order-1']);
+    expect(rows).toEqual([{ charge_id: 'mem_charge_1', payment_intent_id: 'pay_mem_charge_1', amount: 1500, status: 'succeeded' }]);
+  });
+
+  it('stores a refusal and replays it; a decline with a charge records a failed payment', async () => {
+    const { client, calls } = library(() => ({
+      kind: 'refused',
+      outcome: 'declined',
+      status: 402,
+      body: { error: { type: 'card_error', code: 'card_declined', message: 'Your card was declined.' } },
+      code: 'card_declined',
+      chargeId: 'mem_declined_1',
+      paymentIntentId: null,
+    }));
+    const first = await client.chargeOnce({ tenantId: 'acme', key: 'order-2', request: card });
+    expect(first).toMatchObject({ outcome: 'declined', status: 402, body: { error: { code: 'card_declined' } } });
+    expect(await client.chargeOnce({ tenantId: 'acme', key: 'order-2', request: card })).toMatchObject({ outcome: 'replayed', status: 402 });
+    expect(calls).toHaveLength(1);
+    const { rows } = await db.pool.query("SELECT status FROM payments WHERE charge_id = 'mem_declined_1'");
+    expect(rows).toEqual([{ status: 'failed' }]);
+  });
+
+  it('releases the claim on a transient failure, and the retry charges with the same downstream key', async () => {
+    let down = true;
+    const { client, calls } = library(() => (down ? { kind: 'transient', error: new Error('unreachable'), retryAfterSeconds: 7 } : created('mem_charge_3')));
+    const first = await client.chargeOnce({ tenantId: 'acme', key: 'order-3', request: card });
+    expect(first).toMatchObject({ outcome: 'transient_failure', status: 503, retryAfterSeconds: 7 });
+    down = false;
+    expect(await client.chargeOnce({ tenantId: 'acme', key: 'order-3', request: card })).toMatchObject({ outcome: 'charged', status: 200 });
+    expect(calls.map((c) => c.idempotencyKey)).toEqual([downstreamKey('acme', 'order-3'), downstreamKey('acme', 'order-3')]);
+  });
+
+  it('needs a way to charge: a Stripe client or a createCharge', () => {
+    expect(() => createClaimClient({ pool: db.pool, leaseMs: 60_000, maxAmount: 1, metadataKeys: METADATA_KEYS })).toThrow(TypeError);
+  });
+});
