@@ -128,7 +128,7 @@ export function providerSweepDeps(
  */
 export interface ProviderEvidence {
   /**
-   * Charges looked up by id (`GET /v1/charges/:id`); ids Stripe does not have are absent.
+   * Charges looked up by id (Stripe: `GET /v1/charges/:id`); ids the provider does not have are absent.
    * A charge that answers but cannot be read goes to `onMalformed` when given (the caller
    * records it as a finding), and otherwise fails the call (nothing is decided on it).
    */
@@ -138,11 +138,11 @@ export interface ProviderEvidence {
     signal?: AbortSignal,
     onMalformed?: (bad: MalformedCharge) => void,
   ): Promise<NormalizedCharge[]>;
-  /** Every charge of the account whose metadata names the tenant and key (Stripe's search). */
+  /** Every charge of the account whose metadata names the tenant and key (Stripe: its charge search). */
   chargesNaming(account: string, tenantId: string, key: string, signal?: AbortSignal): Promise<NormalizedCharge[]>;
-  /** The refunds Stripe has for one charge (`GET /v1/refunds?charge=`). */
+  /** The refunds the provider has for one charge (Stripe: `GET /v1/refunds?charge=`). */
   refundsOf(account: string, chargeId: string, signal?: AbortSignal): Promise<RefundFact[]>;
-  /** `POST /v1/refunds`, with an idempotency key. */
+  /** A refund, idempotent by `request.idempotencyKey` (Stripe: `POST /v1/refunds` with that Idempotency-Key). */
   refund(account: string, request: RefundRequest, signal?: AbortSignal): Promise<RefundFact>;
 }
 

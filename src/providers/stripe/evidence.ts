@@ -9,7 +9,7 @@ import { createChargeRetriever } from './retrieve-charges.js';
 import type { NormalizedCharge } from '../../sweep/provider.js';
 
 /**
- * Stripe's own word for the sweep (see src/sweep/evidence-source.ts), through the real
+ * Stripe's own word for the sweep (ProviderEvidence, src/sweep/provider.ts), through the real
  * SDK, under the process's shared rate budget and the lister's retry rules:
  * `GET /v1/charges/:id` (the events reader's retriever), `GET /v1/charges/search` by
  * metadata, `GET /v1/refunds?charge=`
