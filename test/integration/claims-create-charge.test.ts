@@ -43,7 +43,11 @@ describe('the claim library with a createCharge of its own', () => {
   it('charges once: the downstream key and the attribution go to the provider, the payment row and the replay come from its answer', async () => {
     const { client, calls } = library(() => created('mem_charge_1'));
     const first = await client.chargeOnce({ tenantId: 'acme', key: 'order-1', request: card });
-    expect(first).toMatchObject({ outcome: 'charged', status: 200, body: { object: 'charge_result', charge: 'mem_charge_1', payment_intent: 'pay_mem_charge_1' } });
+    expect(first).toMatchObject({
+      outcome: 'charged',
+      status: 200,
+      body: { object: 'charge_result', charge: 'mem_charge_1', payment_intent: 'pay_mem_charge_1' },
+    });
     expect(calls).toHaveLength(1);
     expect(calls[0]).toMatchObject({
       idempotencyKey: downstreamKey('acme', 'order-1'),
@@ -53,7 +57,10 @@ describe('the claim library with a createCharge of its own', () => {
     const replay = await client.chargeOnce({ tenantId: 'acme', key: 'order-1', request: card });
     expect(replay).toMatchObject({ outcome: 'replayed', status: 200, body: first.body });
     expect(calls).toHaveLength(1);
-    const { rows } = await db.pool.query('SELECT charge_id, payment_intent_id, amount::int AS amount, status FROM payments WHERE tenant_id = $1 AND idempotency_key = $2', ['acme', 'order-1']);
+    const { rows } = await db.pool.query(
+      'SELECT charge_id, payment_intent_id, amount::int AS amount, status FROM payments WHERE tenant_id = $1 AND idempotency_key = $2',
+      ['acme', 'order-1'],
+    );
     expect(rows).toEqual([{ charge_id: 'mem_charge_1', payment_intent_id: 'pay_mem_charge_1', amount: 1500, status: 'succeeded' }]);
   });
 

@@ -47,8 +47,7 @@ const providers: Array<{ name: string; open: () => Harness }> = [
       return {
         provider,
         async charge(spec) {
-          const metadata =
-            spec.tenantId === undefined ? undefined : { tenant_id: spec.tenantId, idempotency_key: spec.idempotencyKey ?? '' };
+          const metadata = spec.tenantId === undefined ? undefined : { tenant_id: spec.tenantId, idempotency_key: spec.idempotencyKey ?? '' };
           return double.createCharge(spec.account, { amount: spec.amount ?? 1000, created: spec.created, ...(metadata ? { metadata } : {}) }).id;
         },
         setNow: (seconds) => double.clock.set(seconds * 1000),
@@ -76,13 +75,19 @@ async function listAll(provider: PaymentProvider, account: string, window = WIND
     expect(page.malformed).toEqual([]);
     pages.push(page.charges);
   }
-  return { pages, ids: pages.flat().map((c) => c.id).sort() };
+  return {
+    pages,
+    ids: pages
+      .flat()
+      .map((c) => c.id)
+      .sort(),
+  };
 }
 
 const sorted = (ids: Array<string | null>) => [...ids].sort();
 
 describe.each(providers)('provider contract: $name', ({ open }) => {
-  it("states its facts: an idempotency window, a page size, a request rate", () => {
+  it('states its facts: an idempotency window, a page size, a request rate', () => {
     const { facts } = open().provider;
     expect(facts.idempotencyWindowMs).toBeGreaterThan(0);
     expect(Number.isInteger(facts.pageSize) && facts.pageSize >= 1).toBe(true);
@@ -166,7 +171,12 @@ describe.each(providers)('provider contract: $name', ({ open }) => {
   it('refunds: the charge reads as refunded, the refund is listed, and a retry with the same key refunds nothing more', async () => {
     const h = open();
     const id = await h.charge({ account: ACCOUNT, created: FROM + 10, amount: 2500 });
-    const request = { chargeId: id, amount: 2500, idempotencyKey: 'sweeper_refund_contract_1', metadata: { [REFUND_KEY_METADATA]: 'sweeper_refund_contract_1' } };
+    const request = {
+      chargeId: id,
+      amount: 2500,
+      idempotencyKey: 'sweeper_refund_contract_1',
+      metadata: { [REFUND_KEY_METADATA]: 'sweeper_refund_contract_1' },
+    };
     const refund = await h.provider.evidence.refund(ACCOUNT, request);
     expect(refund).toMatchObject({ chargeId: id, amount: 2500, metadata: { [REFUND_KEY_METADATA]: 'sweeper_refund_contract_1' } });
     expect(isRefundMade(refund)).toBe(true);
@@ -184,7 +194,12 @@ describe.each(providers)('provider contract: $name', ({ open }) => {
   it('refunds part of a charge: not refunded yet, the amount refunded is what was asked', async () => {
     const h = open();
     const id = await h.charge({ account: ACCOUNT, created: FROM + 10, amount: 3000 });
-    const refund = await h.provider.evidence.refund(ACCOUNT, { chargeId: id, amount: 1000, idempotencyKey: 'sweeper_refund_part', metadata: { [REFUND_KEY_METADATA]: 'sweeper_refund_part' } });
+    const refund = await h.provider.evidence.refund(ACCOUNT, {
+      chargeId: id,
+      amount: 1000,
+      idempotencyKey: 'sweeper_refund_part',
+      metadata: { [REFUND_KEY_METADATA]: 'sweeper_refund_part' },
+    });
     expect(refund.amount).toBe(1000);
     expect((await h.provider.evidence.chargesById(ACCOUNT, [id]))[0]).toMatchObject({ refunded: false, amountRefunded: 1000 });
   });
@@ -197,7 +212,12 @@ describe.each(providers)('provider contract: $name', ({ open }) => {
     await h.charge({ account: OTHER, created: FROM + 300 });
     const refundedAt = FROM + 400;
     h.setNow(refundedAt);
-    await h.provider.evidence.refund(ACCOUNT, { chargeId: old, amount: 1000, idempotencyKey: 'sweeper_refund_events', metadata: { [REFUND_KEY_METADATA]: 'sweeper_refund_events' } });
+    await h.provider.evidence.refund(ACCOUNT, {
+      chargeId: old,
+      amount: 1000,
+      idempotencyKey: 'sweeper_refund_events',
+      metadata: { [REFUND_KEY_METADATA]: 'sweeper_refund_events' },
+    });
     h.setNow(NOW);
     const listChanges = h.provider.listChanges;
     if (!listChanges) throw new Error('the provider reads no changes');

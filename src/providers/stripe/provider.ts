@@ -39,8 +39,7 @@ export interface StripeProvider extends PaymentProvider {
  * CLI, the demo and the benchmarks wire a sweep with (with `providerSweepDeps`).
  */
 export function createStripeProvider(options: StripeProviderOptions): StripeProvider {
-  const stripe =
-    options.stripe ?? createStripeClient({ apiKey: options.apiKey, apiBase: options.apiBase, timeoutMs: options.timeoutMs });
+  const stripe = options.stripe ?? createStripeClient({ apiKey: options.apiKey, apiBase: options.apiBase, timeoutMs: options.timeoutMs });
   const facts = stripeFacts(options.ratePerSecond);
   const budget = new RateBudget({ ratePerSecond: facts.ratePerSecond });
   const lister = createChargeLister({ stripe, budget, metadataKeys: options.metadataKeys });
