@@ -23,6 +23,7 @@
  */
 import Stripe from 'stripe';
 import { accountIdOf } from '../../domain/identity.js';
+import { STRIPE_MAX_PAGE_SIZE } from './limits.js';
 import type { RetryPolicy } from './backoff.js';
 import { readChangeEvent, type ChangeEvent, type EventExpectation } from './change-event.js';
 import { StripeListCounters } from './counters.js';
@@ -64,7 +65,7 @@ export const CHANGE_EVENT_TYPES = [
 
 /** Stripe's limit on `types[]`. */
 export const MAX_EVENT_TYPES_PER_REQUEST = 20;
-export const EVENT_PAGE_SIZE = 100;
+export const EVENT_PAGE_SIZE = STRIPE_MAX_PAGE_SIZE;
 
 export interface EventWindow {
   /** The cursor, unix seconds: events created after it. */
@@ -163,7 +164,7 @@ export async function readEvents(fetchPage: FetchEventPage, account: string | nu
   const wildcard = types.find((t) => t.includes('*'));
   if (wildcard !== undefined) throw new RangeError(`types[] takes exact event names; spell out ${wildcard}`);
   const limit = options.limit ?? EVENT_PAGE_SIZE;
-  if (!Number.isInteger(limit) || limit < 1 || limit > EVENT_PAGE_SIZE) throw new RangeError(`page size must be 1..100 (got ${limit})`);
+  if (!Number.isInteger(limit) || limit < 1 || limit > EVENT_PAGE_SIZE) throw new RangeError(`page size must be 1..${EVENT_PAGE_SIZE} (got ${limit})`);
   const maxPages = options.maxPages ?? maxPagesFor({ gte: range.gte, lt: range.lt ?? Math.max(range.gte + 1, Math.ceil(Date.now() / 1000)) });
   const counters = options.counters ?? new StripeListCounters();
   const signal = options.signal ?? new AbortController().signal;

@@ -1,5 +1,6 @@
 import Stripe from 'stripe';
 import { accountIdOf } from '../../domain/identity.js';
+import { STRIPE_MAX_PAGE_SIZE } from './limits.js';
 import type { RefundFact, RefundRequest, ProviderEvidence } from '../../sweep/provider.js';
 import { StripeListCounters } from './counters.js';
 import { DEFAULT_METADATA_KEYS, normalizeCharge, type MetadataKeys } from './normalize.js';
@@ -83,7 +84,7 @@ export function createStripeEvidence(deps: StripeEvidenceDeps): ProviderEvidence
       for (let n = 0; n < MAX_SEARCH_PAGES; n += 1) {
         const result = await send(
           account,
-          (options) => deps.stripe.charges.search({ query, limit: 100, ...(page ? { page } : {}) }, options),
+          (options) => deps.stripe.charges.search({ query, limit: STRIPE_MAX_PAGE_SIZE, ...(page ? { page } : {}) }, options),
           signal,
         );
         for (const raw of result.data) found.push(normalize(raw, account));
@@ -98,7 +99,7 @@ export function createStripeEvidence(deps: StripeEvidenceDeps): ProviderEvidence
       for (;;) {
         const page = await send(
           account,
-          (options) => deps.stripe.refunds.list({ charge: chargeId, limit: 100, ...(after ? { starting_after: after } : {}) }, options),
+          (options) => deps.stripe.refunds.list({ charge: chargeId, limit: STRIPE_MAX_PAGE_SIZE, ...(after ? { starting_after: after } : {}) }, options),
           signal,
         );
         refunds.push(...page.data.map(refundFact));

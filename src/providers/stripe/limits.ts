@@ -8,3 +8,6 @@
  * The claim SQL (migrations/, `sweeper_take_claim`) carries the same 24 hours.
  */
 export const STRIPE_IDEMPOTENCY_WINDOW_MS = 24 * 3_600_000;
+
+/** The most objects one page of any Stripe list or search returns (`limit` 1..100). */
+export const STRIPE_MAX_PAGE_SIZE = 100;

@@ -1,5 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import type Stripe from 'stripe';
+import { STRIPE_MAX_PAGE_SIZE } from './limits.js';
 import type { RetryPolicy } from './backoff.js';
 import { StripeListCounters } from './counters.js';
 import { describeError, IncompleteWindowError, InvalidStripeKeyError, MalformedPageError, MissingStripePermissionError } from './errors.js';
@@ -35,7 +36,7 @@ export interface WindowListingOptions {
 }
 
 export const DEFAULT_CONCURRENCY = 16;
-export const MAX_PAGE_SIZE = 100;
+export const MAX_PAGE_SIZE = STRIPE_MAX_PAGE_SIZE;
 
 /**
  * The most pages one listing may take: 10 per second of the window (1,000 charges a
@@ -65,7 +66,7 @@ export async function* listChargeWindow(
   if (range.gte === range.lt) return;
   const concurrency = Math.max(1, Math.floor(options.concurrency ?? DEFAULT_CONCURRENCY));
   const limit = options.limit ?? MAX_PAGE_SIZE;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE) throw new RangeError(`page size must be 1..100 (got ${limit})`);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE) throw new RangeError(`page size must be 1..${MAX_PAGE_SIZE} (got ${limit})`);
   const keys = options.metadataKeys ?? DEFAULT_METADATA_KEYS;
   const counters = options.counters ?? new StripeListCounters();
   const maxPages = options.maxPages ?? maxPagesFor(range);
