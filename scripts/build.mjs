@@ -82,7 +82,10 @@ function linkTestkitToDist() {
       const target = path.resolve(sourceDir, specifier);
       const inSrc = path.relative(path.join(root, 'src'), target);
       if (inSrc.startsWith('..') || path.isAbsolute(inSrc)) return whole;
-      let built = path.relative(path.dirname(file), path.join(root, 'dist', inSrc)).split(path.sep).join('/');
+      let built = path
+        .relative(path.dirname(file), path.join(root, 'dist', inSrc))
+        .split(path.sep)
+        .join('/');
       if (!built.startsWith('.')) built = `./${built}`;
       return `${lead}${quote}${built}${quote}`;
     });

@@ -64,7 +64,13 @@ describe('POST /_double/charges', () => {
 
     const stripe = createStripeClient({ apiKey: 'sk_test_seeded', apiBase: double.url, maxNetworkRetries: 0 });
     const one = await stripe.charges.retrieve('ch_http00000002');
-    expect(one).toMatchObject({ amount: 502, currency: 'usd', status: 'succeeded', captured: true, metadata: { tenant_id: 'acme', idempotency_key: 'order-2' } });
+    expect(one).toMatchObject({
+      amount: 502,
+      currency: 'usd',
+      status: 'succeeded',
+      captured: true,
+      metadata: { tenant_id: 'acme', idempotency_key: 'order-2' },
+    });
     // Every connected-account charge, through the SDK's own pagination: 60 pages, newest first.
     const listed: string[] = [];
     for await (const charge of stripe.charges.list({ limit: 100 }, { stripeAccount: 'acct_seeded' })) listed.push(charge.id);
@@ -77,7 +83,8 @@ describe('POST /_double/charges', () => {
   });
 
   it('takes CSV (metadata.<key> columns) and, with ?events=true, stores the creation events', async () => {
-    const csv = 'id,account,created,amount,currency,status,metadata.tenant_id,metadata.idempotency_key\n' +
+    const csv =
+      'id,account,created,amount,currency,status,metadata.tenant_id,metadata.idempotency_key\n' +
       `ch_csv_1,,${FROM},1200,eur,succeeded,acme,k-1\n` +
       `ch_csv_2,acct_csv,2026-11-02T10:00:00Z,990,usd,failed,,\n`;
     const response = await fetch(`${double.url}/_double/charges?events=true`, { method: 'POST', headers: { 'Content-Type': 'text/csv' }, body: csv });

@@ -61,8 +61,17 @@ describe('the test kit stays out of the product', () => {
   it('the parser sees every kind of import (checked on the test kit itself, which imports src/)', () => {
     const demo = path.join(TESTKIT, 'demo.ts');
     const found = specifiers(readFileSync(demo, 'utf8'));
-    expect(found).toEqual(expect.arrayContaining([{ kind: 'static', text: './stripe-double/index.js' }, { kind: 'static', text: '../src/sweep/sweep.js' }]));
-    expect(specifiers(`import type { A } from '../testkit/a.js';\nexport * from "../testkit/b.js";\nimport '../testkit/c.js';\nconst m = await import('../testkit/d.js');\nawait import(url);`)).toEqual([
+    expect(found).toEqual(
+      expect.arrayContaining([
+        { kind: 'static', text: './stripe-double/index.js' },
+        { kind: 'static', text: '../src/sweep/sweep.js' },
+      ]),
+    );
+    expect(
+      specifiers(
+        `import type { A } from '../testkit/a.js';\nexport * from "../testkit/b.js";\nimport '../testkit/c.js';\nconst m = await import('../testkit/d.js');\nawait import(url);`,
+      ),
+    ).toEqual([
       { kind: 'static', text: '../testkit/a.js' },
       { kind: 'static', text: '../testkit/b.js' },
       { kind: 'static', text: '../testkit/c.js' },
@@ -104,7 +113,10 @@ describe('the test kit stays out of the product', () => {
   });
 
   it('the builds: the product compiles src/ alone into dist/; the test kit compiles into dist-testkit/, outside dist/', () => {
-    const product = JSON.parse(readFileSync(path.join(ROOT, 'tsconfig.build.json'), 'utf8')) as { include: string[]; compilerOptions: { rootDir: string; outDir: string } };
+    const product = JSON.parse(readFileSync(path.join(ROOT, 'tsconfig.build.json'), 'utf8')) as {
+      include: string[];
+      compilerOptions: { rootDir: string; outDir: string };
+    };
     expect(product.include).toEqual(['src']);
     expect(product.compilerOptions).toMatchObject({ rootDir: 'src', outDir: 'dist' });
     const kitConfig = readFileSync(path.join(TESTKIT, 'tsconfig.json'), 'utf8');
@@ -122,7 +134,9 @@ describe('the test kit stays out of the product', () => {
     expect(files.filter((f) => /(^|\/)(fakes|testkit|demo|stripe-double)(\/|$)|simulator|postgres-server/.test(f))).toEqual([]);
     const mentions = files
       .filter((f) => f.endsWith('.js'))
-      .filter((f) => /\b(startStripeDouble|DoubleState|buildScenario|startThrowawayPostgres|openScratchDatabase)\b/.test(readFileSync(path.join(dist, f), 'utf8')));
+      .filter((f) =>
+        /\b(startStripeDouble|DoubleState|buildScenario|startThrowawayPostgres|openScratchDatabase)\b/.test(readFileSync(path.join(dist, f), 'utf8')),
+      );
     expect(mentions).toEqual([]);
   });
 
@@ -132,7 +146,9 @@ describe('the test kit stays out of the product', () => {
     const copies = [...dockerfile.matchAll(/^COPY\s+(.+)$/gm)].map((m) => m[1]!);
     expect(copies.filter((c) => /testkit|fakes/.test(c))).toEqual([]);
     expect(copies).toContain('--from=build /app/dist ./dist');
-    const ignored = readFileSync(path.join(ROOT, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim());
+    const ignored = readFileSync(path.join(ROOT, '.dockerignore'), 'utf8')
+      .split('\n')
+      .map((l) => l.trim());
     expect(ignored).toEqual(expect.arrayContaining(['testkit', 'dist-testkit']));
   });
 });

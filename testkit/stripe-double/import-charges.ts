@@ -117,14 +117,21 @@ function checked(value: unknown, where: string): ChargeImport {
   if (!Number.isSafeInteger(c.amount) || (c.amount as number) < 0) throw fail('amount must be a non-negative integer (the smallest currency unit)');
   if (c.id !== undefined && (typeof c.id !== 'string' || c.id === '')) throw fail('id must be a non-empty string');
   if (c.status !== undefined && !STATUSES.includes(c.status as string)) throw fail(`status must be one of ${STATUSES.join(', ')}`);
-  if (c.created !== undefined && !(typeof c.created === 'number' ? Number.isFinite(c.created) : typeof c.created === 'string' && Number.isFinite(Date.parse(c.created)))) {
+  if (
+    c.created !== undefined &&
+    !(typeof c.created === 'number' ? Number.isFinite(c.created) : typeof c.created === 'string' && Number.isFinite(Date.parse(c.created)))
+  ) {
     throw fail('created must be unix seconds or an ISO 8601 instant');
   }
-  if (c.amount_refunded !== undefined && (!Number.isSafeInteger(c.amount_refunded) || (c.amount_refunded as number) < 0 || (c.amount_refunded as number) > (c.amount as number))) {
+  if (
+    c.amount_refunded !== undefined &&
+    (!Number.isSafeInteger(c.amount_refunded) || (c.amount_refunded as number) < 0 || (c.amount_refunded as number) > (c.amount as number))
+  ) {
     throw fail('amount_refunded must be an integer between 0 and amount');
   }
   if (c.metadata !== undefined && c.metadata !== null) {
-    if (typeof c.metadata !== 'object' || Array.isArray(c.metadata) || Object.values(c.metadata).some((v) => typeof v !== 'string')) throw fail('metadata must map keys to strings');
+    if (typeof c.metadata !== 'object' || Array.isArray(c.metadata) || Object.values(c.metadata).some((v) => typeof v !== 'string'))
+      throw fail('metadata must map keys to strings');
   }
   if (c.account !== undefined && c.account !== null && typeof c.account !== 'string') throw fail('account must be a string');
   return c as unknown as ChargeImport;

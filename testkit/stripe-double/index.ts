@@ -14,4 +14,12 @@ export type { EventJson } from './event-render.js';
 export type { ChargeUpdate } from './changes.js';
 export type { DisputeJson, DisputeOutcome } from './disputes.js';
 export { EVENT_RETENTION_SECONDS, type EventRequest } from './event-store.js';
-export { chargeFormatOf, ChargeImportError, parseCharges, type ChargeFormat, type ChargeImport, type ImportOptions, type ImportResult } from './import-charges.js';
+export {
+  chargeFormatOf,
+  ChargeImportError,
+  parseCharges,
+  type ChargeFormat,
+  type ChargeImport,
+  type ImportOptions,
+  type ImportResult,
+} from './import-charges.js';

@@ -79,7 +79,7 @@ async function loadTestkitDemo(): Promise<DemoModule> {
   try {
     return (await import(entry.href)) as DemoModule;
   } catch (error) {
-    const e = error as { code?: string; url?: string; message?: string };
+    const e = error as { code?: string; url?: string; message?: string } | null;
     const missing = e?.code === 'ERR_MODULE_NOT_FOUND' && (e.url === entry.href || String(e.message).includes(fileURLToPath(entry)));
     if (!missing) throw error;
     throw new UsageError(
