@@ -11,7 +11,7 @@
 //                                    the install. Skipped under `npm pack`/`npm publish`,
 //                                    where prepack builds.
 //   node scripts/build.mjs prepack   `npm pack` / `npm publish`: the same clean build
-//                                    (every mode removes both first), failing loudly
+//                                    (every mode builds clean, aside, then swaps in), failing loudly
 //                                    without a compiler, so no tarball ships without dist/;
 //                                    then package-lock.json is copied to npm-shrinkwrap.json,
 //                                    which the tarball carries: an install gets exactly the
@@ -19,7 +19,7 @@
 //                                    from npm's cache alone.
 //   node scripts/build.mjs postpack  removes that npm-shrinkwrap.json again.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -55,12 +55,27 @@ try {
 }
 
 const kit = path.join(root, 'dist-testkit');
-// Clean builds: no file of a deleted or moved module lingers (a tarball or dist/ with an old copy of the double).
-for (const dir of [path.join(root, 'dist'), kit]) rmSync(dir, { recursive: true, force: true });
-const compile = (config) => spawnSync(process.execPath, [tsc, '-p', path.join(root, config)], { cwd: root, stdio: 'inherit' }).status ?? 1;
-let status = compile('tsconfig.build.json');
-if (status === 0) status = compile('testkit/tsconfig.json');
-if (status === 0) linkTestkitToDist();
+const product = path.join(root, 'dist');
+// Clean builds into fresh directories, swapped in by rename once complete: no file of a
+// deleted or moved module lingers (a tarball or dist/ with an old copy of the double),
+// and a CLI started meanwhile (a second `npx sweeper` while the first one's install
+// builds) finds the previous dist/ or the new one, never a half-built or missing one.
+const staging = { [product]: `${product}.building-${process.pid}`, [kit]: `${kit}.building-${process.pid}` };
+for (const dir of Object.values(staging)) rmSync(dir, { recursive: true, force: true });
+const compile = (config, outDir) =>
+  spawnSync(process.execPath, [tsc, '-p', path.join(root, config), '--outDir', outDir], { cwd: root, stdio: 'inherit' }).status ?? 1;
+let status = compile('tsconfig.build.json', staging[product]);
+if (status === 0) status = compile('testkit/tsconfig.json', staging[kit]);
+if (status === 0) {
+  linkTestkitToDist(staging[kit]);
+  for (const [dir, built] of Object.entries(staging)) {
+    const old = `${dir}.old-${process.pid}`;
+    if (existsSync(dir)) renameSync(dir, old);
+    renameSync(built, dir);
+    rmSync(old, { recursive: true, force: true });
+  }
+}
+for (const dir of Object.values(staging)) rmSync(dir, { recursive: true, force: true });
 if (status === 0 && mode === 'prepack') copyFileSync(path.join(root, 'package-lock.json'), shrinkwrap);
 process.exit(status);
 
@@ -69,14 +84,14 @@ process.exit(status);
  * that copy and point the test kit's imports of src/ at dist/, so the demo and the double
  * use the product as built (one copy), and dist/ itself holds nothing of the test kit.
  */
-function linkTestkitToDist() {
-  rmSync(path.join(kit, 'src'), { recursive: true, force: true });
-  const emitted = path.join(kit, 'testkit');
+function linkTestkitToDist(kitOut) {
+  rmSync(path.join(kitOut, 'src'), { recursive: true, force: true });
+  const emitted = path.join(kitOut, 'testkit');
   for (const entry of readdirSync(emitted, { recursive: true })) {
     const file = path.join(emitted, String(entry));
     if (!file.endsWith('.js')) continue;
     // Where the module's source sits (testkit/…): its relative specifiers are written from there.
-    const sourceDir = path.join(root, path.relative(kit, path.dirname(file)));
+    const sourceDir = path.join(root, path.relative(kitOut, path.dirname(file)));
     const text = readFileSync(file, 'utf8');
     const linked = text.replace(/(\bfrom\s*|\bimport\s*\(?\s*)(['"])(\.{1,2}\/[^'"]+)\2/g, (whole, lead, quote, specifier) => {
       const target = path.resolve(sourceDir, specifier);
