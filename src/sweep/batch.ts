@@ -98,7 +98,7 @@ export async function judgeBatch(deps: SweepDeps, options: SweepOptions, ctx: Ru
       now: deps.clock(),
       retentionMs: options.retentionMs,
       refundDuplicates: options.refundDuplicates,
-      providerIdempotencyWindowMs: STRIPE_IDEMPOTENCY_WINDOW_MS,
+      providerIdempotencyWindowMs: deps.idempotencyWindowMs ?? STRIPE_IDEMPOTENCY_WINDOW_MS,
       verified: ctx.verified,
     });
     return { facts, judgement };

@@ -110,9 +110,16 @@ export interface PaymentProvider {
 export function providerSweepDeps(
   provider: PaymentProvider,
   options: { pace?: boolean } = {},
-): { listCharges: ChargeSource; listChanges?: ChangeSource; evidence: ProviderEvidence; pace?: PaymentProvider['pace'] } {
+): {
+  listCharges: ChargeSource;
+  listChanges?: ChangeSource;
+  evidence: ProviderEvidence;
+  idempotencyWindowMs: number;
+  pace?: PaymentProvider['pace'];
+} {
   return {
     listCharges: provider.listCharges,
+    idempotencyWindowMs: provider.facts.idempotencyWindowMs,
     ...(provider.listChanges ? { listChanges: provider.listChanges } : {}),
     evidence: provider.evidence,
     ...(options.pace ? { pace: () => provider.pace() } : {}),
