@@ -65,12 +65,15 @@ export class DryRunOverlay {
     const repair = finding.repair;
     if (!repair) return;
     switch (repair.kind) {
+      // A completed or released claim is still in the database (only this batch's writes
+      // were undone), so later batches read it and take from here only what changed
+      // (changedFields): a placeholder's own times never show.
       case 'complete_claim': {
         const key = claimKey(repair.claim.tenantId, repair.claim.key);
         const claim = this.claims.get(key);
         const response = responseFromCharge(repair.charge);
         this.claims.set(key, {
-          ...(claim ?? { ...placeholderClaim(repair.claim.tenantId, repair.claim.key, repair.charge, repair.claim.createdAt), accountId: this.accountId }),
+          ...(claim ?? { ...placeholderClaim(repair.claim.tenantId, repair.claim.key, repair.charge, now), accountId: this.accountId }),
           status: 'completed',
           lockedUntil: null,
           responseStatus: response.status,
@@ -84,7 +87,7 @@ export class DryRunOverlay {
       case 'release_claim': {
         const key = claimKey(repair.claim.tenantId, repair.claim.key);
         this.claims.set(key, {
-          ...(this.claims.get(key) ?? released(repair.claim, this.accountId)),
+          ...(this.claims.get(key) ?? released(repair.claim, this.accountId, now)),
           status: 'released',
           lockedUntil: null,
           updatedAt: now,
@@ -177,7 +180,7 @@ function placeholderClaim(tenantId: string, key: string, charge: ChargeFact, cre
   };
 }
 
-function released(claim: { tenantId: string; key: string; createdAt: Date; attempt: number }, accountId: string | null): ClaimFact {
+function released(claim: { tenantId: string; key: string; attempt: number }, accountId: string | null, createdAt: Date): ClaimFact {
   return {
     tenantId: claim.tenantId,
     key: claim.key,
@@ -185,8 +188,8 @@ function released(claim: { tenantId: string; key: string; createdAt: Date; attem
     status: 'released',
     attempt: claim.attempt,
     lockedUntil: null,
-    createdAt: claim.createdAt,
-    updatedAt: claim.createdAt,
+    createdAt,
+    updatedAt: createdAt,
     responseStatus: null,
     responseOutcome: null,
     responseChargeId: null,

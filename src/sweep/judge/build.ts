@@ -55,7 +55,7 @@ export function emptyJudgement(): Judgement {
 }
 
 export function versionOf(claim: ClaimFact): ClaimVersion {
-  return { tenantId: claim.tenantId, key: claim.key, createdAt: claim.createdAt, attempt: claim.attempt, status: claim.status };
+  return { tenantId: claim.tenantId, key: claim.key, attempt: claim.attempt, status: claim.status };
 }
 
 export function chargeSummary(c: ChargeFact) {

@@ -28,11 +28,13 @@ export interface VerificationNeeds {
   identities: Array<{ account: string; tenantId: string; key: string }>;
 }
 
-/** The claim as it was read: a repair's compare-and-swap expects exactly this. */
+/**
+ * The claim as it was read: a repair's compare-and-swap expects exactly this. Never
+ * its created_at (src/sweep/repairs.ts): a Date keeps milliseconds, the row may not.
+ */
 export interface ClaimVersion {
   tenantId: string;
   key: string;
-  createdAt: Date;
   attempt: number;
   status: ClaimFact['status'];
 }
