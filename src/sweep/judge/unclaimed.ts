@@ -55,7 +55,7 @@ function judgeOwnCharge(scope: IdentityScope, charge: ChargeFact, only: boolean)
         category: 'effect_without_claim',
         ...scope.ids,
         charge,
-        repair: reason ? null : recreate(scope, charge, { insertEffect: false, withClaim: true }),
+        repair: reason ? null : recreate(scope, charge, effect.createdAt, { insertEffect: false, withClaim: true }),
         ...(reason ? { reason } : {}),
         details: { effect: effectSummary(effect), charge: chargeSummary(charge) },
         covers,
@@ -77,7 +77,7 @@ function judgeOwnCharge(scope: IdentityScope, charge: ChargeFact, only: boolean)
       category: 'orphan_charge',
       ...scope.ids,
       charge,
-      repair: repairable ? recreate(scope, charge, { insertEffect: true, withClaim: withinRetention }) : null,
+      repair: repairable ? recreate(scope, charge, charge.created, { insertEffect: true, withClaim: withinRetention }) : null,
       ...(reason ? { reason } : {}),
       details: { charge: chargeSummary(charge) },
       covers,
@@ -85,12 +85,13 @@ function judgeOwnCharge(scope: IdentityScope, charge: ChargeFact, only: boolean)
   );
 }
 
-function recreate(scope: IdentityScope, charge: ChargeFact, what: { insertEffect: boolean; withClaim: boolean }) {
+/** `createdAt`: the re-created claim's, the payment row's time when there is one, else the charge's. */
+function recreate(scope: IdentityScope, charge: ChargeFact, createdAt: Date, what: { insertEffect: boolean; withClaim: boolean }) {
   return {
     kind: 'recreate_claim' as const,
     ...scope.ids,
     accountId: accountIdOf(scope.facts.account),
-    createdAt: effectOf(scope, charge)?.createdAt ?? charge.created,
+    createdAt,
     charge,
     ...what,
   };
