@@ -404,7 +404,7 @@ export function summary(run: CliRun) {
     exit_code: run.exit_code,
     max_rss_mb: run.max_rss_mb,
     rss_method: run.rss_method,
-    cpu_s: run.cpu_user_s === null ? null : round((run.cpu_user_s ?? 0) + (run.cpu_system_s ?? 0), 2),
+    cpu_s: run.cpu_user_s === null ? null : round(run.cpu_user_s + (run.cpu_system_s ?? 0), 2),
     args: run.args.slice(1),
     log_file: run.log_file,
   };

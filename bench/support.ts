@@ -30,7 +30,7 @@ export function countStatements(): { count: () => number; reset: () => void; slo
   const original = proto.query;
   proto.query = function (this: unknown, ...args: unknown[]) {
     n += 1;
-    const text = typeof args[0] === 'string' ? args[0] : String((args[0] as { text?: string })?.text ?? '');
+    const text = typeof args[0] === 'string' ? args[0] : String((args[0] as { text?: string } | null | undefined)?.text ?? '');
     const label = text.replace(/\s+/g, ' ').trim().slice(0, 70);
     const started = performance.now();
     const result = original.apply(this, args);

@@ -12,3 +12,14 @@ export class DatabaseUnavailableError extends Error {
   override readonly name = 'DatabaseUnavailableError';
   readonly exitCode = 1;
 }
+
+/** What was thrown, as text: an Error's (or error-like object's) message, else the value itself (`throw undefined` too). */
+export function errorMessage(error: unknown): string {
+  if (typeof error === 'object' && error !== null && 'message' in error && typeof error.message === 'string') return error.message;
+  return String(error);
+}
+
+/** A property of what was thrown, when it is an object (`code`, `statusCode`, `headers`…); undefined otherwise. */
+export function errorField(error: unknown, field: string): unknown {
+  return typeof error === 'object' && error !== null ? (error as Record<string, unknown>)[field] : undefined;
+}

@@ -82,7 +82,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
         runId: first.run_id,
         account: first.account,
         now: new Date(),
-        counts: Object.fromEntries(ALERT_CATEGORIES.map((c) => [c, openNow.openByCategory[c] ?? 0])) as never,
+        counts: Object.fromEntries(ALERT_CATEGORIES.map((c) => [c, openNow.openByCategory[c]])) as never,
         unreconciled: first.unreconciled,
         oldestOpenAt: openNow.oldestOpenAt,
         changes: [],

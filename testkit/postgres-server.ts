@@ -2,6 +2,7 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { errorMessage } from '../src/errors.js';
 
 /**
  * A throwaway PostgreSQL for tests and the demo when no DATABASE_URL is given: the
@@ -73,7 +74,7 @@ async function startOnce(options: StartOptions): Promise<ThrowawayPostgres> {
   } catch (error) {
     await server.stop().catch(() => undefined);
     await rm(dir, { recursive: true, force: true });
-    throw new Error(`could not start a throwaway PostgreSQL: ${(error as Error)?.message ?? String(error)}`);
+    throw new Error(`could not start a throwaway PostgreSQL: ${errorMessage(error)}`);
   }
   let stopped = false;
   return {

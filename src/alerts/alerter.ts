@@ -15,6 +15,7 @@ import { slackSink } from './slack.js';
 import { loadAlertState, recordDelivered, recordQuietCounts } from './state-store.js';
 import { diffCategories } from './transitions.js';
 import { webhookSink } from './webhook.js';
+import { errorMessage } from '../errors.js';
 
 export interface AlerterDeps {
   pool: Queryable;
@@ -131,7 +132,7 @@ export function createAlerter(deps: AlerterDeps): Alerter {
       deps.logger.info(log, 'alert delivered');
       return null;
     } catch (error) {
-      const message = redactSecrets((error as Error)?.message ?? String(error), secrets);
+      const message = redactSecrets(errorMessage(error), secrets);
       deps.logger.warn({ ...log, error: message }, 'alert delivery failed; the next run retries it');
       return `${delivery.label} for ${input.account}: ${message}`;
     }
@@ -141,7 +142,7 @@ export function createAlerter(deps: AlerterDeps): Alerter {
     if (sinks.length === 0) return { sent: 0, failed: 0, errors: [] };
     const now = deps.clock();
     const counts = Object.fromEntries(
-      ALERT_CATEGORIES.map((c) => [c, Math.max(0, Math.trunc(input.openByCategory[c] ?? 0))]),
+      ALERT_CATEGORIES.map((c) => [c, Math.max(0, Math.trunc(input.openByCategory[c]))]),
     ) as Record<AlertCategory, number>;
     const results = await Promise.all(sinks.map((sink) => notifySink(sink, input, counts, now)));
     return {

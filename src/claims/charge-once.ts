@@ -255,6 +255,6 @@ function problem(outcome: ChargeOutcome, status: number, message: string): Charg
 }
 
 function describeError(error: unknown): { type?: string; message: string; code?: string } {
-  const err = error as { type?: string; message?: string; code?: string };
+  const err = error as { type?: string; message?: string; code?: string } | null | undefined;
   return { type: err?.type, message: err?.message ?? String(error), code: err?.code };
 }

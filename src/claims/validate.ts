@@ -54,6 +54,7 @@ export function validateTenantId(tenantId: unknown): string {
 
 /** Returns the request in canonical form (currency lower-case, no undefined fields). */
 export function validateChargeRequest(request: ChargeRequest, limits: ValidLimits): ChargeRequest {
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- a JavaScript caller can pass anything
   if (typeof request !== 'object' || request === null) {
     throw new ClaimValidationError('request', 'a charge request object is required');
   }
@@ -91,6 +92,7 @@ function optionalId(field: string, value: unknown, pattern: RegExp, what: string
 
 // Stripe's own limits: 50 keys, names up to 40 characters, values up to 500.
 function validateMetadata(metadata: Record<string, string>, limits: ValidLimits): Record<string, string> {
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- a JavaScript caller can pass anything
   if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) {
     throw new ClaimValidationError('metadata', 'must be an object of string values');
   }

@@ -17,7 +17,7 @@ export const ExitCode = {
  * run (1). Stack traces only with SWEEPER_DEBUG=1.
  */
 export function reportFatal(error: unknown): number {
-  const err = error as { exitCode?: unknown; message?: string; stack?: string };
+  const err = error as { exitCode?: unknown; message?: string; stack?: string } | null | undefined;
   const code = typeof err?.exitCode === 'number' ? err.exitCode : ExitCode.failed;
   writeErrorLine((err?.message ?? String(error)).split('\n')[0] ?? '');
   if (process.env.SWEEPER_DEBUG === '1' && err?.stack) writeStderr(`${terminalSafe(redact(err.stack))}\n`);

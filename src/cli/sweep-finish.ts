@@ -13,6 +13,7 @@ import { exitReason } from './exit-reason.js';
 import { writeErrorLine } from './exit.js';
 import type { ProgressReporter } from './progress.js';
 import { formatReport, OPEN_LISTED } from './run-output.js';
+import { errorMessage } from '../errors.js';
 
 /**
  * Everything after the sweep itself, in this order: print each account's result
@@ -116,7 +117,7 @@ async function readAllCompleteness(input: FinishInput): Promise<Map<string, Acco
     try {
       out.set(account, await readCompleteness(input.pool, account, options));
     } catch (error) {
-      input.logger.warn({ account, error: (error as Error)?.message }, 'could not read how complete reconciliation is; left out of the output');
+      input.logger.warn({ account, error: errorMessage(error) }, 'could not read how complete reconciliation is; left out of the output');
     }
   }
   return out;
@@ -126,7 +127,7 @@ async function openFindings(pool: Pool, account: string, logger: Logger): Promis
   try {
     return await listOpenFindings(pool, account, OPEN_LISTED);
   } catch (error) {
-    logger.warn({ account, error: (error as Error)?.message }, 'could not list the open findings');
+    logger.warn({ account, error: errorMessage(error) }, 'could not list the open findings');
     return undefined;
   }
 }

@@ -1,4 +1,5 @@
 import { Pushgateway, type Registry } from 'prom-client';
+import { errorMessage } from '../errors.js';
 
 export interface PushOptions {
   /** Base URL, e.g. http://pushgateway:9091; may carry user:password for basic auth. */
@@ -48,7 +49,7 @@ export function gatewayGrouping(grouping: Readonly<Record<string, string>>): Rec
 }
 
 function describePushError(error: unknown): string {
-  const message = (error as Error)?.message ?? String(error);
+  const message = errorMessage(error);
   const refused = /^push failed with status (\d+), ?([\s\S]*)$/.exec(message);
   if (refused) {
     const body = refused[2]!.trim();

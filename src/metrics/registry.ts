@@ -47,7 +47,7 @@ export function buildMetricsRegistry(input: MetricsInput): Registry {
   const duration = gauge('sweeper_run_duration_seconds', 'Wall time of the last run.', ['account']);
   const deferred = gauge('sweeper_deferred_keys_last_run', 'Keys the last run left to a later one because a live writer held them.', ['account']);
   for (const report of runs) {
-    for (const category of FINDING_CATEGORIES) repairs.set({ account: report.account, category }, report.repaired[category] ?? 0);
+    for (const category of FINDING_CATEGORIES) repairs.set({ account: report.account, category }, report.repaired[category]);
     scanned.set({ account: report.account }, report.charges_scanned);
     deferred.set({ account: report.account }, report.deferred_keys);
     duration.set({ account: report.account }, report.duration_ms / 1000);

@@ -1,5 +1,6 @@
 import cron from 'node-cron';
 import type { Logger } from '../log.js';
+import { errorMessage } from '../errors.js';
 
 export interface SchedulerOptions {
   /** When sweeps run, e.g. every 15 minutes: `*\/15 * * * *`. */
@@ -36,7 +37,7 @@ export function withoutOverlap(name: string, job: () => Promise<unknown>, logger
       try {
         await job();
       } catch (error) {
-        logger.error({ job: name, err: { message: (error as Error)?.message } }, 'scheduled job failed');
+        logger.error({ job: name, err: { message: errorMessage(error) } }, 'scheduled job failed');
       }
     })();
     try {

@@ -77,7 +77,8 @@ export async function sweepChanges(deps: SweepDeps, options: SweepOptions, ctx: 
     for (const c of charges) chargesRead.add(c.id);
     report.events = eventsRead.size;
     report.charges = chargesRead.size;
-    let held = false;
+    // An object, not a local: the checkpoint callback sets it (a local's narrowing would not see that).
+    const chunk = { held: false };
     await judgeBatch(deps, options, ctx, {
       name: `changes:${n}`,
       charges,
@@ -87,11 +88,11 @@ export async function sweepChanges(deps: SweepDeps, options: SweepOptions, ctx: 
       countsMatched: () => false,
       async checkpoint(client, deferred, at) {
         // A key held back keeps the cursor here: the next run reads these events again.
-        if (deferred.length > 0) held = true;
+        if (deferred.length > 0) chunk.held = true;
         else await advanceEventCursor(client, account, chunkEnd, ctx.run.id, at);
       },
     });
-    if (held) break;
+    if (chunk.held) break;
     cursor = chunkEnd;
   }
   report.cursor = cursor.toISOString();

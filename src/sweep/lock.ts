@@ -142,7 +142,7 @@ async function waitForLock(pool: Pool, client: PoolClient, pid: number, account:
     }
     if (!told) request.onWait?.(account);
     told = true;
-    await blockingLock(pool, client, pid, key, remaining, request.signal).catch((error: { code?: string }) => {
+    await blockingLock(pool, client, pid, key, remaining, request.signal).catch((error: { code?: string } | null | undefined) => {
       if (error?.code === '55P03') {
         throw new SweepLockedError(
           `another sweep still holds account ${account} after --wait ${formatDuration(waitMs)}; run the backfill again later or with a longer --wait`,

@@ -19,6 +19,7 @@ import { nothingVerifiedYet } from './verify.js';
 import { SlicePrefetcher } from './prefetch.js';
 import type { SweepDeps, SweepOptions, SweepReport } from './types.js';
 import { formatShard, scheduledWindow, slicesOf, type TimeWindow } from './window.js';
+import { errorMessage } from '../errors.js';
 
 export function newRunId(now: Date): string {
   const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
@@ -223,8 +224,8 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
       log.warn('sweep interrupted; the next run resumes from the last committed slice');
       return report;
     }
-    log.error({ err: { message: (error as Error)?.message } }, 'sweep failed; the slice in progress was rolled back');
-    await finishRun(deps.pool, runId, { status: 'failed', now: deps.clock(), error: (error as Error)?.message ?? String(error) }).catch(
+    log.error({ err: { message: errorMessage(error) } }, 'sweep failed; the slice in progress was rolled back');
+    await finishRun(deps.pool, runId, { status: 'failed', now: deps.clock(), error: errorMessage(error) }).catch(
       () => undefined,
     );
     if (error instanceof Error) Object.assign(error, { runId });

@@ -27,7 +27,7 @@ let work: string;
 let prefix: string;
 let installed: string;
 let tarballFiles: string[];
-let double: StripeDouble;
+let double: StripeDouble | undefined;
 let npmEnv: NodeJS.ProcessEnv;
 const version = (JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -133,6 +133,7 @@ describe('npm pack → npm install -g --omit=dev → sweeper', () => {
     try {
       const migrated = await sweeper(['migrate'], { DATABASE_URL: db.url });
       expect(migrated.code, migrated.stderr).toBe(0);
+      if (!double) throw new Error('the Stripe double did not start');
       double.createCharge(null, { amount: 990, currency: 'usd', created: new Date(Date.now() - 3_600_000) });
       const env = { DATABASE_URL: db.url, STRIPE_API_KEY: 'sk_test_pack', STRIPE_API_BASE: double.url };
       const swept = await sweeper(['run', '--json'], env);

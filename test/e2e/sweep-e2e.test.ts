@@ -171,10 +171,10 @@ describe('sweeper on real traffic against the Stripe double', () => {
     const db = await clone();
     const live = paymentCode(db);
     const sweeping = startCli(['run', '--json'], envFor(db, { SWEEPER_SETTLE: '3m' }));
-    let finished = false;
-    void sweeping.done.then(() => (finished = true));
+    const sweep = { finished: false };
+    void sweeping.done.then(() => (sweep.finished = true));
     const outcomes: string[] = [];
-    for (let i = 0; !finished || i < 10; i += 1) {
+    for (let i = 0; !sweep.finished || i < 10; i += 1) {
       const r = await live.chargeOnce({ tenantId: 'live', key: `live-${i}`, request: { amount: 100 + i, currency: 'usd', paymentMethod: 'pm_card_visa' } });
       outcomes.push(r.outcome);
     }

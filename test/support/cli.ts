@@ -34,8 +34,8 @@ export function startCli(args: string[], env: Record<string, string | undefined>
   let stdout = '';
   let stderr = '';
   const waiters: Array<{ pattern: RegExp; resolve: (line: string) => void }> = [];
-  child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => {
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
     for (const w of [...waiters]) {
       const line = stderr.split('\n').find((l) => w.pattern.test(l));

@@ -15,6 +15,7 @@ import { EndpointRateLimiter, type RateLimit } from './rate-limit.js';
 import { chargeFormatOf, ChargeImportError, importCharges, parseCharges } from './import-charges.js';
 import { matchRoute } from './routes.js';
 import { DoubleState } from './state.js';
+import { errorMessage } from '../../src/errors.js';
 
 export interface StripeDoubleOptions {
   /** 0 (default) picks a free port. */
@@ -117,7 +118,7 @@ export async function startStripeDouble(options: StripeDoubleOptions = {}): Prom
         }
       }
     } catch (error) {
-      const failure = error instanceof DoubleError ? error : apiError(`the double failed: ${(error as Error)?.message ?? String(error)}`);
+      const failure = error instanceof DoubleError ? error : apiError(`the double failed: ${errorMessage(error)}`);
       answer = { status: failure.status, body: JSON.stringify(failure.body), headers: failure.headers };
     }
     // 'after' faults: the request ran (a charge may exist) but its answer is lost.
@@ -167,7 +168,7 @@ export async function startStripeDouble(options: StripeDoubleOptions = {}): Prom
     handle(req, res).catch((error: unknown) => {
       if (!res.headersSent && !res.destroyed) {
         res.writeHead(500, { 'Content-Type': 'application/json' });
-        res.end(JSON.stringify(apiError(`the double failed: ${(error as Error)?.message ?? String(error)}`).body));
+        res.end(JSON.stringify(apiError(`the double failed: ${errorMessage(error)}`).body));
       }
     });
   });

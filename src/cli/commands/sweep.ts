@@ -21,6 +21,7 @@ import { createProgressReporter } from '../progress.js';
 import { installShutdown } from '../shutdown.js';
 import { stderrIsTerminal } from '../stderr.js';
 import { finishSweep } from '../sweep-finish.js';
+import { errorMessage } from '../../errors.js';
 
 export interface SweepFlags {
   account?: string;
@@ -162,7 +163,7 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
       progress,
       ...(signal ? { signal } : {}),
       findingsExit,
-      unnamed: reports.reduce((n, r) => n + (r.unnamed_charges ?? 0), 0),
+      unnamed: reports.reduce((n, r) => n + r.unnamed_charges, 0),
       publish,
     });
   }, config);
@@ -233,7 +234,7 @@ function metricsPublisher(args: {
       });
       for (const error of published.errors) logger.warn({ error }, 'metrics not published');
     } catch (error) {
-      logger.warn({ error: (error as Error)?.message }, 'metrics not published');
+      logger.warn({ error: errorMessage(error) }, 'metrics not published');
     }
   };
 }

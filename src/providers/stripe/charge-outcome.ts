@@ -37,7 +37,7 @@ export function storedError(error: InstanceType<typeof Stripe.errors.StripeError
 
 /** Seconds a caller should wait before retrying after a transient failure. */
 export function retryAfterSeconds(error: unknown): number {
-  const header = (error as { headers?: Record<string, string> })?.headers?.['retry-after'];
+  const header = (error as { headers?: Record<string, string> | null } | null | undefined)?.headers?.['retry-after'];
   const seconds = header === undefined ? NaN : Number(header);
   return Number.isFinite(seconds) && seconds > 0 ? Math.ceil(seconds) : 1;
 }

@@ -34,6 +34,7 @@ import { pageShapeProblem, withRetries } from './page-source.js';
 import { RateBudget, type Sleep } from './rate-budget.js';
 import { createChargeRetriever, type RetrievedCharge } from './retrieve-charges.js';
 import type { ChangeSource } from '../../sweep/provider.js';
+import { errorMessage } from '../../errors.js';
 
 export type { ChangeEvent } from './change-event.js';
 
@@ -116,7 +117,7 @@ export function sdkEventPageSource(stripe: Stripe): FetchEventPage {
       return await stripe.events.list(params, options);
     } catch (error) {
       // Raised here with Stripe's own message: the lister's 403 error names the charges permission.
-      if ((error as { statusCode?: unknown })?.statusCode === 403) throw new MissingEventsPermissionError(query.account, (error as Error).message);
+      if ((error as { statusCode?: unknown } | null | undefined)?.statusCode === 403) throw new MissingEventsPermissionError(query.account, (error as Error).message);
       if (error instanceof Stripe.errors.StripeError) throw error;
       // The SDK trips over a body that is JSON but not an object (`null`, `[]`, `"x"`).
       throw new MalformedPageError('the answer could not be read as a Stripe list: the body is not a JSON object', { cause: error });
@@ -186,7 +187,7 @@ export async function readEvents(fetchPage: FetchEventPage, account: string | nu
       page = await fetchPage({ account, types, range, exclusiveAfter, limit, ...(startingAfter ? { startingAfter } : {}) }, signal);
     } catch (error) {
       signal.throwIfAborted();
-      throw configurationError(error) ?? incomplete((error as Error)?.message ?? String(error), error);
+      throw configurationError(error) ?? incomplete(errorMessage(error), error);
     }
     pages += 1;
     counters.pages += 1;

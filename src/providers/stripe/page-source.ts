@@ -134,7 +134,7 @@ export function withRetries<Q extends { account: string | null }, R>(
 }
 
 function countFailure(counters: StripeListCounters, error: unknown, connection: boolean): void {
-  const status = (error as { statusCode?: unknown })?.statusCode;
+  const status = (error as { statusCode?: unknown } | null | undefined)?.statusCode;
   if (status === 429) counters.rateLimited += 1;
   else if (typeof status === 'number' && status >= 500) counters.serverErrors += 1;
   else if (connection) counters.connectionErrors += 1;

@@ -13,6 +13,7 @@ import { ChargeRetrievalError } from './event-errors.js';
 import { InvalidStripeKeyError, MissingStripePermissionError } from './errors.js';
 import { withRetries, type RetryDeps } from './page-source.js';
 import { RateBudget } from './rate-budget.js';
+import { errorMessage } from '../../errors.js';
 
 export type RetrievedCharge = { id: string; found: true; raw: Record<string, unknown> } | { id: string; found: false };
 
@@ -72,17 +73,19 @@ export function createChargeRetriever(deps: ChargeRetrieverDeps): ChargeRetrieve
           try {
             const result = await fetchOne({ account, id }, controller.signal);
             // Another charge's id is a broken answer; no id at all is an unreadable charge, which the caller reports.
+            // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- an upstream may answer `null` for a charge
             const answered = result.found ? result.raw?.id : id;
             if (answered !== id && answered !== undefined && answered !== null) {
               throw new Error(`the answer is not that charge (id ${JSON.stringify(answered)})`);
             }
             results[index] = result;
           } catch (error) {
+            // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- another worker sets it across the await
             if (failure !== undefined || controller.signal.aborted) return;
             failure =
               error instanceof InvalidStripeKeyError || error instanceof MissingStripePermissionError
                 ? error
-                : new ChargeRetrievalError(account, id, (error as Error)?.message ?? String(error), { cause: error });
+                : new ChargeRetrievalError(account, id, errorMessage(error), { cause: error });
             controller.abort(failure);
           }
         }
