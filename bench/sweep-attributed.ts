@@ -10,6 +10,7 @@ import { silentLogger } from '../src/log.js';
 import type { NormalizedCharge } from '../src/sweep/provider.js';
 import { sweep, sweepOptions, type ChargeSource } from '../src/sweep/sweep.js';
 import { benchDatabase, countStatements, noEvidenceNeeded, writeResult } from './support.js';
+import { STRIPE_IDEMPOTENCY_WINDOW_MS } from '../src/providers/stripe/limits.js';
 
 const CHARGES = Number(process.env.BENCH_CHARGES ?? 100_000);
 const HISTORY = Number(process.env.BENCH_HISTORY ?? 200_000);
@@ -92,7 +93,7 @@ try {
   const statements = countStatements();
   const started = performance.now();
   const [report] = await sweep(
-    { pool: db.pool, clock: () => NOW, logger: silentLogger(), listCharges: source, evidence: noEvidenceNeeded },
+    { pool: db.pool, clock: () => NOW, logger: silentLogger(), listCharges: source, evidence: noEvidenceNeeded, idempotencyWindowMs: STRIPE_IDEMPOTENCY_WINDOW_MS },
     sweepOptions({ mode: 'backfill', accounts: ['platform'], window: { from: DAY, to: new Date(DAY.getTime() + 86_400_000) } }),
   );
   const seconds = (performance.now() - started) / 1000;

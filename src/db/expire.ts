@@ -3,18 +3,18 @@ import { LOCK_CLASS, LockObject } from './locks.js';
 import { DAY_PARTITIONED_TABLES, ensureDayPartitions, partitionDays, utcDay } from './partitions.js';
 import { ConfigError } from '../errors.js';
 import { formatDuration } from '../time/duration.js';
-import { STRIPE_IDEMPOTENCY_WINDOW_MS } from '../providers/stripe/limits.js';
 
 /**
- * A claim must outlive every retry that could still arrive for it: Stripe forgets an
- * idempotency key after 24 h, and a caller may retry for `retryHorizonMs` after its
- * first attempt. Dropping the claim earlier would let a late retry charge again.
+ * A claim must outlive every retry that could still arrive for it: the provider forgets
+ * an idempotency key after its window (`window`, Stripe's: 24 h), and a
+ * caller may retry for `retryHorizonMs` after its first attempt. Dropping the claim
+ * earlier would let a late retry charge again.
  */
-export function assertSafeRetention(retentionMs: number, retryHorizonMs: number): void {
-  const minimum = STRIPE_IDEMPOTENCY_WINDOW_MS + retryHorizonMs;
+export function assertSafeRetention(retentionMs: number, retryHorizonMs: number, window: { ms: number; name: string }): void {
+  const minimum = window.ms + retryHorizonMs;
   if (retentionMs < minimum) {
     throw new ConfigError(
-      `SWEEPER_RETENTION ${formatDuration(retentionMs)} is shorter than Stripe's 24h idempotency window plus ` +
+      `SWEEPER_RETENTION ${formatDuration(retentionMs)} is shorter than ${window.name} plus ` +
         `SWEEPER_RETRY_HORIZON ${formatDuration(retryHorizonMs)} (= ${formatDuration(minimum)}): a retry arriving after ` +
         'its claim was dropped would be charged again. Raise SWEEPER_RETENTION or lower SWEEPER_RETRY_HORIZON',
     );

@@ -2,7 +2,6 @@ import type { PoolClient } from '../db/pool.js';
 import { ensureDayPartitions, utcDay } from '../db/partitions.js';
 import { LOCK_CLASS, LockObject } from '../db/locks.js';
 import type { Logger } from '../log.js';
-import { STRIPE_IDEMPOTENCY_WINDOW_MS } from '../providers/stripe/limits.js';
 import type { MalformedCharge, NormalizedCharge } from './provider.js';
 import { MALFORMED_CHARGE_CATEGORY } from './categories.js';
 import type { DryRunOverlay } from './dry-run-overlay.js';
@@ -98,7 +97,7 @@ export async function judgeBatch(deps: SweepDeps, options: SweepOptions, ctx: Ru
       now: deps.clock(),
       retentionMs: options.retentionMs,
       refundDuplicates: options.refundDuplicates,
-      providerIdempotencyWindowMs: deps.idempotencyWindowMs ?? STRIPE_IDEMPOTENCY_WINDOW_MS,
+      providerIdempotencyWindowMs: deps.idempotencyWindowMs,
       verified: ctx.verified,
     });
     return { facts, judgement };

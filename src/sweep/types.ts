@@ -17,8 +17,8 @@ export interface SweepDeps {
   logger: Logger;
   /** Stripe's own word: re-reads before a critical finding, a release or a refund, and the refunds themselves. */
   evidence: ProviderEvidence;
-  /** The provider's idempotency window (ProviderFacts): how old a claim may be and still be re-driven safely. Default Stripe's 24 h. */
-  idempotencyWindowMs?: number;
+  /** The provider's idempotency window (ProviderFacts): how old a claim may be and still be re-driven safely (`providerSweepDeps` fills it in). */
+  idempotencyWindowMs: number;
   /** The request rate and the mean latency measured so far: how many slices a real run lists ahead. */
   pace?: () => { ratePerSecond: number; meanLatencyMs: number | null };
   /** Tests: every batch's judgement (`slice:N`, `changes:N`), as judged (after Stripe's own word was read). */

@@ -7,7 +7,7 @@ import { silentLogger } from '../../src/log.js';
 import { sweep, sweepOptions } from '../../src/sweep/sweep.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { runCli } from '../support/cli.js';
-import { charge, memoryChargeSource, memoryEvidence, seedClaim } from '../support/scenario.js';
+import { charge, memoryChargeSource, memoryEvidence, seedClaim, IDEMPOTENCY_WINDOW_MS } from '../support/scenario.js';
 
 const NOW = new Date('2026-11-20T12:00:00Z');
 const DAY = 86_400_000;
@@ -51,7 +51,7 @@ describe('expire', () => {
       ),
     );
     const sweeping = sweep(
-      { pool: db.pool, listCharges: memoryChargeSource(() => mirror), evidence: memoryEvidence(() => mirror), clock: () => NOW, logger: silentLogger() },
+      { pool: db.pool, listCharges: memoryChargeSource(() => mirror), evidence: memoryEvidence(() => mirror), clock: () => NOW, logger: silentLogger(), idempotencyWindowMs: IDEMPOTENCY_WINDOW_MS },
       sweepOptions({ mode: 'backfill', accounts: ['platform'], window: { from: daysAgo(16), to: daysAgo(0.5) }, overlapMs: 0, sliceMs: 6 * 3_600_000 }),
     );
     const expiring = expirePartitions(db.pool, { now: NOW, retentionMs: 7 * DAY });

@@ -6,7 +6,7 @@ import { silentLogger } from '../../src/log.js';
 import { sweep, sweepOptions } from '../../src/sweep/sweep.js';
 import { runCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { charge, memoryChargeSource, memoryEvidence, seedClaim } from '../support/scenario.js';
+import { charge, memoryChargeSource, memoryEvidence, seedClaim, IDEMPOTENCY_WINDOW_MS } from '../support/scenario.js';
 
 const NOW = new Date('2026-11-10T12:00:00Z');
 let db: TestDatabase;
@@ -39,7 +39,7 @@ describe('the least-privilege runtime role', () => {
     await seedClaim(db.pool, { tenantId: 'acme', key: 'k1', status: 'in_flight', createdAt: new Date('2026-11-10T09:00:00Z') });
     const stripe = [charge({ id: 'ch_1', created: Date.parse('2026-11-10T09:00:05Z') / 1000, tenantId: 'acme', idempotencyKey: 'k1' })];
     const [report] = await sweep(
-      { pool: runtime, listCharges: memoryChargeSource(() => stripe), evidence: memoryEvidence(() => stripe), clock: () => NOW, logger: silentLogger() },
+      { pool: runtime, listCharges: memoryChargeSource(() => stripe), evidence: memoryEvidence(() => stripe), clock: () => NOW, logger: silentLogger(), idempotencyWindowMs: IDEMPOTENCY_WINDOW_MS },
       sweepOptions({
         mode: 'backfill',
         accounts: ['platform'],

@@ -6,7 +6,7 @@ import type { NormalizedCharge } from '../../src/sweep/provider.js';
 import { sweep, sweepOptions, type SweepDeps, type SweepOptions, type SweepReport } from '../../src/sweep/sweep.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { normalizedTables } from '../support/normalized-tables.js';
-import { charge, memoryChangeSource, memoryChargeSource, memoryEvidence, seedEffect, truncateSweepTables, type MemoryEvent } from '../support/scenario.js';
+import { charge, memoryChangeSource, memoryChargeSource, memoryEvidence, seedEffect, truncateSweepTables, type MemoryEvent, IDEMPOTENCY_WINDOW_MS } from '../support/scenario.js';
 
 /**
  * README "Late changes": every later change to a charge, whatever its age, is judged by
@@ -32,6 +32,7 @@ function run(options: Partial<SweepOptions> = {}, deps: Partial<SweepDeps> = {},
       pool: db.pool,
       listCharges: memoryChargeSource(() => stripe, listCalls),
       listChanges: memoryChangeSource(() => events),
+      idempotencyWindowMs: IDEMPOTENCY_WINDOW_MS,
       evidence: memoryEvidence(() => stripe),
       clock,
       logger: silentLogger(),

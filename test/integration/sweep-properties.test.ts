@@ -9,7 +9,7 @@ import { tableChecksums } from '../support/checksums.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { ACCOUNTS, describeHistory, historyArb, NOW, SLICE_MS, stripeChargesOf, WINDOW, writeHistory, type History } from '../support/histories.js';
 import { normalizedTables } from '../support/normalized-tables.js';
-import { memoryChargeSource, memoryEvidence } from '../support/scenario.js';
+import { memoryChargeSource, memoryEvidence, IDEMPOTENCY_WINDOW_MS } from '../support/scenario.js';
 
 /**
  * The sweep's invariants over random histories, on the real schema and the real sweep
@@ -58,6 +58,7 @@ function run(stripe: NormalizedCharge[], evidence: Evidence, options: Partial<Sw
       pool: db.pool,
       listCharges: memoryChargeSource(() => stripe),
       evidence,
+      idempotencyWindowMs: IDEMPOTENCY_WINDOW_MS,
       clock: () => NOW,
       logger: silentLogger(),
       ...(extra.observe ? { observeJudgement: extra.observe } : {}),

@@ -5,7 +5,7 @@ import type { NormalizedCharge } from '../../src/sweep/provider.js';
 import { lockAccounts, SweepLockedError } from '../../src/sweep/lock.js';
 import { sweep, SweepFailedError, sweepOptions, type SweepDeps, type SweepOptions } from '../../src/sweep/sweep.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { charge, memoryChargeSource, memoryEvidence, seedClaim, seedEffect } from '../support/scenario.js';
+import { charge, memoryChargeSource, memoryEvidence, seedClaim, seedEffect, IDEMPOTENCY_WINDOW_MS } from '../support/scenario.js';
 import { tableChecksums } from '../support/checksums.js';
 
 const NOW = new Date('2026-11-10T12:00:00Z');
@@ -36,7 +36,7 @@ let evidence: ReturnType<typeof memoryEvidence>;
 /** A sweep of the scenario's Stripe at NOW, with any dependency or option replaced. */
 function sweepWith(deps: Partial<SweepDeps> = {}, options: Partial<SweepOptions> = {}) {
   return sweep(
-    { pool: db.pool, listCharges: memoryChargeSource(() => stripe, listCalls), evidence, clock: () => NOW, logger: silentLogger(), ...deps },
+    { pool: db.pool, listCharges: memoryChargeSource(() => stripe, listCalls), evidence, clock: () => NOW, logger: silentLogger(), idempotencyWindowMs: IDEMPOTENCY_WINDOW_MS, ...deps },
     { ...baseOptions, ...options },
   );
 }

@@ -6,6 +6,9 @@ import type { RefundFact, ProviderEvidence } from '../../src/sweep/provider.js';
 
 /** Direct table writes for sweep tests: the states crashes leave behind, made on purpose. */
 
+/** The in-memory provider stands in for Stripe: it has Stripe's idempotency window (SweepDeps.idempotencyWindowMs). */
+export { STRIPE_IDEMPOTENCY_WINDOW_MS as IDEMPOTENCY_WINDOW_MS } from '../../src/providers/stripe/limits.js';
+
 export interface ClaimSeed {
   tenantId: string;
   key: string;

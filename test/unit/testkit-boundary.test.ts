@@ -152,3 +152,35 @@ describe('the test kit stays out of the product', () => {
     expect(ignored).toEqual(expect.arrayContaining(['testkit', 'dist-testkit']));
   });
 });
+
+describe('the provider seam', () => {
+  const sources = filesUnder(SRC, '.ts');
+  const PROVIDERS = path.join(SRC, 'providers');
+  const intoProviders = (file: string, specifier: string) => {
+    const target = path.resolve(path.dirname(file), specifier);
+    return specifier.startsWith('.') && target.startsWith(PROVIDERS + path.sep);
+  };
+
+  it('the sweep, the database layer, the domain and the outputs never import a provider: only the CLI picks one (and the claim library its Stripe shorthand)', () => {
+    const layered = sources.filter((file) => !file.startsWith(PROVIDERS + path.sep));
+    const offenders = layered.flatMap((file) =>
+      specifiers(readFileSync(file, 'utf8'))
+        .filter((s) => intoProviders(file, s.text))
+        .map(() => path.relative(ROOT, path.dirname(file)).split(path.sep).slice(0, 2).join('/')),
+    );
+    expect([...new Set(offenders)].sort()).toEqual(['src/claims', 'src/cli']);
+  });
+
+  it('a provider builds on the sweep model and the domain, never on the sweep machinery or the CLI', () => {
+    const allowed = new Set(['src/sweep/provider.ts', 'src/sweep/window.ts', 'src/sweep/types.ts']);
+    const offenders = sources
+      .filter((file) => file.startsWith(PROVIDERS + path.sep))
+      .flatMap((file) =>
+        specifiers(readFileSync(file, 'utf8'))
+          .map((s) => ({ s, target: path.relative(ROOT, path.resolve(path.dirname(file), s.text)).replace(/\.js$/, '.ts') }))
+          .filter(({ s, target }) => s.text.startsWith('.') && (target.startsWith('src/cli/') || (target.startsWith('src/sweep/') && !allowed.has(target))))
+          .map(({ target }) => `${path.relative(ROOT, file)} → ${target}`),
+      );
+    expect(offenders).toEqual([]);
+  });
+});

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../../config.js';
 import { assertSafeRetention, expirePartitions } from '../../db/expire.js';
+import { STRIPE_IDEMPOTENCY_WINDOW } from '../../providers/stripe/limits.js';
 import { assertSchemaOwner } from '../../db/owner.js';
 import { withDatabase, writeJson } from '../context.js';
 
@@ -21,7 +22,7 @@ SWEEPER_RETRY_HORIZON: a retry arriving after its claim was dropped could charge
     )
     .action((flags: { dryRun?: boolean; json?: boolean }) => {
       const config = loadConfig();
-      assertSafeRetention(config.retentionMs, config.retryHorizonMs);
+      assertSafeRetention(config.retentionMs, config.retryHorizonMs, STRIPE_IDEMPOTENCY_WINDOW);
       return withDatabase(async ({ pool, logger }) => {
         await assertSchemaOwner(pool, 'expire');
         const result = await expirePartitions(pool, { now: new Date(), retentionMs: config.retentionMs, dryRun: flags.dryRun });

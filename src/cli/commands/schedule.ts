@@ -3,6 +3,7 @@ import { alertConfigFromEnv } from '../../alerts/index.js';
 import { loadConfig, requireStripeApiKey } from '../../config.js';
 import { metricsConfigFromEnv } from '../../metrics/index.js';
 import { assertSafeRetention, expirePartitions } from '../../db/expire.js';
+import { STRIPE_IDEMPOTENCY_WINDOW } from '../../providers/stripe/limits.js';
 import { isValidCron, startScheduler } from '../../schedule/scheduler.js';
 import { UsageError, withDatabase } from '../context.js';
 import { cliLogger } from '../log-output.js';
@@ -41,7 +42,7 @@ pass --no-expire and run \`sweeper expire\` as the owner elsewhere.`,
       alertConfigFromEnv();
       metricsConfigFromEnv();
       findingsExitFrom(undefined);
-      if (flags.expire) assertSafeRetention(config.retentionMs, config.retryHorizonMs);
+      if (flags.expire) assertSafeRetention(config.retentionMs, config.retryHorizonMs, STRIPE_IDEMPOTENCY_WINDOW);
       await withDatabase(async () => undefined, config); // reachable, migrated
       const logger = cliLogger(config);
       const signal = installShutdown(config.shutdownGraceMs);

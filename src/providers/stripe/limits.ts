@@ -8,6 +8,8 @@
  * The claim SQL (migrations/, `sweeper_take_claim`) carries the same 24 hours.
  */
 export const STRIPE_IDEMPOTENCY_WINDOW_MS = 24 * 3_600_000;
+/** The same, with the name messages give it. */
+export const STRIPE_IDEMPOTENCY_WINDOW = { ms: STRIPE_IDEMPOTENCY_WINDOW_MS, name: "Stripe's 24h idempotency window" };
 
 /** The most objects one page of any Stripe list or search returns (`limit` 1..100). */
 export const STRIPE_MAX_PAGE_SIZE = 100;
