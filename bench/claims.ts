@@ -48,7 +48,13 @@ try {
     UNIQUE (tenant_id, key))`);
 
   const stripe = createStripeClient({ apiKey: 'sk_test_bench', apiBase: double.url });
-  const client = createClaimClient({ pool, stripe, leaseMs: LEASE_MS, maxAmount: 99_999_999, metadataKeys: { tenantId: 'tenant_id', idempotencyKey: 'idempotency_key' } });
+  const client = createClaimClient({
+    pool,
+    stripe,
+    leaseMs: LEASE_MS,
+    maxAmount: 99_999_999,
+    metadataKeys: { tenantId: 'tenant_id', idempotencyKey: 'idempotency_key' },
+  });
   const request = { amount: 1999, currency: 'usd', paymentMethod: 'pm_card_visa' };
   const fingerprint = requestFingerprint(request);
 
@@ -74,7 +80,8 @@ try {
       }),
     charge_once: async (tenant, key) => {
       const result = await client.chargeOnce({ tenantId: tenant, key, request });
-      if (result.status !== 200) throw new Error(`chargeOnce answered ${result.status}: ${JSON.stringify(result.body)}`);
+      if (result.status !== 200)
+        throw new Error(`chargeOnce answered ${result.status}: ${JSON.stringify(result.body)}`);
     },
   };
 
@@ -112,7 +119,14 @@ try {
     code,
     machine: machineAtStart,
     load_average_at_end: loadavg().map((l) => round(l, 2)),
-    settings: { ops: OPS, warmup: WARMUP, concurrency: CONCURRENCY, partitions, double_latency_ms: 0, lease_ms: LEASE_MS },
+    settings: {
+      ops: OPS,
+      warmup: WARMUP,
+      concurrency: CONCURRENCY,
+      partitions,
+      double_latency_ms: 0,
+      lease_ms: LEASE_MS,
+    },
     results,
     latency_over_baseline: ratios,
   };
@@ -138,9 +152,13 @@ try {
   await server.stop();
 }
 
-
 /** `ops` calls of `op` on new keys from `callers` concurrent loops: throughput and latency percentiles. */
-async function measure(label: string, op: (tenant: string, key: string) => Promise<unknown>, ops: number, callers: number) {
+async function measure(
+  label: string,
+  op: (tenant: string, key: string) => Promise<unknown>,
+  ops: number,
+  callers: number,
+) {
   const latencies = new Float64Array(ops);
   let next = 0;
   const t0 = performance.now();
@@ -159,5 +177,13 @@ async function measure(label: string, op: (tenant: string, key: string) => Promi
   const seconds = (performance.now() - t0) / 1000;
   latencies.sort();
   const at = (q: number) => round(latencies[Math.min(ops - 1, Math.floor(q * ops))] as number, 3);
-  return { ops, callers, seconds: round(seconds, 2), per_second: Math.round(ops / seconds), p50_ms: at(0.5), p99_ms: at(0.99), mean_ms: round(latencies.reduce((a, b) => a + b, 0) / ops, 3) };
+  return {
+    ops,
+    callers,
+    seconds: round(seconds, 2),
+    per_second: Math.round(ops / seconds),
+    p50_ms: at(0.5),
+    p99_ms: at(0.99),
+    mean_ms: round(latencies.reduce((a, b) => a + b, 0) / ops, 3),
+  };
 }

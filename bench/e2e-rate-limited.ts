@@ -118,7 +118,9 @@ try {
     sweeper.statements
       ? `    SQL per page: ${sweeper.statements.per_page_top_level} top level, ${sweeper.statements.per_page_all} in all (per 100 charges: ${sweeper.statements.per_100_charges_top_level} / ${sweeper.statements.per_100_charges_all})`
       : '    SQL per page: not counted (pg_stat_statements not loaded)',
-    defaultRate ? `  sweeper backfill, SWEEPER_STRIPE_RATE unset: ${defaultRate.wall_s} s = ${defaultRate.bound_over_wall} of the bound` : '',
+    defaultRate
+      ? `  sweeper backfill, SWEEPER_STRIPE_RATE unset: ${defaultRate.wall_s} s = ${defaultRate.bound_over_wall} of the bound`
+      : '',
     'wall_s' in peer
       ? `  peer ${PEER_PACKAGE}: ${peer.wall_s} s (${peer.synced} charges, ${peer.requests} requests); sweeper ${result.sweeper_vs_peer}x faster`
       : `  peer: ${peer.skipped}`,
@@ -135,7 +137,13 @@ function throttle(on: boolean): void {
   double.counters.reset();
 }
 
-async function sweeperCase(server: BenchServer, double: StripeDouble, set: SeededSet, label: string, env: Record<string, string>) {
+async function sweeperCase(
+  server: BenchServer,
+  double: StripeDouble,
+  set: SeededSet,
+  label: string,
+  env: Record<string, string>,
+) {
   const name = `bench_${label.replace(/-/g, '_')}`;
   const db = await server.createDatabase(name);
   try {
@@ -145,7 +153,11 @@ async function sweeperCase(server: BenchServer, double: StripeDouble, set: Seede
     if (server.statements) await resetStatements(server.url);
     throttle(true);
     log(`${label}: sweeper backfill --from ${set.from.toISOString()} --to ${set.to.toISOString()}`);
-    const run = await runSweeper(label, ['backfill', '--from', set.from.toISOString(), '--to', set.to.toISOString(), '--json'], sweeperEnv(db.url, double, env));
+    const run = await runSweeper(
+      label,
+      ['backfill', '--from', set.from.toISOString(), '--to', set.to.toISOString(), '--json'],
+      sweeperEnv(db.url, double, env),
+    );
     const requests = double.counters.get(LIST);
     const limited = double.counters.status(LIST, 429);
     const pages = double.counters.status(LIST, 200);
@@ -177,32 +189,52 @@ async function peerCase(server: BenchServer, double: StripeDouble, set: SeededSe
   const entry = path.join(dir, 'node_modules/@supabase/stripe-sync-engine/package.json');
   if (!existsSync(entry)) {
     log(`peer: npm install ${PEER_PACKAGE} into ${dir}`);
-    const install = spawnSync('npm', ['install', '--prefix', dir, '--no-audit', '--no-fund', '--no-save', PEER_PACKAGE], { encoding: 'utf8' });
+    const install = spawnSync(
+      'npm',
+      ['install', '--prefix', dir, '--no-audit', '--no-fund', '--no-save', PEER_PACKAGE],
+      { encoding: 'utf8' },
+    );
     if (install.status !== 0 || !existsSync(entry)) {
-      return { skipped: `could not install ${PEER_PACKAGE} into ${dir}: ${(install.stderr || install.stdout).trim().split('\n').slice(-3).join(' ')}` };
+      return {
+        skipped: `could not install ${PEER_PACKAGE} into ${dir}: ${(install.stderr || install.stdout).trim().split('\n').slice(-3).join(' ')}`,
+      };
     }
   }
   const db = await server.createDatabase('bench_peer');
   try {
     const script = path.join(ROOT, 'bench/peer-backfill.ts');
     const migrate = await runTimed('peer-migrate', ['--import', 'tsx', script, dir, 'migrate', db.url], {});
-    if (migrate.exit_code !== 0) return { skipped: `the peer's migrations failed (exit ${migrate.exit_code}): see ${migrate.log_file}` };
+    if (migrate.exit_code !== 0)
+      return { skipped: `the peer's migrations failed (exit ${migrate.exit_code}): see ${migrate.log_file}` };
     throttle(true);
     log(`peer: syncBackfill({ object: 'charge', created: [${set.from.toISOString()}, ${set.to.toISOString()}) })`);
     const run = await runTimed(
       'peer-backfill',
-      ['--import', 'tsx', script, dir, 'backfill', db.url, double.url, String(set.from.getTime() / 1000), String(set.to.getTime() / 1000)],
+      [
+        '--import',
+        'tsx',
+        script,
+        dir,
+        'backfill',
+        db.url,
+        double.url,
+        String(set.from.getTime() / 1000),
+        String(set.to.getTime() / 1000),
+      ],
       {},
     );
     const requests = double.counters.get(LIST);
     const limited = double.counters.status(LIST, 429);
     throttle(false);
-    if (run.exit_code !== 0) return { skipped: `the peer's backfill failed (exit ${run.exit_code}): see ${run.log_file}` };
+    if (run.exit_code !== 0)
+      return { skipped: `the peer's backfill failed (exit ${run.exit_code}): see ${run.log_file}` };
     const inner = run.reports[0] as { synced: number; ms: number } | undefined;
     log(`peer: ${run.wall_s} s, ${inner?.synced} charges`);
     return {
       package: PEER_PACKAGE,
-      stripe_node: (JSON.parse(readFileSync(path.join(dir, 'node_modules/stripe/package.json'), 'utf8')) as { version: string }).version,
+      stripe_node: (
+        JSON.parse(readFileSync(path.join(dir, 'node_modules/stripe/package.json'), 'utf8')) as { version: string }
+      ).version,
       how: "StripeSync.syncBackfill({ object: 'charge', created: { gte, lt } }); its Stripe client replaced by one with the same options plus host/port/protocol of the double",
       ...summary(run),
       call_s: inner ? round(inner.ms / 1000, 2) : null,

@@ -22,7 +22,8 @@ export const DAY_MS = 24 * HOUR_MS;
 /** BENCH_SCALE multiplies every charge count (1 = the issue's sizes; 0.05 for a smoke run of a few minutes). */
 export const SCALE = (() => {
   const scale = Number(process.env.BENCH_SCALE ?? 1);
-  if (!(scale > 0) || !Number.isFinite(scale)) throw new Error(`BENCH_SCALE must be a positive number (got ${process.env.BENCH_SCALE})`);
+  if (!(scale > 0) || !Number.isFinite(scale))
+    throw new Error(`BENCH_SCALE must be a positive number (got ${process.env.BENCH_SCALE})`);
   return scale;
 })();
 
@@ -76,8 +77,17 @@ function newestMtime(dir: string): number {
 export function codeState(): { commit: string; uncommitted: string[] } {
   if (process.env.BENCH_CODE) return JSON.parse(process.env.BENCH_CODE) as { commit: string; uncommitted: string[] };
   const commit = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).stdout.trim();
-  const status = spawnSync('git', ['status', '--porcelain', '--', 'src', 'migrations'], { cwd: ROOT, encoding: 'utf8' }).stdout;
-  return { commit, uncommitted: status.split('\n').filter(Boolean).map((l) => l.slice(3)) };
+  const status = spawnSync('git', ['status', '--porcelain', '--', 'src', 'migrations'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  }).stdout;
+  return {
+    commit,
+    uncommitted: status
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.slice(3)),
+  };
 }
 
 export function machine(server: BenchServer): Record<string, unknown> {
@@ -97,7 +107,9 @@ export function machine(server: BenchServer): Record<string, unknown> {
 
 /** Environment variables of the sweeper set in the bench's own environment (passed through, and reported). */
 export function sweeperOverrides(): Record<string, string> {
-  return Object.fromEntries(Object.entries(process.env).filter(([k, v]) => k.startsWith('SWEEPER_') && v !== undefined && v !== '')) as Record<string, string>;
+  return Object.fromEntries(
+    Object.entries(process.env).filter(([k, v]) => k.startsWith('SWEEPER_') && v !== undefined && v !== ''),
+  ) as Record<string, string>;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -129,7 +141,12 @@ export const MIX: Record<Kind, number> = {
   unattributed_charge: 1,
 };
 /** Which of these the sweep repairs (the others stay open findings). */
-export const REPAIRED: readonly Kind[] = ['orphan_charge', 'claim_without_effect', 'effect_without_claim', 'status_drift'];
+export const REPAIRED: readonly Kind[] = [
+  'orphan_charge',
+  'claim_without_effect',
+  'effect_without_claim',
+  'status_drift',
+];
 
 const KIND_BY_SLOT: Kind[] = KINDS.flatMap((kind) => Array<Kind>(MIX[kind]).fill(kind));
 
@@ -152,8 +169,23 @@ const tenantOf = (index: number) => `tenant_${(index * 7919) % TENANTS}`;
 const keyOf = (tag: string, index: number) => `${tag}-order-${index}`;
 
 /** `n` realistic (about 2 KB) charges on the platform account, spread over `[from, to)`, attributed per the mix. */
-export function seedStripe(double: StripeDouble, tag: string, n: number, from: Date, to: Date, seed: number): SeededSet {
-  const set: SeededSet = { tag, n, ids: new Array<string>(n), created: new Float64Array(n), amount: new Float64Array(n), from, to };
+export function seedStripe(
+  double: StripeDouble,
+  tag: string,
+  n: number,
+  from: Date,
+  to: Date,
+  seed: number,
+): SeededSet {
+  const set: SeededSet = {
+    tag,
+    n,
+    ids: new Array<string>(n),
+    created: new Float64Array(n),
+    amount: new Float64Array(n),
+    from,
+    to,
+  };
   double.seedCharges(null, n, {
     from,
     to,
@@ -193,12 +225,37 @@ export async function seedLocal(dbUrl: string, set: SeededSet): Promise<{ claims
     await client.query('SET session_replication_role = replica');
     const CHUNK = 20_000;
     for (let first = 0; first < set.n; first += CHUNK) {
-      const c = { tenant: [] as string[], key: [] as string[], charge: [] as string[], created: [] as number[], amount: [] as number[], done: [] as boolean[] };
-      const p = { tenant: [] as string[], key: [] as string[], charge: [] as string[], created: [] as number[], amount: [] as number[], disputed: [] as boolean[] };
+      const c = {
+        tenant: [] as string[],
+        key: [] as string[],
+        charge: [] as string[],
+        created: [] as number[],
+        amount: [] as number[],
+        done: [] as boolean[],
+      };
+      const p = {
+        tenant: [] as string[],
+        key: [] as string[],
+        charge: [] as string[],
+        created: [] as number[],
+        amount: [] as number[],
+        disputed: [] as boolean[],
+      };
       for (let i = first; i < Math.min(set.n, first + CHUNK); i += 1) {
         const kind = kindOf(i);
-        const base = { tenant: tenantOf(i), key: keyOf(set.tag, i), charge: set.ids[i] as string, created: set.created[i] as number, amount: set.amount[i] as number };
-        if (kind === 'matched' || kind === 'status_drift' || kind === 'amount_mismatch' || kind === 'claim_without_effect') {
+        const base = {
+          tenant: tenantOf(i),
+          key: keyOf(set.tag, i),
+          charge: set.ids[i] as string,
+          created: set.created[i] as number,
+          amount: set.amount[i] as number,
+        };
+        if (
+          kind === 'matched' ||
+          kind === 'status_drift' ||
+          kind === 'amount_mismatch' ||
+          kind === 'claim_without_effect'
+        ) {
           c.tenant.push(base.tenant);
           c.key.push(base.key);
           c.charge.push(base.charge);
@@ -206,7 +263,12 @@ export async function seedLocal(dbUrl: string, set: SeededSet): Promise<{ claims
           c.amount.push(base.amount);
           c.done.push(kind !== 'claim_without_effect');
         }
-        if (kind === 'matched' || kind === 'status_drift' || kind === 'amount_mismatch' || kind === 'effect_without_claim') {
+        if (
+          kind === 'matched' ||
+          kind === 'status_drift' ||
+          kind === 'amount_mismatch' ||
+          kind === 'effect_without_claim'
+        ) {
           p.tenant.push(base.tenant);
           p.key.push(base.key);
           p.charge.push(base.charge);
@@ -351,7 +413,9 @@ export async function runTimed(label: string, argv: string[], env: Record<string
     exit_code: code,
     wall_s: round(wall, 2),
     max_rss_mb: maxRssKb === null ? null : Math.round(maxRssKb / 1024),
-    rss_method: useTime ? '/usr/bin/time -v (maximum resident set size)' : '/proc/<pid>/status VmHWM, sampled every 100 ms',
+    rss_method: useTime
+      ? '/usr/bin/time -v (maximum resident set size)'
+      : '/proc/<pid>/status VmHWM, sampled every 100 ms',
     cpu_user_s: user,
     cpu_system_s: system,
     reports,
@@ -360,12 +424,27 @@ export async function runTimed(label: string, argv: string[], env: Record<string
 }
 
 /** The environment of every sweeper run: the database, the double, and what the caller sets. */
-export function sweeperEnv(dbUrl: string, double: StripeDouble, extra: Record<string, string> = {}): Record<string, string> {
-  return { DATABASE_URL: dbUrl, STRIPE_API_KEY: 'sk_test_bench', STRIPE_API_BASE: double.url, ...sweeperOverrides(), ...extra };
+export function sweeperEnv(
+  dbUrl: string,
+  double: StripeDouble,
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  return {
+    DATABASE_URL: dbUrl,
+    STRIPE_API_KEY: 'sk_test_bench',
+    STRIPE_API_BASE: double.url,
+    ...sweeperOverrides(),
+    ...extra,
+  };
 }
 
 /** A finding report's counts, summed over the accounts it printed. */
-export function reportCounts(run: CliRun): { charges_scanned: number; findings: Record<string, number>; repaired: Record<string, number>; duration_s: number } {
+export function reportCounts(run: CliRun): {
+  charges_scanned: number;
+  findings: Record<string, number>;
+  repaired: Record<string, number>;
+  duration_s: number;
+} {
   const findings: Record<string, number> = {};
   const repaired: Record<string, number> = {};
   let scanned = 0;
@@ -373,8 +452,10 @@ export function reportCounts(run: CliRun): { charges_scanned: number; findings: 
   for (const r of run.reports) {
     scanned += Number(r.charges_scanned ?? 0);
     duration += Number(r.duration_ms ?? 0) / 1000;
-    for (const [k, v] of Object.entries((r.findings ?? {}) as Record<string, number>)) if (v) findings[k] = (findings[k] ?? 0) + v;
-    for (const [k, v] of Object.entries((r.repaired ?? {}) as Record<string, number>)) if (v) repaired[k] = (repaired[k] ?? 0) + v;
+    for (const [k, v] of Object.entries((r.findings ?? {}) as Record<string, number>))
+      if (v) findings[k] = (findings[k] ?? 0) + v;
+    for (const [k, v] of Object.entries((r.repaired ?? {}) as Record<string, number>))
+      if (v) repaired[k] = (repaired[k] ?? 0) + v;
   }
   return { charges_scanned: scanned, findings, repaired, duration_s: round(duration, 2) };
 }

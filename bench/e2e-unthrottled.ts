@@ -78,7 +78,9 @@ try {
     const name = `bench_unthrottled_${i}`;
     const db = await server.createDatabase(name);
     try {
-      log(`${label}: seeding ${n.toLocaleString('en')} realistic charges over ${from.toISOString()} .. ${to.toISOString()}`);
+      log(
+        `${label}: seeding ${n.toLocaleString('en')} realistic charges over ${from.toISOString()} .. ${to.toISOString()}`,
+      );
       const set = seedStripe(double, `h${i}`, n, from, to, 7 + i);
       pageBytes = await samplePageBytes(double, set);
       await runSweeper(`${label}-migrate`, ['migrate'], sweeperEnv(db.url, double));
@@ -87,11 +89,17 @@ try {
       if (server.statements) await resetStatements(server.url);
       double.counters.reset();
       log(`${label}: sweeper backfill`);
-      const run = await runSweeper(label, ['backfill', '--from', from.toISOString(), '--to', to.toISOString(), '--json'], sweeperEnv(db.url, double, { SWEEPER_STRIPE_RATE: STRIPE_RATE }));
+      const run = await runSweeper(
+        label,
+        ['backfill', '--from', from.toISOString(), '--to', to.toISOString(), '--json'],
+        sweeperEnv(db.url, double, { SWEEPER_STRIPE_RATE: STRIPE_RATE }),
+      );
       const pages = double.counters.status(LIST, 200);
       const statements = server.statements ? await readStatements(server.url, name) : null;
       const counts = reportCounts(run);
-      log(`${label}: ${run.wall_s} s, exit ${run.exit_code}, peak RSS ${run.max_rss_mb} MB, ${counts.charges_scanned} charges scanned`);
+      log(
+        `${label}: ${run.wall_s} s, exit ${run.exit_code}, peak RSS ${run.max_rss_mb} MB, ${counts.charges_scanned} charges scanned`,
+      );
       sizes.push({
         charges: n,
         ...summary(run),
@@ -159,7 +167,9 @@ try {
     ...sizes.map(
       (s) =>
         `  ${s.charges.toLocaleString('en').padStart(9)} charges: ${s.wall_s} s (${s.charges_per_second.toLocaleString('en')}/s), peak RSS ${s.max_rss_mb} MB, CPU ${s.cpu_s} s` +
-        (s.statements ? `, SQL per page ${s.statements.per_page_top_level} top level / ${s.statements.per_page_all} in all` : ''),
+        (s.statements
+          ? `, SQL per page ${s.statements.per_page_top_level} top level / ${s.statements.per_page_all} in all`
+          : ''),
     ),
     `  floor at ${last.charges.toLocaleString('en')}: decode ${f.decode_s} s + COPY ${f.copy_s} s = ${f.floor_s} s; wall / floor = ${result.wall_over_floor}`,
     `  peak RSS ${last.charges.toLocaleString('en')} / ${first.charges.toLocaleString('en')}: ${result.rss.largest_over_smallest}`,
@@ -180,9 +190,19 @@ try {
  * each repeat judges exactly the new charges. A run is a few seconds on a shared
  * machine: the median of the repeats is the figure.
  */
-async function scheduledRun(label: string, source: string, double: Awaited<ReturnType<typeof startStripeDouble>>, dbUrl: string, i: number) {
+async function scheduledRun(
+  label: string,
+  source: string,
+  double: Awaited<ReturnType<typeof startStripeDouble>>,
+  dbUrl: string,
+  i: number,
+) {
   log(`${label}: first scheduled run (sets the watermark)`);
-  const prime = await runSweeper(`${label}-run-first`, ['run', '--json'], sweeperEnv(dbUrl, double, { SWEEPER_STRIPE_RATE: STRIPE_RATE }));
+  const prime = await runSweeper(
+    `${label}-run-first`,
+    ['run', '--json'],
+    sweeperEnv(dbUrl, double, { SWEEPER_STRIPE_RATE: STRIPE_RATE }),
+  );
   const runs = [];
   for (let r = 0; r < REPEATS; r += 1) {
     const copy = await server.createDatabase(`${source}_run${r}`, source);
@@ -190,11 +210,24 @@ async function scheduledRun(label: string, source: string, double: Awaited<Retur
     try {
       const before = Date.now();
       // The next window starts at watermark − overlap = (first run − settle) − overlap: 25 minutes before it with the defaults.
-      const set = seedStripe(fresh, `n${i}r${r}`, NEW_CHARGES, new Date(before - 24 * MINUTE_MS), new Date(before - 11 * MINUTE_MS), 300 + 10 * i + r);
+      const set = seedStripe(
+        fresh,
+        `n${i}r${r}`,
+        NEW_CHARGES,
+        new Date(before - 24 * MINUTE_MS),
+        new Date(before - 11 * MINUTE_MS),
+        300 + 10 * i + r,
+      );
       await seedLocal(copy.url, set);
-      const run = await runSweeper(`${label}-run-${r + 1}`, ['run', '--json'], sweeperEnv(copy.url, fresh, { SWEEPER_STRIPE_RATE: STRIPE_RATE }));
+      const run = await runSweeper(
+        `${label}-run-${r + 1}`,
+        ['run', '--json'],
+        sweeperEnv(copy.url, fresh, { SWEEPER_STRIPE_RATE: STRIPE_RATE }),
+      );
       const counts = reportCounts(run);
-      log(`${label}: scheduled run ${r + 1} over ${NEW_CHARGES.toLocaleString('en')} new charges: ${run.wall_s} s, ${counts.charges_scanned} charges scanned`);
+      log(
+        `${label}: scheduled run ${r + 1} over ${NEW_CHARGES.toLocaleString('en')} new charges: ${run.wall_s} s, ${counts.charges_scanned} charges scanned`,
+      );
       runs.push({
         ...summary(run),
         run_duration_s: counts.duration_s,
@@ -229,7 +262,11 @@ async function measureFloor(dbUrl: string, apiBase: string, set: SeededSet) {
   const client = new pg.Client({ connectionString: dbUrl });
   await client.connect();
   try {
-    const { rows: columns } = await client.query<{ column_name: string; is_nullable: string; column_default: string | null }>(
+    const { rows: columns } = await client.query<{
+      column_name: string;
+      is_nullable: string;
+      column_default: string | null;
+    }>(
       `SELECT column_name, is_nullable, column_default FROM information_schema.columns
         WHERE table_schema = current_schema() AND table_name = 'stripe_charges' ORDER BY ordinal_position`,
     );
@@ -245,9 +282,12 @@ async function measureFloor(dbUrl: string, apiBase: string, set: SeededSet) {
     const lt = Math.floor(set.to.getTime() / 1000);
     for (;;) {
       const t0 = performance.now();
-      const response = await fetch(`${apiBase}/v1/charges?limit=100&created[gte]=${gte}&created[lt]=${lt}${after ? `&starting_after=${after}` : ''}`, {
-        headers: { authorization: 'Bearer sk_test_bench' },
-      });
+      const response = await fetch(
+        `${apiBase}/v1/charges?limit=100&created[gte]=${gte}&created[lt]=${lt}${after ? `&starting_after=${after}` : ''}`,
+        {
+          headers: { authorization: 'Bearer sk_test_bench' },
+        },
+      );
       const body = Buffer.from(await response.arrayBuffer());
       fetchMs += performance.now() - t0;
       const t1 = performance.now();
@@ -264,9 +304,13 @@ async function measureFloor(dbUrl: string, apiBase: string, set: SeededSet) {
 
     await client.query('DROP TABLE IF EXISTS bench_copy_floor');
     await client.query('CREATE TABLE bench_copy_floor (LIKE stripe_charges INCLUDING ALL)');
-    log(`floor: COPY of ${charges.toLocaleString('en')} rows (${round(chunks.reduce((n, c) => n + c.length, 0) / 1e6, 1)} MB of text)`);
+    log(
+      `floor: COPY of ${charges.toLocaleString('en')} rows (${round(chunks.reduce((n, c) => n + c.length, 0) / 1e6, 1)} MB of text)`,
+    );
     const t2 = performance.now();
-    const stream = client.query(copyFrom(`COPY bench_copy_floor (${columns.map((c) => `"${c.column_name}"`).join(', ')}) FROM STDIN`));
+    const stream = client.query(
+      copyFrom(`COPY bench_copy_floor (${columns.map((c) => `"${c.column_name}"`).join(', ')}) FROM STDIN`),
+    );
     await new Promise<void>((resolve, reject) => {
       stream.on('error', reject);
       stream.on('finish', () => resolve());
@@ -304,7 +348,11 @@ async function measureFloor(dbUrl: string, apiBase: string, set: SeededSet) {
 }
 
 /** One mirror row in COPY text format, from a charge as the API returns it. */
-function mirrorRow(c: Record<string, unknown>, columns: Array<{ column_name: string; is_nullable: string; column_default: string | null }>, fetchedAt: string): string {
+function mirrorRow(
+  c: Record<string, unknown>,
+  columns: Array<{ column_name: string; is_nullable: string; column_default: string | null }>,
+  fetchedAt: string,
+): string {
   const metadata = (c.metadata ?? {}) as Record<string, string>;
   const value = (name: string): unknown => {
     switch (name) {
@@ -324,7 +372,9 @@ function mirrorRow(c: Record<string, unknown>, columns: Array<{ column_name: str
         return fetchedAt;
       default:
         if (name in c) return c[name];
-        throw new Error(`floor: no value for stripe_charges.${name}; teach bench/e2e-unthrottled.ts mirrorRow about it`);
+        throw new Error(
+          `floor: no value for stripe_charges.${name}; teach bench/e2e-unthrottled.ts mirrorRow about it`,
+        );
     }
   };
   return `${columns.map((col) => text(value(col.column_name))).join('\t')}\n`;

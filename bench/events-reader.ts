@@ -73,9 +73,15 @@ try {
       seconds: Number(fullSeconds.toFixed(2)),
       eventsPerSecond: Math.round(full.events.length / fullSeconds),
     },
-    sparseRead: { scanned: READ + 2 * REFUNDS, found: sparse.events.length, pages: sparse.pages, ms: Math.round(sparseMs) },
+    sparseRead: {
+      scanned: READ + 2 * REFUNDS,
+      found: sparse.events.length,
+      pages: sparse.pages,
+      ms: Math.round(sparseMs),
+    },
   };
-  if (full.events.length !== READ || sparse.events.length !== REFUNDS) throw new Error(`read ${full.events.length} and ${sparse.events.length} events`);
+  if (full.events.length !== READ || sparse.events.length !== REFUNDS)
+    throw new Error(`read ${full.events.length} and ${sparse.events.length} events`);
   console.log(JSON.stringify(report, null, 2));
   const out = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results', 'events-reader.json');
   await mkdir(path.dirname(out), { recursive: true });

@@ -43,7 +43,9 @@ try {
   const stripe = createStripeClient({ apiKey: 'sk_test_bench', apiBase: double.url });
 
   // 1. The windowed lister, on a budget equal to the limit.
-  process.stderr.write(`windowed lister: ${CHARGES.toLocaleString('en')} charges at ${LIMIT_PER_SECOND} requests/s, ${LATENCY_MS} ms each…\n`);
+  process.stderr.write(
+    `windowed lister: ${CHARGES.toLocaleString('en')} charges at ${LIMIT_PER_SECOND} requests/s, ${LATENCY_MS} ms each…\n`,
+  );
   const lister = createChargeLister({ stripe, budget: new RateBudget({ ratePerSecond: LIMIT_PER_SECOND }) });
   const listed = new Set<string>();
   let duplicates = 0;

@@ -17,7 +17,10 @@ import path from 'node:path';
 
 interface StripeSyncLike {
   stripe: unknown;
-  syncBackfill(params: { object: string; created?: { gte?: number; lt?: number } }): Promise<{ charges?: { synced: number } }>;
+  syncBackfill(params: {
+    object: string;
+    created?: { gte?: number; lt?: number };
+  }): Promise<{ charges?: { synced: number } }>;
   close?: () => Promise<void>;
 }
 interface PeerModule {
@@ -35,7 +38,12 @@ if (!peerDir || !databaseUrl || (mode !== 'migrate' && mode !== 'backfill')) {
 // the ESM build of 0.48.5 lacks (it then skips them, saying so only to a logger).
 const require = createRequire(path.join(peerDir, 'package.json'));
 const peer = require('@supabase/stripe-sync-engine') as PeerModule;
-const logger = { info: () => undefined, warn: () => undefined, debug: () => undefined, error: (...args: unknown[]) => console.error(...args) };
+const logger = {
+  info: () => undefined,
+  warn: () => undefined,
+  debug: () => undefined,
+  error: (...args: unknown[]) => console.error(...args),
+};
 
 if (mode === 'migrate') {
   const t0 = performance.now();

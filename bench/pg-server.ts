@@ -130,13 +130,19 @@ async function startSystemServer(bin: string): Promise<{ url: string; stop: () =
   const run = (command: string, args: string[]) => {
     const [file, argv] = asPostgres ? ['runuser', ['-u', 'postgres', '--', command, ...args]] : [command, args];
     const result = spawnSync(file, argv, { encoding: 'utf8' });
-    if (result.status !== 0) throw new Error(`${path.basename(command)} failed (${result.status}): ${result.stderr || result.stdout}`);
+    if (result.status !== 0)
+      throw new Error(`${path.basename(command)} failed (${result.status}): ${result.stderr || result.stdout}`);
   };
   if (asPostgres) spawnSync('chown', ['postgres', dir]);
   const data = path.join(dir, 'data');
   run(path.join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8']);
   const port = await freePort();
-  const options = ['-c listen_addresses=127.0.0.1', `-p ${port}`, `-k ${dir}`, ...SERVER_FLAGS.map((f) => `-c ${f}`)].join(' ');
+  const options = [
+    '-c listen_addresses=127.0.0.1',
+    `-p ${port}`,
+    `-k ${dir}`,
+    ...SERVER_FLAGS.map((f) => `-c ${f}`),
+  ].join(' ');
   run(path.join(bin, 'pg_ctl'), ['-D', data, '-w', '-l', path.join(dir, 'log'), '-o', options, 'start']);
   let stopped = false;
   const stop = async () => {
@@ -150,7 +156,13 @@ async function startSystemServer(bin: string): Promise<{ url: string; stop: () =
   };
   // A benchmark stopped with Ctrl-C must not leave a server behind.
   process.once('exit', () => {
-    if (!stopped) spawnSync(asPostgres ? 'runuser' : path.join(bin, 'pg_ctl'), asPostgres ? ['-u', 'postgres', '--', path.join(bin, 'pg_ctl'), '-D', data, '-m', 'immediate', 'stop'] : ['-D', data, '-m', 'immediate', 'stop']);
+    if (!stopped)
+      spawnSync(
+        asPostgres ? 'runuser' : path.join(bin, 'pg_ctl'),
+        asPostgres
+          ? ['-u', 'postgres', '--', path.join(bin, 'pg_ctl'), '-D', data, '-m', 'immediate', 'stop']
+          : ['-D', data, '-m', 'immediate', 'stop'],
+      );
   });
   return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, stop };
 }

@@ -38,17 +38,36 @@ try {
     // A small V8 heap ceiling: if the report held rows, 200,000 of them would not fit.
     const child = spawnSync(
       process.execPath,
-      ['--max-old-space-size=48', '-e', `import('${path.join(ROOT, 'dist/cli/main.js')}'); process.on('exit', () => process.stderr.write('MAXRSS=' + process.resourceUsage().maxRSS + '\\n'))`, '--', 'sweeper', 'report', '--format', 'csv', '--out', out],
+      [
+        '--max-old-space-size=48',
+        '-e',
+        `import('${path.join(ROOT, 'dist/cli/main.js')}'); process.on('exit', () => process.stderr.write('MAXRSS=' + process.resourceUsage().maxRSS + '\\n'))`,
+        '--',
+        'sweeper',
+        'report',
+        '--format',
+        'csv',
+        '--out',
+        out,
+      ],
       { env: { ...process.env, DATABASE_URL: db.url, SWEEPER_LOG_LEVEL: 'warn' }, encoding: 'utf8', cwd: ROOT },
     );
     const maxRssKb = Number(/MAXRSS=(\d+)/.exec(child.stderr)?.[1]);
     if (child.status !== 0 || !maxRssKb) throw new Error(`report failed (${child.status}): ${child.stderr}`);
-    results.push({ findings: size, peak_rss_mb: Math.round(maxRssKb / 1024), csv_mb: Number((statSync(out).size / 1e6).toFixed(1)) });
+    results.push({
+      findings: size,
+      peak_rss_mb: Math.round(maxRssKb / 1024),
+      csv_mb: Number((statSync(out).size / 1e6).toFixed(1)),
+    });
   }
   const ratio = Number((results[1]!.peak_rss_mb / results[0]!.peak_rss_mb).toFixed(2));
   process.stdout.write(
     `sweeper report --format csv, peak RSS of the CLI process:\n` +
-      results.map((r) => `  ${r.findings.toLocaleString('en').padStart(8)} findings  ${r.peak_rss_mb} MB  (CSV ${r.csv_mb} MB)`).join('\n') +
+      results
+        .map(
+          (r) => `  ${r.findings.toLocaleString('en').padStart(8)} findings  ${r.peak_rss_mb} MB  (CSV ${r.csv_mb} MB)`,
+        )
+        .join('\n') +
       `\n  ratio 200,000 / 10,000: ${ratio} (20× the rows)\n`,
   );
   await writeResult('report-memory', { results, ratio });

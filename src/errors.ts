@@ -15,7 +15,8 @@ export class DatabaseUnavailableError extends Error {
 
 /** What was thrown, as text: an Error's (or error-like object's) message, else the value itself (`throw undefined` too). */
 export function errorMessage(error: unknown): string {
-  if (typeof error === 'object' && error !== null && 'message' in error && typeof error.message === 'string') return error.message;
+  if (typeof error === 'object' && error !== null && 'message' in error && typeof error.message === 'string')
+    return error.message;
   return String(error);
 }
 

@@ -68,7 +68,13 @@ export function registerSecretUrl(url: string | null | undefined): void {
 /** Variables whose whole value is a secret, and variables holding URLs that may carry one. */
 export const SECRET_VARIABLES = ['STRIPE_API_KEY', 'SWEEPER_WEBHOOK_SECRET', 'SWEEPER_PAGERDUTY_ROUTING_KEY'] as const;
 export const SECRET_URL_VARIABLES = ['SWEEPER_SLACK_WEBHOOK_URL'] as const;
-export const URL_VARIABLES = ['DATABASE_URL', 'STRIPE_API_BASE', 'SWEEPER_WEBHOOK_URL', 'SWEEPER_PAGERDUTY_URL', 'SWEEPER_PUSHGATEWAY_URL'] as const;
+export const URL_VARIABLES = [
+  'DATABASE_URL',
+  'STRIPE_API_BASE',
+  'SWEEPER_WEBHOOK_URL',
+  'SWEEPER_PAGERDUTY_URL',
+  'SWEEPER_PUSHGATEWAY_URL',
+] as const;
 
 /** Registers every secret the environment holds; called first thing by the CLI, before any validation. */
 export function registerSecretsFromEnv(env: Readonly<Record<string, string | undefined>> = process.env): void {

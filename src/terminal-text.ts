@@ -37,7 +37,8 @@ export function terminalSafeJson(json: string): string {
 }
 
 /** A JSON escape of a character that steers a terminal, not preceded by an escaping backslash. */
-const STEERING_ESCAPE = /(?<!\\)((?:\\\\)*)\\(u(?:00[01][0-9a-fA-F]|007[fF]|00[89][0-9a-fA-F]|061[cC]|200[eEfF]|202[89a-eA-E]|206[6-9])|[bfr])/g;
+const STEERING_ESCAPE =
+  /(?<!\\)((?:\\\\)*)\\(u(?:00[01][0-9a-fA-F]|007[fF]|00[89][0-9a-fA-F]|061[cC]|200[eEfF]|202[89a-eA-E]|206[6-9])|[bfr])/g;
 
 /**
  * A JSON line for a formatter that prints its string values raw (pino-pretty): every

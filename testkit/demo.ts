@@ -58,7 +58,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     await ensureDayPartitions(pool, { from: utcDay(weekBefore), to: utcDay(weekBefore) });
     const weekOld = await buildWeekOldPayment(pool, double, weekBefore, options.seed);
     print(`1. Payment traffic through the claim library (seed ${options.seed}), starting ${base.toISOString()}:`);
-    print(`   - a week before that (${utcDay(weekBefore)}): an ordinary card payment, ${weekOld.key}, ${money(weekOld.amount)}`);
+    print(
+      `   - a week before that (${utcDay(weekBefore)}): an ordinary card payment, ${weekOld.key}, ${money(weekOld.amount)}`,
+    );
     const scenario = await buildScenario(pool, double, new Date(base.getTime() + 60_000), options.seed);
     for (const line of scenario.story) print(`   - ${line}`);
 
@@ -68,12 +70,19 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     if (!first) throw new Error('the demo sweep returned no report');
     print(table(first));
     print('\n   Left for a person, and why:');
-    const open = await pool.query<{ id: number; category: keyof typeof RUNBOOK; subject: string; reason: string | null }>(
+    const open = await pool.query<{
+      id: number;
+      category: keyof typeof RUNBOOK;
+      subject: string;
+      reason: string | null;
+    }>(
       `SELECT id, category, subject, details ->> 'reason' AS reason FROM recon_findings WHERE state = 'open' ORDER BY category, id`,
     );
     for (const f of open.rows) {
       // Why (the finding's own reason when it has one), then what to do: never the reason twice.
-      print(`   #${f.id} ${f.category}: ${f.reason ?? RUNBOOK[f.category].means}.\n        → to do: ${RUNBOOK[f.category].person}`);
+      print(
+        `   #${f.id} ${f.category}: ${f.reason ?? RUNBOOK[f.category].means}.\n        → to do: ${RUNBOOK[f.category].person}`,
+      );
     }
     const firstRunExitCode = first.unreconciled > 0 ? 3 : 0;
     const openNow = await readOpenFindings(pool, first.account);
@@ -89,21 +98,33 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       },
       new Date(),
     );
-    print(`\n   The webhook alert it would send (signed with X-Sweeper-Signature):\n${indent(JSON.stringify(body, null, 2), 5)}`);
-    print(`\n   Exit code: ${firstRunExitCode} (${firstRunExitCode === 3 ? 'unreconciled findings are open: alerts fire; the shipped CronJobs pass --findings-exit 0, so only a failed run fails the Job' : 'reconciled'})`);
+    print(
+      `\n   The webhook alert it would send (signed with X-Sweeper-Signature):\n${indent(JSON.stringify(body, null, 2), 5)}`,
+    );
+    print(
+      `\n   Exit code: ${firstRunExitCode} (${firstRunExitCode === 3 ? 'unreconciled findings are open: alerts fire; the shipped CronJobs pass --findings-exit 0, so only a failed run fails the Job' : 'reconciled'})`,
+    );
 
     print('\n3. The same sweep again:');
     const [second] = await sweepOnce(pool, double, { mode: 'backfill', window });
     const secondRunRepairs = Object.values(second?.repaired ?? {}).reduce((a, b) => a + b, 0);
-    print(`   repaired ${secondRunRepairs}; matched ${second?.findings.matched}; still open ${second?.unreconciled} (the same findings, last seen by this run)`);
+    print(
+      `   repaired ${secondRunRepairs}; matched ${second?.findings.matched}; still open ${second?.unreconciled} (the same findings, last seen by this run)`,
+    );
 
     // Fifteen minutes back: a scheduled run reads Stripe's events up to SWEEPER_SETTLE (10 min) behind now.
     refundAtStripe(double, weekOld, new Date(Date.now() - 15 * 60_000));
-    print(`\n4. A refund on last week's payment: ${weekOld.key} (${money(weekOld.amount)}) is refunded in full at Stripe, fifteen minutes ago; no window lists its charge again.`);
+    print(
+      `\n4. A refund on last week's payment: ${weekOld.key} (${money(weekOld.amount)}) is refunded in full at Stripe, fifteen minutes ago; no window lists its charge again.`,
+    );
     // A first scheduled run covering the last hour (none of the story's traffic), without the
     // daily deep re-read (3 days back, not as far as this charge anyway): the event is the story.
     const [scheduled] = await sweepOnce(pool, double, { mode: 'run', firstRunLookbackMs: HOUR, deepReadEveryMs: 0 });
-    const { rows: [row] } = await pool.query<{ amount_refunded: number }>('SELECT amount_refunded FROM payments WHERE charge_id = $1', [weekOld.chargeId]);
+    const {
+      rows: [row],
+    } = await pool.query<{ amount_refunded: number }>('SELECT amount_refunded FROM payments WHERE charge_id = $1', [
+      weekOld.chargeId,
+    ]);
     print(
       `   sweeper run reads Stripe's events since its cursor: ${scheduled?.changes?.events ?? 0} events, ${scheduled?.changes?.charges ?? 0} charge re-read → ` +
         `status_drift repaired ${scheduled?.repaired.status_drift ?? 0}; the payment row now says refunded ${money(Number(row?.amount_refunded ?? 0))} of ${money(weekOld.amount)}`,
@@ -111,7 +132,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
 
     print('\n5. sweeper report --status open --format csv (excerpt):');
     let csv = '';
-    await writeReport(pool, { status: 'open' }, 'csv', new Writable({ write: (c: Buffer, _e, done) => ((csv += c.toString()), done()) }));
+    await writeReport(
+      pool,
+      { status: 'open' },
+      'csv',
+      new Writable({ write: (c: Buffer, _e, done) => ((csv += c.toString()), done()) }),
+    );
     const columns = [0, 1, 2, 4, 5, 6, 7, 8, 10];
     for (const line of csv.trim().split('\n').slice(0, 6)) print(`   ${pick(line, columns)}`);
 
@@ -141,7 +167,11 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
 }
 
 /** A sweep as `sweeper backfill` or `sweeper run` wires it (src/cli/commands/sweep.ts), against the double. */
-async function sweepOnce(pool: Pool, double: StripeDouble, options: Partial<SweepOptions> & Pick<SweepOptions, 'mode'>): Promise<SweepReport[]> {
+async function sweepOnce(
+  pool: Pool,
+  double: StripeDouble,
+  options: Partial<SweepOptions> & Pick<SweepOptions, 'mode'>,
+): Promise<SweepReport[]> {
   const provider = createStripeProvider({ apiKey: 'sk_test_demo', apiBase: double.url, ratePerSecond: 100 });
   return sweep(
     { pool, clock: () => new Date(), logger: silentLogger(), ...providerSweepDeps(provider) },
@@ -170,5 +200,8 @@ function pick(csvLine: string, columns: number[]): string {
 }
 
 function indent(text: string, n: number): string {
-  return text.split('\n').map((l) => ' '.repeat(n) + l).join('\n');
+  return text
+    .split('\n')
+    .map((l) => ' '.repeat(n) + l)
+    .join('\n');
 }

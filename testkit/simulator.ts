@@ -39,7 +39,12 @@ export interface WeekOldPayment {
  * once every window that lists it has passed (README "Late changes"). The caller makes
  * sure `at`'s day partition exists.
  */
-export async function buildWeekOldPayment(pool: Pool, double: StripeDouble, at: Date, seed = 1): Promise<WeekOldPayment> {
+export async function buildWeekOldPayment(
+  pool: Pool,
+  double: StripeDouble,
+  at: Date,
+  seed = 1,
+): Promise<WeekOldPayment> {
   const key = 'last-week';
   const amount = 1500 + (seed % 7) * 10;
   double.clock.set(at);
@@ -57,7 +62,10 @@ export async function buildWeekOldPayment(pool: Pool, double: StripeDouble, at: 
   } finally {
     double.clock.useRealTime();
   }
-  const { rows } = await pool.query<{ charge_id: string }>('SELECT charge_id FROM payments WHERE tenant_id = $1 AND idempotency_key = $2', ['acme', key]);
+  const { rows } = await pool.query<{ charge_id: string }>(
+    'SELECT charge_id FROM payments WHERE tenant_id = $1 AND idempotency_key = $2',
+    ['acme', key],
+  );
   const chargeId = rows[0]?.charge_id;
   if (!chargeId) throw new Error('the week-old payment left no payment row');
   return { key, chargeId, amount, at };
@@ -76,7 +84,11 @@ export function refundAtStripe(double: StripeDouble, payment: WeekOldPayment, at
   }
 }
 
-const card = (amount: number, paymentMethod = 'pm_card_visa'): ChargeRequest => ({ amount, currency: 'usd', paymentMethod });
+const card = (amount: number, paymentMethod = 'pm_card_visa'): ChargeRequest => ({
+  amount,
+  currency: 'usd',
+  paymentMethod,
+});
 
 /** `seed` varies the amounts (so two seeds tell two stories); the same seed, the same story. */
 export async function buildScenario(pool: Pool, double: StripeDouble, base: Date, seed = 1): Promise<Scenario> {
@@ -113,8 +125,8 @@ export async function buildScenario(pool: Pool, double: StripeDouble, base: Date
       throw e;
     });
   const chargeIdOf = async (key: string) =>
-    (await pool.query<{ charge_id: string }>('SELECT charge_id FROM payments WHERE idempotency_key = $1', [key])).rows[0]
-      ?.charge_id as string;
+    (await pool.query<{ charge_id: string }>('SELECT charge_id FROM payments WHERE idempotency_key = $1', [key]))
+      .rows[0]?.charge_id as string;
 
   // Ordinary traffic, including a double click (two identical requests at once).
   for (let i = 1; i <= 5; i += 1) {
@@ -155,12 +167,19 @@ export async function buildScenario(pool: Pool, double: StripeDouble, base: Date
   tell('a worker killed after Stripe charged, before the payment row was committed');
   // The same, for a charge Stripe declined.
   at(14);
-  await charge(crashing('afterStripeCall'), 'crash-after-decline', card(1300, 'pm_card_chargeDeclinedInsufficientFunds'));
+  await charge(
+    crashing('afterStripeCall'),
+    'crash-after-decline',
+    card(1300, 'pm_card_chargeDeclinedInsufficientFunds'),
+  );
   tell('a worker killed after Stripe declined, before the decline was stored');
 
   // Outside the library: a dashboard charge naming a key, and one with no metadata.
   at(20);
-  const orphan = double.createCharge(null, { amount: 4200, metadata: { tenant_id: 'acme', idempotency_key: 'dashboard-1' } });
+  const orphan = double.createCharge(null, {
+    amount: 4200,
+    metadata: { tenant_id: 'acme', idempotency_key: 'dashboard-1' },
+  });
   at(21);
   const unattributed = double.createCharge(null, { amount: 5100 });
   tell('two charges made by hand in the dashboard: one naming a tenant and key, one with no metadata');
@@ -197,13 +216,23 @@ export async function buildScenario(pool: Pool, double: StripeDouble, base: Date
              '{"object":"charge_result","charge":"ch_lost_never_made"}', 'success', 2300, 'usd', $1, $1, $1)`,
     [now],
   ); // lost_effect: a success recorded, no payment row, nothing at Stripe (searched, and looked up by id)
-  tell('local records gone wrong: a lost claim, an edited amount, a payment row Stripe never saw, a success with no payment');
+  tell(
+    'local records gone wrong: a lost claim, an edited amount, a payment row Stripe never saw, a success with no payment',
+  );
   double.clock.useRealTime();
 
   return {
     story,
     keys: { orphan: 'dashboard-1' },
-    charges: { orphan: orphan.id, unattributed: unattributed.id, second: second.id, refunded, disputed, claimLost, mismatched },
+    charges: {
+      orphan: orphan.id,
+      unattributed: unattributed.id,
+      second: second.id,
+      refunded,
+      disputed,
+      claimLost,
+      mismatched,
+    },
     expected: {
       findings: {
         // ok-5, the double click, the stored decline with its failed charge, and dup's kept

@@ -79,11 +79,23 @@ export function createAlerter(deps: AlerterDeps): Alerter {
   const { slack, pagerduty, webhook } = deps.config;
   if (slack) sinks.push(slackSink({ webhookUrl: slack.webhookUrl, fetch, timeoutMs }));
   if (pagerduty) sinks.push(pagerDutySink({ routingKey: pagerduty.routingKey, url: pagerduty.url, fetch, timeoutMs }));
-  if (webhook) sinks.push(webhookSink({ url: webhook.url, secret: webhook.secret, fetch, timeoutMs, clock: deps.clock }));
+  if (webhook)
+    sinks.push(webhookSink({ url: webhook.url, secret: webhook.secret, fetch, timeoutMs, clock: deps.clock }));
 
-  async function notifySink(sink: AlertSink, input: NotifyInput, counts: Record<AlertCategory, number>, now: Date): Promise<NotifyResult> {
+  async function notifySink(
+    sink: AlertSink,
+    input: NotifyInput,
+    counts: Record<AlertCategory, number>,
+    now: Date,
+  ): Promise<NotifyResult> {
     const state = await loadAlertState(deps.pool, sink.name, input.account);
-    const keys: readonly AlertKey[] = input.lag ? (input.lagOnly ? [LAG_ALERT] : ALERT_KEYS) : input.lagOnly ? [] : ALERT_CATEGORIES;
+    const keys: readonly AlertKey[] = input.lag
+      ? input.lagOnly
+        ? [LAG_ALERT]
+        : ALERT_KEYS
+      : input.lagOnly
+        ? []
+        : ALERT_CATEGORIES;
     const all: Record<AlertKey, number> = { ...counts, [LAG_ALERT]: input.lag?.lagging ? 1 : 0 };
     const changes = diffCategories(keys, state, all, now, deps.config.repeatMs);
     const ctx: AlertContext = {
@@ -119,14 +131,22 @@ export function createAlerter(deps: AlerterDeps): Alerter {
     await recordQuietCounts(deps.pool, {
       sink: sink.name,
       account: input.account,
-      counts: changes.filter((c) => c.change === 'decreased' && !carried.has(c.category)).map((c) => ({ category: c.category, count: c.current })),
+      counts: changes
+        .filter((c) => c.change === 'decreased' && !carried.has(c.category))
+        .map((c) => ({ category: c.category, count: c.current })),
     });
     return result;
   }
 
   /** null on success, else the failure as one redacted line. */
   async function attempt(sink: SinkName, input: NotifyInput, delivery: Delivery): Promise<string | null> {
-    const log = { sink, account: input.account, run_id: input.runId, delivery: delivery.label, categories: delivery.categories };
+    const log = {
+      sink,
+      account: input.account,
+      run_id: input.runId,
+      delivery: delivery.label,
+      categories: delivery.categories,
+    };
     try {
       await delivery.send();
       deps.logger.info(log, 'alert delivered');

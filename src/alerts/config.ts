@@ -52,13 +52,18 @@ export function alertConfigFromEnv(env: Env = process.env): AlertConfig {
 
   const routingKey = get('SWEEPER_PAGERDUTY_ROUTING_KEY');
   if (routingKey !== undefined && !/^[A-Za-z0-9_-]{1,128}$/.test(routingKey)) {
-    throw new ConfigError('SWEEPER_PAGERDUTY_ROUTING_KEY must be a PagerDuty Events API v2 integration (routing) key: letters and digits');
+    throw new ConfigError(
+      'SWEEPER_PAGERDUTY_ROUTING_KEY must be a PagerDuty Events API v2 integration (routing) key: letters and digits',
+    );
   }
   const pagerDutyUrl = get('SWEEPER_PAGERDUTY_URL');
   if (pagerDutyUrl !== undefined) {
     requireHttpUrl('SWEEPER_PAGERDUTY_URL', pagerDutyUrl, { secret: false });
     // A URL without a key would silently alert nobody.
-    if (routingKey === undefined) throw new ConfigError('SWEEPER_PAGERDUTY_ROUTING_KEY must be set with SWEEPER_PAGERDUTY_URL: without it no alert reaches PagerDuty');
+    if (routingKey === undefined)
+      throw new ConfigError(
+        'SWEEPER_PAGERDUTY_ROUTING_KEY must be set with SWEEPER_PAGERDUTY_URL: without it no alert reaches PagerDuty',
+      );
   }
 
   const webhookUrl = get('SWEEPER_WEBHOOK_URL');
@@ -66,11 +71,16 @@ export function alertConfigFromEnv(env: Env = process.env): AlertConfig {
   if (webhookUrl !== undefined) {
     requireHttpUrl('SWEEPER_WEBHOOK_URL', webhookUrl, { secret: false });
     if (webhookSecret === undefined) {
-      throw new ConfigError('SWEEPER_WEBHOOK_SECRET must be set with SWEEPER_WEBHOOK_URL: receivers verify the X-Sweeper-Signature with it');
+      throw new ConfigError(
+        'SWEEPER_WEBHOOK_SECRET must be set with SWEEPER_WEBHOOK_URL: receivers verify the X-Sweeper-Signature with it',
+      );
     }
   }
   if (webhookSecret !== undefined) {
-    if (webhookUrl === undefined) throw new ConfigError('SWEEPER_WEBHOOK_URL must be set with SWEEPER_WEBHOOK_SECRET: the secret signs posts to it');
+    if (webhookUrl === undefined)
+      throw new ConfigError(
+        'SWEEPER_WEBHOOK_URL must be set with SWEEPER_WEBHOOK_SECRET: the secret signs posts to it',
+      );
     if (webhookSecret.length < 16) throw new ConfigError('SWEEPER_WEBHOOK_SECRET must be at least 16 characters');
   }
 
@@ -88,7 +98,8 @@ export function alertConfigFromEnv(env: Env = process.env): AlertConfig {
   return {
     slack: slackUrl === undefined ? undefined : { webhookUrl: slackUrl },
     pagerduty: routingKey === undefined ? undefined : { routingKey, url: pagerDutyUrl ?? DEFAULT_PAGERDUTY_URL },
-    webhook: webhookUrl === undefined || webhookSecret === undefined ? undefined : { url: webhookUrl, secret: webhookSecret },
+    webhook:
+      webhookUrl === undefined || webhookSecret === undefined ? undefined : { url: webhookUrl, secret: webhookSecret },
     repeatMs,
   };
 }
@@ -127,5 +138,7 @@ function requireHttpUrl(name: string, value: string, { secret }: { secret: boole
   const problem = urlProblem(value, ['https:', 'http:'], { credentials: false, host: true });
   if (!problem) return;
   const got = secret ? '' : ` (got "${value.includes('@') ? '[a URL with credentials]' : value}")`;
-  throw new ConfigError(problem.startsWith('must start') ? `${name} must be an http(s) URL${got}` : `${name} ${problem}${got}`);
+  throw new ConfigError(
+    problem.startsWith('must start') ? `${name} must be an http(s) URL${got}` : `${name} ${problem}${got}`,
+  );
 }

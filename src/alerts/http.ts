@@ -43,7 +43,8 @@ export async function postJson(
 }
 
 function describeNetworkError(error: unknown, timeoutMs: number): string {
-  const err = error as { name?: string; message?: string; cause?: { code?: string; message?: string } | null } | null | undefined;
+  const err = error as
+    { name?: string; message?: string; cause?: { code?: string; message?: string } | null } | null | undefined;
   if (err?.name === 'TimeoutError' || err?.name === 'AbortError') return `no answer within ${timeoutMs} ms`;
   const cause = err?.cause?.code ?? err?.cause?.message;
   return `network error: ${err?.message ?? String(error)}${cause ? ` (${cause})` : ''}`;

@@ -10,7 +10,15 @@ export {
   type SlackConfig,
   type WebhookConfig,
 } from './config.js';
-export { ALERT_CATEGORIES, ALERT_KEYS, LAG_ALERT, severityOf, type AlertCategory, type AlertKey, type Severity } from './categories.js';
+export {
+  ALERT_CATEGORIES,
+  ALERT_KEYS,
+  LAG_ALERT,
+  severityOf,
+  type AlertCategory,
+  type AlertKey,
+  type Severity,
+} from './categories.js';
 export { describeLag, type LagStatus } from './lag.js';
 export { readOpenFindings, type OpenFindings } from './open-findings.js';
 export { dedupKey } from './pagerduty.js';

@@ -56,7 +56,11 @@ export interface PagerDutyResolve {
 }
 
 /** The Events API v2 event for one category's change, or null when it has no news. */
-export function pagerDutyEvent(routingKey: string, ctx: AlertContext, change: CategoryChange): PagerDutyTrigger | PagerDutyResolve | null {
+export function pagerDutyEvent(
+  routingKey: string,
+  ctx: AlertContext,
+  change: CategoryChange,
+): PagerDutyTrigger | PagerDutyResolve | null {
   const dedup_key = dedupKey(ctx.account, change.category);
   switch (change.change) {
     case 'resolved':

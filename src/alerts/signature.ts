@@ -16,8 +16,7 @@ export function signatureHeader(secret: string, timestamp: number, rawBody: stri
 }
 
 export type VerifyResult =
-  | { valid: true; timestamp: number }
-  | { valid: false; reason: 'malformed' | 'signature' | 'timestamp' };
+  { valid: true; timestamp: number } | { valid: false; reason: 'malformed' | 'signature' | 'timestamp' };
 
 /**
  * The receiver's recipe:

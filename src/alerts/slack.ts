@@ -20,7 +20,8 @@ export function slackSink(args: { webhookUrl: string; fetch: Fetch; timeoutMs: n
         {
           label: 'slack message',
           categories: plan.categories,
-          send: () => postJson(args.fetch, args.webhookUrl, JSON.stringify(slackMessage(ctx)), { timeoutMs: args.timeoutMs }),
+          send: () =>
+            postJson(args.fetch, args.webhookUrl, JSON.stringify(slackMessage(ctx)), { timeoutMs: args.timeoutMs }),
         },
       ];
     },
@@ -35,29 +36,42 @@ export function slackMessage(ctx: AlertContext): SlackMessage {
   const headline = headlineOf(ctx);
   // Critical categories first: they are what the reader must act on.
   const shown = ctx.changes.filter((c) => c.current > 0 || c.change === 'resolved');
-  const lines = [...shown.filter((c) => severityOf(c.category) === 'critical'), ...shown.filter((c) => severityOf(c.category) !== 'critical')].map((c) =>
-    categoryLine(c, ctx),
-  );
+  const lines = [
+    ...shown.filter((c) => severityOf(c.category) === 'critical'),
+    ...shown.filter((c) => severityOf(c.category) !== 'critical'),
+  ].map((c) => categoryLine(c, ctx));
   const age = oldestAge(ctx);
   const oldest = age ? `Oldest open finding: ${age} old (evidence dated ${ctx.oldestOpenAt?.toISOString()})` : null;
   const command = reportCommand(ctx.account);
   const footer = `Run ${ctx.runId}`;
 
-  const text = [headline, ...lines, ...(oldest ? [oldest] : []), ...(ctx.unreconciled > 0 ? [`Investigate: ${command}`] : []), footer].join('\n');
+  const text = [
+    headline,
+    ...lines,
+    ...(oldest ? [oldest] : []),
+    ...(ctx.unreconciled > 0 ? [`Investigate: ${command}`] : []),
+    footer,
+  ].join('\n');
 
   const details = [...lines, ...(oldest ? [oldest] : [])].map(escape).join('\n');
-  const blocks: Array<Record<string, unknown>> = [{ type: 'section', text: { type: 'mrkdwn', text: `*${escape(headline)}*` } }];
+  const blocks: Array<Record<string, unknown>> = [
+    { type: 'section', text: { type: 'mrkdwn', text: `*${escape(headline)}*` } },
+  ];
   if (details) blocks.push({ type: 'section', text: { type: 'mrkdwn', text: details } });
-  if (ctx.unreconciled > 0) blocks.push({ type: 'section', text: { type: 'mrkdwn', text: `Investigate: \`${escape(command)}\`` } });
+  if (ctx.unreconciled > 0)
+    blocks.push({ type: 'section', text: { type: 'mrkdwn', text: `Investigate: \`${escape(command)}\`` } });
   blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: escape(footer) }] });
   return { text, blocks };
 }
 
 function headlineOf(ctx: AlertContext): string {
-  if (ctx.unreconciled === 0 && ctx.lag?.lagging) return `sweeper: reconciliation of account ${ctx.account} is behind (no open findings, but recent changes are not checked yet)`;
+  if (ctx.unreconciled === 0 && ctx.lag?.lagging)
+    return `sweeper: reconciliation of account ${ctx.account} is behind (no open findings, but recent changes are not checked yet)`;
   if (ctx.unreconciled === 0) return `sweeper: account ${ctx.account} is reconciled, no open findings`;
   const findings = ctx.changes.filter((c) => c.category !== LAG_ALERT);
-  const critical = findings.filter((c) => c.current > 0 && severityOf(c.category) === 'critical').reduce((n, c) => n + c.current, 0);
+  const critical = findings
+    .filter((c) => c.current > 0 && severityOf(c.category) === 'critical')
+    .reduce((n, c) => n + c.current, 0);
   const criticalNote = critical > 0 ? ` (${critical} critical)` : '';
   const lagNote = ctx.lag?.lagging ? '; reconciliation is behind' : '';
   return `sweeper: ${plural(ctx.unreconciled, 'unreconciled finding')} on account ${ctx.account}${criticalNote}${lagNote}`;
@@ -72,7 +86,8 @@ function categoryLine(c: CategoryChange, ctx: AlertContext): string {
   if (c.current > 0 && severityOf(c.category) === 'critical') notes.push('critical');
   if (c.change === 'opened') notes.push('new');
   if (c.change === 'increased') notes.push(`up from ${c.previous}`);
-  if (c.change === 'decreased' || (c.change === 'repeat' && c.current < c.previous)) notes.push(`down from ${c.previous}`);
+  if (c.change === 'decreased' || (c.change === 'repeat' && c.current < c.previous))
+    notes.push(`down from ${c.previous}`);
   if (c.change === 'resolved') notes.push(`resolved, was ${c.previous}`);
   return `• ${c.category}: ${c.current}${notes.length > 0 ? ` (${notes.join(', ')})` : ''}`;
 }

@@ -49,6 +49,11 @@ export function diffCategories(
   return categories.map((category) => {
     const previous = state.get(category);
     const current = counts[category] ?? 0;
-    return { category, previous: previous?.lastCount ?? 0, current, change: changeOf(previous, current, now, repeatMs) };
+    return {
+      category,
+      previous: previous?.lastCount ?? 0,
+      current,
+      change: changeOf(previous, current, now, repeatMs),
+    };
   });
 }

@@ -14,11 +14,22 @@ export interface WebhookBody {
   findings: Record<AlertCategory, number>;
   oldest_open_at: string | null;
   /** The account's lags, when the run read them (README "Completeness"). */
-  lag?: { lagging: boolean; watermark_lag_seconds: number | null; events_lag_seconds: number | null; max_lag_seconds: number };
+  lag?: {
+    lagging: boolean;
+    watermark_lag_seconds: number | null;
+    events_lag_seconds: number | null;
+    max_lag_seconds: number;
+  };
   sent_at: string;
 }
 
-export function webhookSink(args: { url: string; secret: string; fetch: Fetch; timeoutMs: number; clock: () => Date }): AlertSink {
+export function webhookSink(args: {
+  url: string;
+  secret: string;
+  fetch: Fetch;
+  timeoutMs: number;
+  clock: () => Date;
+}): AlertSink {
   return {
     name: 'webhook',
     plan(ctx) {

@@ -108,7 +108,11 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
     });
     switch (claim.outcome) {
       case 'fingerprint_mismatch':
-        return problem('fingerprint_mismatch', 422, 'this idempotency key was already used with a different request; use a new key');
+        return problem(
+          'fingerprint_mismatch',
+          422,
+          'this idempotency key was already used with a different request; use a new key',
+        );
       case 'completed':
         return { outcome: 'replayed', status: claim.response_status ?? 200, body: claim.response_body };
       case 'retry_window_expired':
@@ -122,7 +126,11 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
       case 'in_flight': {
         const waitMs = (claim.locked_until?.getTime() ?? now.getTime()) - now.getTime();
         return {
-          ...problem('in_progress', 409, 'a request with this idempotency key is in progress; retry after the Retry-After delay'),
+          ...problem(
+            'in_progress',
+            409,
+            'a request with this idempotency key is in progress; retry after the Retry-After delay',
+          ),
           retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)),
         };
       }
@@ -133,7 +141,13 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
           counters.steals += 1;
           logger.warn({ tenant_id: tenantId, attempt: claim.attempt }, 'took over a claim whose lease expired');
         }
-        const held: HeldClaim = { tenantId, key, createdAt: claim.created_at, attempt: claim.attempt, downstreamKey: claim.downstream_key };
+        const held: HeldClaim = {
+          tenantId,
+          key,
+          createdAt: claim.created_at,
+          attempt: claim.attempt,
+          downstreamKey: claim.downstream_key,
+        };
         return drive(held, request);
       }
     }
@@ -189,18 +203,31 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
             createdAt: clock(),
           }
         : null;
-      logger.info({ tenant_id: claim.tenantId, code: failure.code, outcome }, 'stripe rejected the charge; answer stored for replay');
+      logger.info(
+        { tenant_id: claim.tenantId, code: failure.code, outcome },
+        'stripe rejected the charge; answer stored for replay',
+      );
       return finish(claim, { status, body, outcome }, effect, outcome);
     }
-    logger.warn({ tenant_id: claim.tenantId, err: describeError(failure.error) }, 'transient failure calling Stripe; releasing the claim');
+    logger.warn(
+      { tenant_id: claim.tenantId, err: describeError(failure.error) },
+      'transient failure calling Stripe; releasing the claim',
+    );
     try {
       await releaseClaim(deps.pool, claim, clock());
     } catch (releaseError) {
       // The lease runs out by itself and the next attempt steals the claim.
-      logger.error({ err: describeError(releaseError) }, 'could not release the claim; it frees itself when the lease expires');
+      logger.error(
+        { err: describeError(releaseError) },
+        'could not release the claim; it frees itself when the lease expires',
+      );
     }
     return {
-      ...problem('transient_failure', 503, 'the payment provider could not be reached; retry with the same idempotency key'),
+      ...problem(
+        'transient_failure',
+        503,
+        'the payment provider could not be reached; retry with the same idempotency key',
+      ),
       retryAfterSeconds: failure.retryAfterSeconds,
     };
   }
@@ -215,8 +242,14 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
     if (!completed) {
       // A newer attempt took the claim over; it owns the answer (the same charge,
       // because it sent the same downstream key). Ours is not recorded.
-      logger.warn({ tenant_id: claim.tenantId, attempt: claim.attempt }, 'claim was taken over by a newer attempt; not recording');
-      return { ...problem('superseded', 409, 'a newer attempt took this request over; retry to get its answer'), retryAfterSeconds: 1 };
+      logger.warn(
+        { tenant_id: claim.tenantId, attempt: claim.attempt },
+        'claim was taken over by a newer attempt; not recording',
+      );
+      return {
+        ...problem('superseded', 409, 'a newer attempt took this request over; retry to get its answer'),
+        retryAfterSeconds: 1,
+      };
     }
     return { outcome, status: response.status, body: response.body };
   }
@@ -230,7 +263,12 @@ function chargeFunctionOf(deps: ClaimClientDeps): CreateCharge {
   throw new TypeError('createClaimClient needs a Stripe client (stripe) or a createCharge function');
 }
 
-function effectOf(claim: HeldClaim, request: ChargeRequest, paymentIntentId: string, charge: CreatedCharge): PaymentEffect {
+function effectOf(
+  claim: HeldClaim,
+  request: ChargeRequest,
+  paymentIntentId: string,
+  charge: CreatedCharge,
+): PaymentEffect {
   return {
     chargeId: charge.id,
     tenantId: claim.tenantId,
@@ -251,7 +289,11 @@ function effectStatus(status: string): PaymentEffect['status'] {
 }
 
 function problem(outcome: ChargeOutcome, status: number, message: string): ChargeResult {
-  return { outcome, status, body: { error: { type: 'idempotency_error', code: outcome, message } } satisfies ProblemBody };
+  return {
+    outcome,
+    status,
+    body: { error: { type: 'idempotency_error', code: outcome, message } } satisfies ProblemBody,
+  };
 }
 
 function describeError(error: unknown): { type?: string; message: string; code?: string } {

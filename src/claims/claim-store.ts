@@ -3,13 +3,7 @@ import { inTransaction } from '../db/pool.js';
 
 /** What `sweeper_take_claim` found or did; see migrations/001. */
 export type TakeOutcome =
-  | 'claimed'
-  | 'stolen'
-  | 'retaken'
-  | 'completed'
-  | 'in_flight'
-  | 'fingerprint_mismatch'
-  | 'retry_window_expired';
+  'claimed' | 'stolen' | 'retaken' | 'completed' | 'in_flight' | 'fingerprint_mismatch' | 'retry_window_expired';
 
 export interface ClaimRow {
   outcome: TakeOutcome;

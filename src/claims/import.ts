@@ -63,21 +63,30 @@ const OUTCOMES: ReadonlySet<string> = new Set(['success', 'pending_action', 'dec
 
 /** Why a row cannot be a claim; null when it can. */
 export function whyNotImportable(row: ClaimImportRow): string | null {
-  if (!PRINTABLE_NO_SPACE.test(row.tenantId)) return 'tenant_id must be 1-255 printable ASCII characters without spaces';
+  if (!PRINTABLE_NO_SPACE.test(row.tenantId))
+    return 'tenant_id must be 1-255 printable ASCII characters without spaces';
   if (!PRINTABLE.test(row.key)) return 'key must be 1-255 printable ASCII characters';
-  if (!['completed', 'released', 'in_flight'].includes(row.status)) return 'status must be completed, released or in_flight';
+  if (!['completed', 'released', 'in_flight'].includes(row.status))
+    return 'status must be completed, released or in_flight';
   if (Number.isNaN(row.createdAt.getTime())) return 'created_at is not a time with a zone (e.g. 2026-11-01T12:00:00Z)';
-  if (row.accountId !== null && !/^acct_[A-Za-z0-9]+$/.test(row.accountId)) return 'account_id must be empty (the platform) or acct_…';
+  if (row.accountId !== null && !/^acct_[A-Za-z0-9]+$/.test(row.accountId))
+    return 'account_id must be empty (the platform) or acct_…';
   if (row.status === 'completed' && (row.responseStatus === null || !Number.isInteger(row.responseStatus))) {
     return 'a completed claim needs its response_status';
   }
-  if (row.responseOutcome !== null && !OUTCOMES.has(row.responseOutcome)) return 'response_outcome must be success, pending_action, declined or rejected';
-  if (row.amount !== null && (!Number.isSafeInteger(row.amount) || row.amount <= 0)) return 'amount must be a positive integer (minor units)';
+  if (row.responseOutcome !== null && !OUTCOMES.has(row.responseOutcome))
+    return 'response_outcome must be success, pending_action, declined or rejected';
+  if (row.amount !== null && (!Number.isSafeInteger(row.amount) || row.amount <= 0))
+    return 'amount must be a positive integer (minor units)';
   if (row.currency !== null && !/^[a-z]{3}$/.test(row.currency)) return 'currency must be three lower-case letters';
   return null;
 }
 
-export async function importClaims(pool: Pool, rows: AsyncIterable<ClaimImportRow>, options: ImportOptions): Promise<ImportProgress> {
+export async function importClaims(
+  pool: Pool,
+  rows: AsyncIterable<ClaimImportRow>,
+  options: ImportOptions,
+): Promise<ImportProgress> {
   const progress: ImportProgress = { read: 0, imported: 0, existing: 0, outOfRetention: 0, rejected: 0 };
   const oldest = options.now.getTime() - options.retentionMs;
   let batch: ClaimImportRow[] = [];

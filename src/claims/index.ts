@@ -1,7 +1,13 @@
 import { loadClaimSettings, type ClaimSettings } from '../config.js';
 export { createClaimClient } from './charge-once.js';
 export type { ClaimClient, ClaimClientDeps, ChargeOnceInput, ChargeResult, ChargeResponseBody } from './charge-once.js';
-export type { CreateCharge, CreateChargeInput, CreateChargeResult, CreatedCharge, StoredError } from './create-charge.js';
+export type {
+  CreateCharge,
+  CreateChargeInput,
+  CreateChargeResult,
+  CreatedCharge,
+  StoredError,
+} from './create-charge.js';
 export { stripeCreateCharge } from '../providers/stripe/create-charge.js';
 export { ClaimValidationError } from './validate.js';
 export type { ChargeRequest } from './validate.js';
@@ -9,7 +15,6 @@ export { ClaimCounters, CHARGE_OUTCOMES, SUPPRESSED_OUTCOMES } from './counters.
 export type { ChargeOutcome } from './counters.js';
 export { downstreamKey, requestFingerprint } from './keys.js';
 export { insertPayment, type PaymentEffect } from './claim-store.js';
-
 
 /**
  * The claim library's settings from the same environment the sweep reads

@@ -46,7 +46,12 @@ export function validateKey(key: unknown): string {
 }
 
 export function validateTenantId(tenantId: unknown): string {
-  if (typeof tenantId !== 'string' || tenantId.length < 1 || tenantId.length > 255 || !PRINTABLE_NO_SPACE.test(tenantId)) {
+  if (
+    typeof tenantId !== 'string' ||
+    tenantId.length < 1 ||
+    tenantId.length > 255 ||
+    !PRINTABLE_NO_SPACE.test(tenantId)
+  ) {
     throw new ClaimValidationError('tenantId', 'a tenant id is 1 to 255 printable ASCII characters without spaces');
   }
   return tenantId;
@@ -63,7 +68,10 @@ export function validateChargeRequest(request: ChargeRequest, limits: ValidLimit
     throw new ClaimValidationError('amount', 'must be a positive integer number of minor units (e.g. 1999 for 19.99)');
   }
   if (amount > limits.maxAmount) {
-    throw new ClaimValidationError('amount', `${amount} is over the configured maximum of ${limits.maxAmount} (SWEEPER_MAX_AMOUNT)`);
+    throw new ClaimValidationError(
+      'amount',
+      `${amount} is over the configured maximum of ${limits.maxAmount} (SWEEPER_MAX_AMOUNT)`,
+    );
   }
   if (typeof currency !== 'string' || !/^[A-Za-z]{3}$/.test(currency)) {
     throw new ClaimValidationError('currency', 'must be a three-letter ISO 4217 code such as "usd"');
@@ -97,11 +105,14 @@ function validateMetadata(metadata: Record<string, string>, limits: ValidLimits)
     throw new ClaimValidationError('metadata', 'must be an object of string values');
   }
   const entries = Object.entries(metadata);
-  if (entries.length > 48) throw new ClaimValidationError('metadata', 'at most 48 keys (Stripe allows 50; two are reserved)');
+  if (entries.length > 48)
+    throw new ClaimValidationError('metadata', 'at most 48 keys (Stripe allows 50; two are reserved)');
   const reserved = new Set([limits.metadataKeys.tenantId, limits.metadataKeys.idempotencyKey]);
   for (const [name, value] of entries) {
-    if (reserved.has(name)) throw new ClaimValidationError('metadata', `"${name}" is reserved for the claim's tenant and key`);
-    if (name.length < 1 || name.length > 40) throw new ClaimValidationError('metadata', `key "${name}" must be 1 to 40 characters`);
+    if (reserved.has(name))
+      throw new ClaimValidationError('metadata', `"${name}" is reserved for the claim's tenant and key`);
+    if (name.length < 1 || name.length > 40)
+      throw new ClaimValidationError('metadata', `key "${name}" must be 1 to 40 characters`);
     if (typeof value !== 'string' || value.length > 500) {
       throw new ClaimValidationError('metadata', `value of "${name}" must be a string of at most 500 characters`);
     }

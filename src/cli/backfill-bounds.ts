@@ -21,13 +21,17 @@ export const LARGE_BACKFILL_FLAG = '--i-know-this-is-large';
 export function assertBackfillBounds(window: { from: Date; to: Date }, sliceMs: number, large: boolean): void {
   const { from, to } = window;
   if (from < EARLIEST_BACKFILL) {
-    throw new UsageError(`--from ${from.toISOString()} is before 2010-01-01: Stripe has no charges that old; start the backfill later`);
+    throw new UsageError(
+      `--from ${from.toISOString()} is before 2010-01-01: Stripe has no charges that old; start the backfill later`,
+    );
   }
   const spanMs = to.getTime() - from.getTime();
   const slices = Math.ceil(spanMs / sliceMs);
   const size = `${formatDuration(spanMs)} in ${slices} slices of SWEEPER_SLICE ${formatDuration(sliceMs)}`;
   if (slices > MAX_BACKFILL_SLICES) {
-    throw new UsageError(`the backfill is ${size}, more than ${MAX_BACKFILL_SLICES} slices: raise SWEEPER_SLICE or split the range`);
+    throw new UsageError(
+      `the backfill is ${size}, more than ${MAX_BACKFILL_SLICES} slices: raise SWEEPER_SLICE or split the range`,
+    );
   }
   if (!large && (spanMs > LARGE_BACKFILL_DAYS * DAY_MS || slices > LARGE_BACKFILL_SLICES)) {
     throw new UsageError(

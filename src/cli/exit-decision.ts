@@ -16,7 +16,10 @@ export class FindingsExitError extends Error {
 }
 
 /** `--findings-exit` wins over SWEEPER_FINDINGS_EXIT; neither set means 3. */
-export function findingsExitFrom(flag: string | undefined, env: Readonly<Record<string, string | undefined>> = process.env): FindingsExit {
+export function findingsExitFrom(
+  flag: string | undefined,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): FindingsExit {
   if (flag !== undefined) return parseFindingsExit(flag, '--findings-exit');
   const fromEnv = env[FINDINGS_EXIT_VARIABLE];
   if (fromEnv !== undefined && fromEnv.trim() !== '') return parseFindingsExit(fromEnv, FINDINGS_EXIT_VARIABLE);

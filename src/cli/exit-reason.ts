@@ -8,7 +8,12 @@ import { ExitCode } from './exit.js';
 export interface ExitStory {
   code: number;
   mode: 'run' | 'backfill';
-  accounts: ReadonlyArray<{ account: string; status: 'succeeded' | 'interrupted' | 'failed'; unreconciled: number; error?: string }>;
+  accounts: ReadonlyArray<{
+    account: string;
+    status: 'succeeded' | 'interrupted' | 'failed';
+    unreconciled: number;
+    error?: string;
+  }>;
   /** Why the run was stopped (`SIGTERM received`, the run deadline), when it was. */
   interruptedBy: string | null;
   /** Per interrupted account: slices committed of this run's slices, when known. */
@@ -21,21 +26,29 @@ export interface ExitStory {
 
 export function exitReason(story: ExitStory): string | null {
   if (story.code === ExitCode.reconciled) return null;
-  const again = story.mode === 'backfill' ? 'run the same backfill again: it resumes from its last committed slice' : 'the next run continues from the watermark';
+  const again =
+    story.mode === 'backfill'
+      ? 'run the same backfill again: it resumes from its last committed slice'
+      : 'the next run continues from the watermark';
 
   const failed = story.accounts.filter((a) => a.status === 'failed');
   if (failed.length > 0) {
     // The error first: it names the account and the cause, often with what happens next.
     const first = failed[0]!;
     const others = failed.length > 1 ? ` (${failed.length - 1} more account(s) failed: see the reports above)` : '';
-    const next = story.mode === 'backfill' ? 'fix the cause, then run the same backfill again (it resumes from its last committed slice)' : 'fix the cause; the next run retries from the watermark';
+    const next =
+      story.mode === 'backfill'
+        ? 'fix the cause, then run the same backfill again (it resumes from its last committed slice)'
+        : 'fix the cause; the next run retries from the watermark';
     return `${firstLine(first.error ?? `account ${first.account} failed`)}${others}; ${next}`;
   }
 
   if (story.interruptedBy !== null || story.accounts.some((a) => a.status === 'interrupted')) {
     const stopped = story.accounts.find((a) => a.status === 'interrupted');
     const slices = stopped ? story.slices?.[stopped.account] : undefined;
-    const where = stopped ? ` account ${stopped.account}${slices ? ` after ${slices.done} of ${slices.total} slices` : ''}` : '';
+    const where = stopped
+      ? ` account ${stopped.account}${slices ? ` after ${slices.done} of ${slices.total} slices` : ''}`
+      : '';
     const why = story.interruptedBy ?? 'stopped';
     return `interrupted (${why}):${where || ' before any account was swept'}; ${story.dryRun ? 'nothing was written' : `committed slices stand, ${again}`}`;
   }

@@ -37,7 +37,8 @@ Examples:
   registerSchedule(program);
   registerImportClaims(program);
   registerDemo(program);
-  for (const command of [program, ...program.commands]) usageErrorsAsOneLine(command, command === program ? 'sweeper --help' : `sweeper ${command.name()} --help`);
+  for (const command of [program, ...program.commands])
+    usageErrorsAsOneLine(command, command === program ? 'sweeper --help' : `sweeper ${command.name()} --help`);
   return program;
 }
 
@@ -47,7 +48,13 @@ Examples:
  */
 function usageErrorsAsOneLine(command: Command, help: string): void {
   command.configureOutput({
-    outputError: (text, write) => write(`sweeper: ${text.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ').trim()} (usage: ${help})\n`),
+    outputError: (text, write) =>
+      write(
+        `sweeper: ${text
+          .replace(/^error: /, '')
+          .replace(/\s*\n\s*/g, ' ')
+          .trim()} (usage: ${help})\n`,
+      ),
   });
 }
 
@@ -67,7 +74,8 @@ async function main(argv: string[]): Promise<number> {
       // Help and version exit 0; commander already printed usage errors (one sweeper: line).
       if (error.exitCode === 0) return 0;
       // No command at all: the help went to stderr; the last line still says what to do.
-      if (error.code === 'commander.help') writeErrorLine('no command given: pick one of the commands above (sweeper <command> --help)');
+      if (error.code === 'commander.help')
+        writeErrorLine('no command given: pick one of the commands above (sweeper <command> --help)');
       return ExitCode.usage;
     }
     return reportFatal(error);

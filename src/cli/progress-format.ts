@@ -24,7 +24,11 @@ export interface ProgressFigures {
   accountOf: string | null;
 }
 
-export function progressFigures(progress: SweepProgress, elapsedMs: number, accountOf: string | null = null): ProgressFigures {
+export function progressFigures(
+  progress: SweepProgress,
+  elapsedMs: number,
+  accountOf: string | null = null,
+): ProgressFigures {
   const { slicesDone, slicesTotal } = progress;
   const percent = slicesTotal === 0 ? 100 : Math.floor((100 * slicesDone) / slicesTotal);
   return {

@@ -21,13 +21,19 @@ export interface SummaryExtras {
 
 /** The text a person reads after `run` or `backfill`, one block per account. */
 export function formatReport(r: SweepReport, extras: SummaryExtras = {}): string {
-  if (r.status === 'failed') return `${r.mode} ${r.run_id || '(no run)'}  account ${r.account}  FAILED: ${r.error ?? 'unknown error'}\n\n`;
-  const lines = [`${r.mode} ${r.run_id}  account ${r.account}${r.dry_run ? '  (dry run: nothing written)' : ''}${interruptedNote(r, extras)}`];
+  if (r.status === 'failed')
+    return `${r.mode} ${r.run_id || '(no run)'}  account ${r.account}  FAILED: ${r.error ?? 'unknown error'}\n\n`;
+  const lines = [
+    `${r.mode} ${r.run_id}  account ${r.account}${r.dry_run ? '  (dry run: nothing written)' : ''}${interruptedNote(r, extras)}`,
+  ];
   if (r.resumed_from) {
     const from = extras.progress ? ` from ${extras.progress.start.toISOString()}` : '';
     lines.push(`resumed backfill ${r.resumed_from}: its committed slices were kept; this run continued${from}`);
   }
-  const scanned = r.status === 'interrupted' ? `charges scanned before it stopped ${r.charges_scanned}` : `charges scanned ${r.charges_scanned}`;
+  const scanned =
+    r.status === 'interrupted'
+      ? `charges scanned before it stopped ${r.charges_scanned}`
+      : `charges scanned ${r.charges_scanned}`;
   lines.push(`window ${r.window ? `${r.window.from} → ${r.window.to}` : '(nothing settled yet)'}   ${scanned}`, '');
   const rows = [['category', 'found', r.dry_run ? 'would repair' : 'repaired']];
   for (const category of CATEGORIES) {
@@ -53,13 +59,20 @@ function interruptedNote(r: SweepReport, extras: SummaryExtras): string {
   const why = extras.interruptedBy ? ` (${extras.interruptedBy})` : '';
   const p = extras.progress;
   const done = p ? `: ${p.slicesDone} of ${p.slicesTotal} slices committed` : '';
-  const next = r.dry_run ? 'nothing was written' : r.mode === 'backfill' ? 'run the same backfill again to resume' : 'the next run continues from the watermark';
+  const next = r.dry_run
+    ? 'nothing was written'
+    : r.mode === 'backfill'
+      ? 'run the same backfill again to resume'
+      : 'the next run continues from the watermark';
   return `  INTERRUPTED${why}${done}; ${next}`;
 }
 
 /** The first open findings by id, then the commands a person runs next. */
 export function openLines(account: string, open: { total: number; first: readonly OpenFindingBrief[] }): string[] {
-  const heading = open.total > open.first.length ? `open findings (the first ${open.first.length} of ${open.total}):` : `open findings (${open.total}):`;
+  const heading =
+    open.total > open.first.length
+      ? `open findings (the first ${open.first.length} of ${open.total}):`
+      : `open findings (${open.total}):`;
   const rows = open.first.map((f) => [`#${f.id}`, f.category, subjectOf(f)]);
   const out = [heading, ...alignColumns(rows, { gap: 2 }).map((line) => `  ${line}`)];
   if (open.total > open.first.length) out.push(`  … and ${open.total - open.first.length} more`);
@@ -78,7 +91,8 @@ function subjectOf(f: OpenFindingBrief): string {
 
 /** `completeness: watermark 12m 00s behind, events 8m 00s behind (limit 2h 00m); settled 2026-11-09 100%, 2026-11-10 87.1%`. */
 export function completenessLine(c: AccountCompleteness): string {
-  const lag = (name: string, seconds: number | null) => (seconds === null ? `${name} not set yet` : `${name} ${formatClock(seconds * 1000)} behind`);
+  const lag = (name: string, seconds: number | null) =>
+    seconds === null ? `${name} not set yet` : `${name} ${formatClock(seconds * 1000)} behind`;
   const days = c.days.map((d) => `${d.day} ${percent(d.fraction)} of ${d.charges.toLocaleString('en-US')}`).join(', ');
   const head = c.lagging ? 'completeness: BEHIND (past SWEEPER_MAX_LAG): ' : 'completeness: ';
   return `${head}${lag('watermark', c.watermark_lag_seconds)}, ${lag('events', c.events_lag_seconds)} (limit ${formatClock(c.max_lag_seconds * 1000)}); settled ${days}`;

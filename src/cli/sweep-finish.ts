@@ -56,8 +56,14 @@ export async function finishSweep(input: FinishInput): Promise<number> {
       continue;
     }
     const progress = input.progress.last(report.account);
-    const open = input.dryRun || report.status === 'failed' ? undefined : await openFindings(input.pool, report.account, logger);
-    const text = formatReport(report, { ...(progress ? { progress } : {}), interruptedBy, ...(open ? { open } : {}), ...(c ? { completeness: c } : {}) });
+    const open =
+      input.dryRun || report.status === 'failed' ? undefined : await openFindings(input.pool, report.account, logger);
+    const text = formatReport(report, {
+      ...(progress ? { progress } : {}),
+      interruptedBy,
+      ...(open ? { open } : {}),
+      ...(c ? { completeness: c } : {}),
+    });
     process.stdout.write(terminalSafe(redact(text)));
   }
   for (const account of input.skipped) {
@@ -117,13 +123,20 @@ async function readAllCompleteness(input: FinishInput): Promise<Map<string, Acco
     try {
       out.set(account, await readCompleteness(input.pool, account, options));
     } catch (error) {
-      input.logger.warn({ account, error: errorMessage(error) }, 'could not read how complete reconciliation is; left out of the output');
+      input.logger.warn(
+        { account, error: errorMessage(error) },
+        'could not read how complete reconciliation is; left out of the output',
+      );
     }
   }
   return out;
 }
 
-async function openFindings(pool: Pool, account: string, logger: Logger): Promise<{ total: number; first: OpenFindingBrief[] } | undefined> {
+async function openFindings(
+  pool: Pool,
+  account: string,
+  logger: Logger,
+): Promise<{ total: number; first: OpenFindingBrief[] } | undefined> {
   try {
     return await listOpenFindings(pool, account, OPEN_LISTED);
   } catch (error) {
@@ -138,8 +151,16 @@ async function openFindings(pool: Pool, account: string, logger: Logger): Promis
  * length); an account whose run failed gets only that one, since its findings were
  * not brought up to date, but a stalled account must still page.
  */
-async function sendAlerts(input: FinishInput, completeness: ReadonlyMap<string, AccountCompleteness>): Promise<{ failed: number; firstError?: string }> {
-  const alerter = createAlerter({ pool: input.pool, config: input.alertConfig, clock: () => new Date(), logger: input.logger });
+async function sendAlerts(
+  input: FinishInput,
+  completeness: ReadonlyMap<string, AccountCompleteness>,
+): Promise<{ failed: number; firstError?: string }> {
+  const alerter = createAlerter({
+    pool: input.pool,
+    config: input.alertConfig,
+    clock: () => new Date(),
+    logger: input.logger,
+  });
   if (alerter.sinks.length === 0) return { failed: 0 };
   let failed = 0;
   let firstError: string | undefined;
@@ -161,5 +182,10 @@ async function sendAlerts(input: FinishInput, completeness: ReadonlyMap<string, 
 }
 
 export function lagStatusOf(c: AccountCompleteness): LagStatus {
-  return { lagging: c.lagging, watermarkLagSeconds: c.watermark_lag_seconds, eventsLagSeconds: c.events_lag_seconds, maxLagSeconds: c.max_lag_seconds };
+  return {
+    lagging: c.lagging,
+    watermarkLagSeconds: c.watermark_lag_seconds,
+    eventsLagSeconds: c.events_lag_seconds,
+    maxLagSeconds: c.max_lag_seconds,
+  };
 }

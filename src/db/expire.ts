@@ -10,7 +10,11 @@ import { formatDuration } from '../time/duration.js';
  * caller may retry for `retryHorizonMs` after its first attempt. Dropping the claim
  * earlier would let a late retry charge again.
  */
-export function assertSafeRetention(retentionMs: number, retryHorizonMs: number, window: { ms: number; name: string }): void {
+export function assertSafeRetention(
+  retentionMs: number,
+  retryHorizonMs: number,
+  window: { ms: number; name: string },
+): void {
   const minimum = window.ms + retryHorizonMs;
   if (retentionMs < minimum) {
     throw new ConfigError(
@@ -50,7 +54,8 @@ export async function expirePartitions(
       LOCK_CLASS,
       LockObject.expire,
     ]);
-    if (!lock[0]?.ok) throw new ExpireLockedError('another `sweeper expire` is running; this one stops (it does not wait)');
+    if (!lock[0]?.ok)
+      throw new ExpireLockedError('another `sweeper expire` is running; this one stops (it does not wait)');
     try {
       const { rows } = await client.query<{ parent: string; name: string; pending: boolean }>(
         `SELECT p.relname AS parent, c.relname AS name, i.inhdetachpending AS pending
@@ -72,7 +77,9 @@ export async function expirePartitions(
         if (mirror) await client.query('SELECT pg_advisory_lock($1, $2)', [LOCK_CLASS, LockObject.partitions]);
         try {
           // A detach interrupted earlier is finished first; CONCURRENTLY cannot run in a transaction.
-          await client.query(`ALTER TABLE ${parent} DETACH PARTITION ${part} ${row.pending ? 'FINALIZE' : 'CONCURRENTLY'}`);
+          await client.query(
+            `ALTER TABLE ${parent} DETACH PARTITION ${part} ${row.pending ? 'FINALIZE' : 'CONCURRENTLY'}`,
+          );
           await client.query(`DROP TABLE ${part}`);
         } finally {
           if (mirror) await client.query('SELECT pg_advisory_unlock($1, $2)', [LOCK_CLASS, LockObject.partitions]);

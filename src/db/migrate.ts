@@ -134,7 +134,9 @@ async function applyOne(client: Queryable, file: MigrationFile): Promise<void> {
     await client.query('ROLLBACK').catch(() => undefined);
     const err = error as { message?: string; position?: string };
     const where = err.position ? ` at character ${err.position}` : '';
-    throw new MigrationError(`migration ${file.name} failed${where}: ${err.message ?? String(error)}; nothing of it was applied`);
+    throw new MigrationError(
+      `migration ${file.name} failed${where}: ${err.message ?? String(error)}; nothing of it was applied`,
+    );
   }
 }
 
@@ -147,7 +149,9 @@ export async function assertSchemaCurrent(db: Queryable, dir?: string): Promise<
   const exists = await db.query<{ t: string | null }>(`SELECT to_regclass('sweeper_migrations')::text AS t`);
   let version: number | null = null;
   if (exists.rows[0]?.t) {
-    const { rows } = await db.query<{ version: number }>('SELECT coalesce(max(id), 0) AS version FROM sweeper_migrations');
+    const { rows } = await db.query<{ version: number }>(
+      'SELECT coalesce(max(id), 0) AS version FROM sweeper_migrations',
+    );
     version = rows[0]?.version ?? 0;
   }
   if (version === null || version < files.length) {

@@ -163,7 +163,10 @@ export function explainTimeout(error: unknown): unknown {
   const code = typeof err?.code === 'string' ? err.code : undefined;
   const message = typeof err?.message === 'string' ? err.message : '';
   const known = code ? TIMEOUTS[code] : undefined;
-  if (known && code) return new DatabaseTimeoutError(`PostgreSQL: ${known.what} (${known.variable}; ${message})`, code, { cause: error });
+  if (known && code)
+    return new DatabaseTimeoutError(`PostgreSQL: ${known.what} (${known.variable}; ${message})`, code, {
+      cause: error,
+    });
   if (code === '57014' && /statement timeout/.test(message)) {
     return new DatabaseTimeoutError(
       `PostgreSQL: a statement ran longer than SWEEPER_DB_STATEMENT_TIMEOUT and was cancelled; the slice rolled back (${message})`,

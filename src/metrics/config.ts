@@ -18,7 +18,10 @@ export function metricsConfigFromEnv(env: Readonly<Record<string, string | undef
   // Basic-auth credentials in this URL are supported (they move to an Authorization
   // header) and redacted by value everywhere; the URL itself is never echoed.
   registerUrlCredentials(pushgatewayUrl);
-  const problem = pushgatewayUrl === undefined ? null : urlProblem(pushgatewayUrl, ['http:', 'https:'], { credentials: true, host: true });
+  const problem =
+    pushgatewayUrl === undefined
+      ? null
+      : urlProblem(pushgatewayUrl, ['http:', 'https:'], { credentials: true, host: true });
   if (problem) {
     throw new ConfigError(
       problem.startsWith('must start')
@@ -29,7 +32,9 @@ export function metricsConfigFromEnv(env: Readonly<Record<string, string | undef
   const file = get('SWEEPER_METRICS_FILE');
   // node_exporter's textfile collector reads only *.prom, so any other name would be ignored silently.
   if (file !== undefined && !file.endsWith('.prom')) {
-    throw new ConfigError(`SWEEPER_METRICS_FILE must name a .prom file in the textfile collector's directory (got "${file}")`);
+    throw new ConfigError(
+      `SWEEPER_METRICS_FILE must name a .prom file in the textfile collector's directory (got "${file}")`,
+    );
   }
   return { pushgatewayUrl, file };
 }

@@ -3,7 +3,10 @@ import type { SweepReport } from '../sweep/sweep.js';
 import type { SweepStatus } from '../sweep/status.js';
 
 /** The parts of a run's report that metrics use. */
-export type SweepReportLike = Pick<SweepReport, 'account' | 'mode' | 'dry_run' | 'status' | 'charges_scanned' | 'deferred_keys' | 'repaired' | 'duration_ms'>;
+export type SweepReportLike = Pick<
+  SweepReport,
+  'account' | 'mode' | 'dry_run' | 'status' | 'charges_scanned' | 'deferred_keys' | 'repaired' | 'duration_ms'
+>;
 
 export interface MetricsInput {
   /** This process's reports, one per account swept. */

@@ -43,7 +43,9 @@ export async function pushToGateway(options: PushOptions): Promise<void> {
 export function gatewayGrouping(grouping: Readonly<Record<string, string>>): Record<string, string> {
   return Object.fromEntries(
     Object.entries(grouping).map(([label, value]) =>
-      value === '' || value.includes('/') ? [`${label}@base64`, Buffer.from(value).toString('base64url') || '='] : [label, value],
+      value === '' || value.includes('/')
+        ? [`${label}@base64`, Buffer.from(value).toString('base64url') || '=']
+        : [label, value],
     ),
   );
 }

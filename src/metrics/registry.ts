@@ -13,7 +13,8 @@ const FINDING_CATEGORIES: readonly Category[] = CATEGORIES.filter((c) => c !== '
  */
 export function buildMetricsRegistry(input: MetricsInput): Registry {
   const registry = new Registry();
-  const gauge = (name: string, help: string, labelNames: string[] = []) => new Gauge({ name, help, labelNames, registers: [registry] });
+  const gauge = (name: string, help: string, labelNames: string[] = []) =>
+    new Gauge({ name, help, labelNames, registers: [registry] });
 
   const accounts = [
     ...new Set([
@@ -32,22 +33,35 @@ export function buildMetricsRegistry(input: MetricsInput): Registry {
     for (const category of categories) unreconciled.set({ account, category }, open[category] ?? 0);
   }
 
-  const lag = gauge('sweeper_watermark_lag_seconds', 'Seconds between now and the scheduled sweep watermark.', ['account']);
+  const lag = gauge('sweeper_watermark_lag_seconds', 'Seconds between now and the scheduled sweep watermark.', [
+    'account',
+  ]);
   const lagByAccount = new Map<string, number>();
-  for (const w of input.status.watermarks) lagByAccount.set(w.account, Math.max(lagByAccount.get(w.account) ?? 0, w.lag_seconds));
+  for (const w of input.status.watermarks)
+    lagByAccount.set(w.account, Math.max(lagByAccount.get(w.account) ?? 0, w.lag_seconds));
   for (const [account, seconds] of [...lagByAccount].sort()) lag.set({ account }, seconds);
 
-  const lastSuccess = gauge('sweeper_last_success_timestamp_seconds', 'Unix time the last scheduled sweep of the account succeeded.', ['account']);
-  for (const [account, at] of [...lastSuccessByAccount(input)].sort()) lastSuccess.set({ account }, at.getTime() / 1000);
+  const lastSuccess = gauge(
+    'sweeper_last_success_timestamp_seconds',
+    'Unix time the last scheduled sweep of the account succeeded.',
+    ['account'],
+  );
+  for (const [account, at] of [...lastSuccessByAccount(input)].sort())
+    lastSuccess.set({ account }, at.getTime() / 1000);
 
   // Dry runs wrote nothing and repaired nothing, so they say nothing about the last run.
   const runs = input.reports.filter((r) => !r.dry_run);
   const repairs = gauge('sweeper_repairs_last_run', 'Findings repaired by the last run.', ['account', 'category']);
   const scanned = gauge('sweeper_charges_scanned_last_run', 'Stripe charges read by the last run.', ['account']);
   const duration = gauge('sweeper_run_duration_seconds', 'Wall time of the last run.', ['account']);
-  const deferred = gauge('sweeper_deferred_keys_last_run', 'Keys the last run left to a later one because a live writer held them.', ['account']);
+  const deferred = gauge(
+    'sweeper_deferred_keys_last_run',
+    'Keys the last run left to a later one because a live writer held them.',
+    ['account'],
+  );
   for (const report of runs) {
-    for (const category of FINDING_CATEGORIES) repairs.set({ account: report.account, category }, report.repaired[category]);
+    for (const category of FINDING_CATEGORIES)
+      repairs.set({ account: report.account, category }, report.repaired[category]);
     scanned.set({ account: report.account }, report.charges_scanned);
     deferred.set({ account: report.account }, report.deferred_keys);
     duration.set({ account: report.account }, report.duration_ms / 1000);
@@ -55,13 +69,19 @@ export function buildMetricsRegistry(input: MetricsInput): Registry {
 
   if (input.skipped) {
     // 1 while a backfill keeps the scheduled run off the account; 0 once the run sweeps it again.
-    const skipped = gauge('sweeper_run_skipped', 'Whether the last scheduled run skipped the account because a backfill had it.', ['account']);
+    const skipped = gauge(
+      'sweeper_run_skipped',
+      'Whether the last scheduled run skipped the account because a backfill had it.',
+      ['account'],
+    );
     for (const account of accounts) skipped.set({ account }, input.skipped.includes(account) ? 1 : 0);
   }
 
   writeCompleteness(gauge, input.completeness ?? []);
 
-  gauge('sweeper_stripe_rate_limited_last_run', 'Stripe 429 (rate limited) answers during the last run.').set(input.stripe429s);
+  gauge('sweeper_stripe_rate_limited_last_run', 'Stripe 429 (rate limited) answers during the last run.').set(
+    input.stripe429s,
+  );
 
   const claims = input.status.claims;
   gauge('sweeper_claim_store_size', 'Rows in the idempotency claim store.').set(claims.count);
@@ -83,10 +103,26 @@ type GaugeFactory = (name: string, help: string, labelNames?: string[]) => Gauge
  */
 function writeCompleteness(gauge: GaugeFactory, completeness: readonly AccountCompleteness[]): void {
   if (completeness.length === 0) return;
-  const lag = gauge('sweeper_lag_seconds', 'Seconds the charges watermark (kind="watermark") or the events cursor (kind="events") is behind now.', ['account', 'kind']);
-  const lagging = gauge('sweeper_reconciliation_lagging', '1 while a lag is past SWEEPER_MAX_LAG (the reconciliation_lag alert), else 0.', ['account']);
-  const fraction = gauge('sweeper_settled_fraction', "Fraction of a day's mirrored charges that are settled: judged, and not the charge of an open finding.", ['account', 'days_ago']);
-  const charges = gauge('sweeper_day_charges', "Charges of a day in the mirror (the denominator of sweeper_settled_fraction).", ['account', 'days_ago']);
+  const lag = gauge(
+    'sweeper_lag_seconds',
+    'Seconds the charges watermark (kind="watermark") or the events cursor (kind="events") is behind now.',
+    ['account', 'kind'],
+  );
+  const lagging = gauge(
+    'sweeper_reconciliation_lagging',
+    '1 while a lag is past SWEEPER_MAX_LAG (the reconciliation_lag alert), else 0.',
+    ['account'],
+  );
+  const fraction = gauge(
+    'sweeper_settled_fraction',
+    "Fraction of a day's mirrored charges that are settled: judged, and not the charge of an open finding.",
+    ['account', 'days_ago'],
+  );
+  const charges = gauge(
+    'sweeper_day_charges',
+    'Charges of a day in the mirror (the denominator of sweeper_settled_fraction).',
+    ['account', 'days_ago'],
+  );
   for (const c of completeness) {
     if (c.watermark_lag_seconds !== null) lag.set({ account: c.account, kind: 'watermark' }, c.watermark_lag_seconds);
     if (c.events_lag_seconds !== null) lag.set({ account: c.account, kind: 'events' }, c.events_lag_seconds);
@@ -108,7 +144,8 @@ function lastSuccessByAccount(input: MetricsInput): Map<string, Date> {
   };
   for (const [account, at] of Object.entries(input.lastSuccessAt ?? {})) offer(account, at);
   for (const run of input.status.last_runs) {
-    if (run.mode === 'run' && run.status === 'succeeded' && run.finished_at) offer(run.account, new Date(run.finished_at));
+    if (run.mode === 'run' && run.status === 'succeeded' && run.finished_at)
+      offer(run.account, new Date(run.finished_at));
   }
   for (const r of input.reports) {
     if (r.mode === 'run' && r.status === 'succeeded' && !r.dry_run) offer(r.account, input.now);

@@ -80,7 +80,12 @@ export interface Batch {
   checkpoint: (client: PoolClient, deferred: string[], now: Date) => Promise<void>;
 }
 
-export async function judgeBatch(deps: SweepDeps, options: SweepOptions, ctx: RunContext, batch: Batch): Promise<{ refundIntents: number }> {
+export async function judgeBatch(
+  deps: SweepDeps,
+  options: SweepOptions,
+  ctx: RunContext,
+  batch: Batch,
+): Promise<{ refundIntents: number }> {
   const fault = async (phase: string) => deps.faultPoint?.(`${batch.name}:${phase}`);
   const days = spanOf(batch.charges);
   const prepare = async (client: PoolClient, span: TimeWindow | null) => {
@@ -113,8 +118,15 @@ export async function judgeBatch(deps: SweepDeps, options: SweepOptions, ctx: Ru
       // an open finding naming it; the rest of the batch lands and is judged.
       const { refused } = await copyCharges(client, batch.charges.slice(i, i + INGEST_BATCH), batch.fetchedAt);
       for (const r of refused) {
-        ctx.log.warn({ charge: r.charge.id, code: r.error.code, error: r.error.message }, 'the database refused a charge; it stays an open finding');
-        batch.unreadable.push({ id: r.charge.id, account: r.charge.account, problem: `the database refused it: ${r.error.message}` });
+        ctx.log.warn(
+          { charge: r.charge.id, code: r.error.code, error: r.error.message },
+          'the database refused a charge; it stays an open finding',
+        );
+        batch.unreadable.push({
+          id: r.charge.id,
+          account: r.charge.account,
+          problem: `the database refused it: ${r.error.message}`,
+        });
       }
     }
     await fault('ingested');
@@ -175,8 +187,18 @@ async function finish(
   // batches judge what a real run would see.
   if (options.dryRun) await client.query('SAVEPOINT dry_run_batch');
   const overlaid = ctx.overlay ? findings.filter((f) => ctx.overlay?.holdsTargetOf(f)) : [];
-  const repairs = await executeRepairs(client, overlaid.length > 0 ? findings.filter((f) => !overlaid.includes(f)) : findings, { now });
-  for (const f of overlaid) repairs.set(f, { finding: f, action: `${f.repair?.kind ?? 'repair'} (on what an earlier repair of this dry run left)`, before: null, after: null });
+  const repairs = await executeRepairs(
+    client,
+    overlaid.length > 0 ? findings.filter((f) => !overlaid.includes(f)) : findings,
+    { now },
+  );
+  for (const f of overlaid)
+    repairs.set(f, {
+      finding: f,
+      action: `${f.repair?.kind ?? 'repair'} (on what an earlier repair of this dry run left)`,
+      before: null,
+      after: null,
+    });
   await fault('repaired');
   // A repair that lost its compare-and-swap to a live writer is no finding: the writer
   // settles it, or, if it dies, a later run must judge the key again (deferred).
@@ -188,8 +210,22 @@ async function finish(
     ctx.overlay.record(repairs, refunds, now);
   }
   const rows = await recordFindings(client, { account: run.account, runId: run.id, now, findings: recorded, repairs });
-  await closeHealedFindings(client, { account: run.account, runId: run.id, now, judgedSubjects: judgement.judgedSubjects, findings: recorded });
-  const intents = options.dryRun ? 0 : await recordRefundIntents(client, { account: run.account, runId: run.id, now, findings: refunds, recorded: rows });
+  await closeHealedFindings(client, {
+    account: run.account,
+    runId: run.id,
+    now,
+    judgedSubjects: judgement.judgedSubjects,
+    findings: recorded,
+  });
+  const intents = options.dryRun
+    ? 0
+    : await recordRefundIntents(client, {
+        account: run.account,
+        runId: run.id,
+        now,
+        findings: refunds,
+        recorded: rows,
+      });
 
   // Counting: each finding once per run (the first batch that records it in this run),
   // each matched charge once (the batch its own `created` belongs to, unless a repair of
@@ -220,7 +256,8 @@ async function finish(
   await ctx.lock.confirmHeld(client);
   await fault('before-commit');
   if (options.dryRun) {
-    for (const [f, r] of repairs) ctx.log.info({ category: f.category, subject: f.subject, action: r.action }, 'dry run: would repair');
+    for (const [f, r] of repairs)
+      ctx.log.info({ category: f.category, subject: f.subject, action: r.action }, 'dry run: would repair');
   }
   return intents;
 }

@@ -20,7 +20,11 @@ export const EVENTS_SAFE_MS = 25 * 86_400_000;
 /** One read and one transaction per day of events at most. */
 const CHUNK_MS = 86_400_000;
 
-export async function sweepChanges(deps: SweepDeps, options: SweepOptions, ctx: RunContext): Promise<ChangesReport | undefined> {
+export async function sweepChanges(
+  deps: SweepDeps,
+  options: SweepOptions,
+  ctx: RunContext,
+): Promise<ChangesReport | undefined> {
   const listChanges = deps.listChanges;
   if (ctx.run.mode !== 'run' || !listChanges) return undefined;
   const { account } = ctx.run;
@@ -55,23 +59,36 @@ export async function sweepChanges(deps: SweepDeps, options: SweepOptions, ctx: 
     const chunkEnd = new Date(Math.min(before.getTime(), cursor.getTime() + CHUNK_MS));
     const pointers = await listChanges(
       account,
-      { after: Math.floor(cursor.getTime() / 1000), overlapSeconds: Math.round(options.eventsOverlapMs / 1000), before: Math.floor(chunkEnd.getTime() / 1000) },
+      {
+        after: Math.floor(cursor.getTime() / 1000),
+        overlapSeconds: Math.round(options.eventsOverlapMs / 1000),
+        before: Math.floor(chunkEnd.getTime() / 1000),
+      },
       options.signal,
     );
     const ids = [...new Set(pointers.flatMap((p) => (p.chargeId ? [p.chargeId] : [])))];
     for (const bad of pointers.filter((p) => p.problem && !malformedRead.has(p.id))) {
       malformedRead.add(bad.id);
       report.malformed_events += 1;
-      ctx.log.warn({ event: bad.id, problem: bad.problem }, 'an event names no charge the sweep can re-read; the deep re-read is the second line');
+      ctx.log.warn(
+        { event: bad.id, problem: bad.problem },
+        'an event names no charge the sweep can re-read; the deep re-read is the second line',
+      );
     }
     await deps.faultPoint?.(`changes:${n}:listed`);
     const fetchedAt = deps.clock();
     // A charge Stripe answers but that cannot be read becomes a finding, as in a listing.
     const unreadable: MalformedCharge[] = [];
-    const charges = ids.length > 0 ? await deps.evidence.chargesById(account, ids, options.signal, (bad) => unreadable.push(bad)) : [];
+    const charges =
+      ids.length > 0
+        ? await deps.evidence.chargesById(account, ids, options.signal, (bad) => unreadable.push(bad))
+        : [];
     if (charges.length + unreadable.length < ids.length) {
       const found = new Set([...charges.map((c) => c.id), ...unreadable.map((c) => c.id)]);
-      ctx.log.warn({ missing: ids.filter((id) => !found.has(id)).slice(0, 5) }, 'events point at charges Stripe does not return by id; they are left out');
+      ctx.log.warn(
+        { missing: ids.filter((id) => !found.has(id)).slice(0, 5) },
+        'events point at charges Stripe does not return by id; they are left out',
+      );
     }
     for (const p of pointers) if (!p.problem) eventsRead.add(p.id);
     for (const c of charges) chargesRead.add(c.id);
@@ -105,7 +122,13 @@ export async function sweepChanges(deps: SweepDeps, options: SweepOptions, ctx: 
       const read = await deepRead(deps, options, ctx, window, 'deep-read');
       report.deep_read = read;
       await ctx.inTransaction((client) =>
-        recordDeepRead(client, account, ctx.run.id, { lastAt: now, from: new Date(read.from), to: new Date(read.to), hours: read.hours, differing: read.differing }),
+        recordDeepRead(client, account, ctx.run.id, {
+          lastAt: now,
+          from: new Date(read.from),
+          to: new Date(read.to),
+          hours: read.hours,
+          differing: read.differing,
+        }),
       );
     }
   }

@@ -91,19 +91,27 @@ const COMPLETENESS_SQL = `
          (SELECT cursor FROM recon_event_cursors WHERE account = $1) AS cursor,
          coalesce((SELECT json_agg(json_build_object('day', day, 'charges', charges, 'settled', settled)) FROM per_day), '[]'::json) AS days`;
 
-export async function readCompleteness(db: Queryable, account: string, options: CompletenessOptions): Promise<AccountCompleteness> {
+export async function readCompleteness(
+  db: Queryable,
+  account: string,
+  options: CompletenessOptions,
+): Promise<AccountCompleteness> {
   const days = dayRange(options.now, options.days);
   const first = days[0] as string;
   const from = new Date(`${first}T00:00:00Z`);
   // Through the end of today: a charge may be stamped a little ahead of this clock.
   const to = new Date(Date.parse(`${days[days.length - 1]}T00:00:00Z`) + DAY_MS);
-  const { rows } = await db.query<{ watermark: Date | null; cursor: Date | null; days: Array<{ day: string; charges: number | string; settled: number | string }> }>(
-    COMPLETENESS_SQL,
-    [account, from, to],
-  );
+  const { rows } = await db.query<{
+    watermark: Date | null;
+    cursor: Date | null;
+    days: Array<{ day: string; charges: number | string; settled: number | string }>;
+  }>(COMPLETENESS_SQL, [account, from, to]);
   const row = rows[0];
-  const counted = new Map((row?.days ?? []).map((d) => [d.day, { charges: Number(d.charges), settled: Number(d.settled) }]));
-  const lagOf = (at: Date | null | undefined) => (at ? Math.max(0, Math.round((options.now.getTime() - at.getTime()) / 1000)) : null);
+  const counted = new Map(
+    (row?.days ?? []).map((d) => [d.day, { charges: Number(d.charges), settled: Number(d.settled) }]),
+  );
+  const lagOf = (at: Date | null | undefined) =>
+    at ? Math.max(0, Math.round((options.now.getTime() - at.getTime()) / 1000)) : null;
   const watermarkLag = lagOf(row?.watermark);
   const eventsLag = lagOf(row?.cursor);
   const maxLagSeconds = Math.round(options.maxLagMs / 1000);
@@ -117,7 +125,12 @@ export async function readCompleteness(db: Queryable, account: string, options: 
     lagging: isLagging(watermarkLag, eventsLag, maxLagSeconds),
     days: days.map((day) => {
       const c = counted.get(day) ?? { charges: 0, settled: 0 };
-      return { day, charges: c.charges, settled: c.settled, fraction: c.charges === 0 ? 1 : Math.floor((c.settled / c.charges) * 10_000) / 10_000 };
+      return {
+        day,
+        charges: c.charges,
+        settled: c.settled,
+        fraction: c.charges === 0 ? 1 : Math.floor((c.settled / c.charges) * 10_000) / 10_000,
+      };
     }),
   };
 }
@@ -126,7 +139,11 @@ export async function readCompleteness(db: Queryable, account: string, options: 
  * Past the limit, either lag: the sweeper has stopped judging. A lag not known yet
  * (no scheduled run has set a watermark, no events were read) is not a stall.
  */
-export function isLagging(watermarkLagSeconds: number | null, eventsLagSeconds: number | null, maxLagSeconds: number): boolean {
+export function isLagging(
+  watermarkLagSeconds: number | null,
+  eventsLagSeconds: number | null,
+  maxLagSeconds: number,
+): boolean {
   return (watermarkLagSeconds ?? 0) > maxLagSeconds || (eventsLagSeconds ?? 0) > maxLagSeconds;
 }
 
@@ -137,7 +154,11 @@ export function dayRange(now: Date, n: number): string[] {
 }
 
 /** Every account: the configured ones, and any with a watermark or an events cursor. */
-export async function readCompletenessAll(db: Queryable, configured: readonly string[], options: CompletenessOptions): Promise<AccountCompleteness[]> {
+export async function readCompletenessAll(
+  db: Queryable,
+  configured: readonly string[],
+  options: CompletenessOptions,
+): Promise<AccountCompleteness[]> {
   const { rows } = await db.query<{ account: string }>(
     `SELECT account FROM recon_watermarks UNION SELECT account FROM recon_event_cursors`,
   );

@@ -59,20 +59,33 @@ SELECT extract(epoch FROM date_trunc('hour', created AT TIME ZONE 'UTC'))::bigin
   FROM stripe_charges WHERE account = $1 AND created >= $2 AND created < $3
  GROUP BY 1`;
 
-export async function mirrorDigests(db: Queryable, account: string, window: TimeWindow): Promise<Map<number, HourDigest>> {
-  const { rows } = await db.query<{ hour: number; count: number; amount: string; refunded: string; hash: string }>(MIRROR_DIGESTS, [
-    account,
-    window.from,
-    window.to,
-  ]);
-  return new Map(rows.map((r) => [Number(r.hour), { count: r.count, amount: BigInt(r.amount), refunded: BigInt(r.refunded), hash: BigInt(r.hash) }]));
+export async function mirrorDigests(
+  db: Queryable,
+  account: string,
+  window: TimeWindow,
+): Promise<Map<number, HourDigest>> {
+  const { rows } = await db.query<{ hour: number; count: number; amount: string; refunded: string; hash: string }>(
+    MIRROR_DIGESTS,
+    [account, window.from, window.to],
+  );
+  return new Map(
+    rows.map((r) => [
+      Number(r.hour),
+      { count: r.count, amount: BigInt(r.amount), refunded: BigInt(r.refunded), hash: BigInt(r.hash) },
+    ]),
+  );
 }
 
 /** Hours (unix seconds) where Stripe and the mirror disagree, either way. */
 export function differingHours(stripe: Map<number, HourDigest>, mirror: Map<number, HourDigest>): number[] {
   const hours = new Set([...stripe.keys(), ...mirror.keys()]);
   const same = (a?: HourDigest, b?: HourDigest) =>
-    a !== undefined && b !== undefined && a.count === b.count && a.amount === b.amount && a.refunded === b.refunded && a.hash === b.hash;
+    a !== undefined &&
+    b !== undefined &&
+    a.count === b.count &&
+    a.amount === b.amount &&
+    a.refunded === b.refunded &&
+    a.hash === b.hash;
   return [...hours].filter((h) => !same(stripe.get(h), mirror.get(h))).sort((a, b) => a - b);
 }
 
@@ -84,7 +97,13 @@ export interface DeepReadResult {
 }
 
 /** Re-lists `window`, compares hour by hour with the mirror, judges again the hours that differ. */
-export async function deepRead(deps: SweepDeps, options: SweepOptions, ctx: RunContext, window: TimeWindow, label: string): Promise<DeepReadResult> {
+export async function deepRead(
+  deps: SweepDeps,
+  options: SweepOptions,
+  ctx: RunContext,
+  window: TimeWindow,
+  label: string,
+): Promise<DeepReadResult> {
   // Whole hours from the start; the end is the caller's (settled) bound, read the same way on both sides.
   const from = Math.floor(window.from.getTime() / 1000 / HOUR_S) * HOUR_S;
   const aligned = { from: new Date(from * 1000), to: window.to };
@@ -94,7 +113,10 @@ export async function deepRead(deps: SweepDeps, options: SweepOptions, ctx: RunC
   }
   const mirror = await ctx.inTransaction((client) => mirrorDigests(client, ctx.run.account, aligned));
   const differing = differingHours(stripe, mirror);
-  ctx.log.info({ label, from: aligned.from.toISOString(), to: aligned.to.toISOString(), differing: differing.length }, 'deep re-read compared with the mirror');
+  ctx.log.info(
+    { label, from: aligned.from.toISOString(), to: aligned.to.toISOString(), differing: differing.length },
+    'deep re-read compared with the mirror',
+  );
   for (const [n, hour] of differing.entries()) {
     options.signal?.throwIfAborted();
     const slice = { from: new Date(hour * 1000), to: new Date(Math.min((hour + HOUR_S) * 1000, aligned.to.getTime())) };
@@ -118,5 +140,10 @@ export async function deepRead(deps: SweepDeps, options: SweepOptions, ctx: RunC
       checkpoint: async () => undefined,
     });
   }
-  return { from: aligned.from.toISOString(), to: aligned.to.toISOString(), hours: Math.max(0, Math.round((aligned.to.getTime() - aligned.from.getTime()) / 3_600_000)), differing: differing.length };
+  return {
+    from: aligned.from.toISOString(),
+    to: aligned.to.toISOString(),
+    hours: Math.max(0, Math.round((aligned.to.getTime() - aligned.from.getTime()) / 3_600_000)),
+    differing: differing.length,
+  };
 }

@@ -57,7 +57,10 @@ export class DryRunOverlay {
         charge: this.charge(l.charge),
         effect: l.effect ? this.effect(l.effect) : (this.effects.get(l.charge.id) ?? null),
       })),
-      looseEffects: facts.looseEffects.map((l) => ({ effect: this.effect(l.effect), charge: l.charge ? this.charge(l.charge) : null })),
+      looseEffects: facts.looseEffects.map((l) => ({
+        effect: this.effect(l.effect),
+        charge: l.charge ? this.charge(l.charge) : null,
+      })),
     };
   }
 
@@ -73,7 +76,10 @@ export class DryRunOverlay {
         const claim = this.claims.get(key);
         const response = responseFromCharge(repair.charge);
         this.claims.set(key, {
-          ...(claim ?? { ...placeholderClaim(repair.claim.tenantId, repair.claim.key, repair.charge, now), accountId: this.accountId }),
+          ...(claim ?? {
+            ...placeholderClaim(repair.claim.tenantId, repair.claim.key, repair.charge, now),
+            accountId: this.accountId,
+          }),
           status: 'completed',
           lockedUntil: null,
           responseStatus: response.status,
@@ -81,7 +87,8 @@ export class DryRunOverlay {
           responseChargeId: repair.charge.id,
           updatedAt: now,
         });
-        if (repair.insertEffect) this.effects.set(repair.charge.id, effectFrom(repair.charge, repair.claim.tenantId, repair.claim.key));
+        if (repair.insertEffect)
+          this.effects.set(repair.charge.id, effectFrom(repair.charge, repair.claim.tenantId, repair.claim.key));
         return;
       }
       case 'release_claim': {
@@ -104,7 +111,8 @@ export class DryRunOverlay {
             responseOutcome: response.outcome,
           });
         }
-        if (repair.insertEffect) this.effects.set(repair.charge.id, effectFrom(repair.charge, repair.tenantId, repair.key));
+        if (repair.insertEffect)
+          this.effects.set(repair.charge.id, effectFrom(repair.charge, repair.tenantId, repair.key));
         return;
       }
       case 'update_effect':
@@ -130,14 +138,26 @@ export class DryRunOverlay {
       if (!here && !claim) claimAccount = accountName(overlaid.accountId);
     }
     if (!tenantKnown) {
-      tenantKnown = [...this.claims.values()].some((c) => c.tenantId === identity.tenantId && accountName(c.accountId) === identity.account);
+      tenantKnown = [...this.claims.values()].some(
+        (c) => c.tenantId === identity.tenantId && accountName(c.accountId) === identity.account,
+      );
     }
     const effects = new Map(identity.effects.map((e) => [e.chargeId, this.effect(e)]));
     for (const [id, effect] of this.effects) {
-      const named = effect.tenantId === identity.tenantId && effect.idempotencyKey === identity.key && accountName(effect.accountId) === identity.account;
+      const named =
+        effect.tenantId === identity.tenantId &&
+        effect.idempotencyKey === identity.key &&
+        accountName(effect.accountId) === identity.account;
       if (named && !effects.has(id)) effects.set(id, effect);
     }
-    return { ...identity, claim, claimAccount, tenantKnown, charges: identity.charges.map((c) => this.charge(c)), effects: [...effects.values()] };
+    return {
+      ...identity,
+      claim,
+      claimAccount,
+      tenantKnown,
+      charges: identity.charges.map((c) => this.charge(c)),
+      effects: [...effects.values()],
+    };
   }
 
   private effect(e: EffectFact): EffectFact {
@@ -180,7 +200,11 @@ function placeholderClaim(tenantId: string, key: string, charge: ChargeFact, cre
   };
 }
 
-function released(claim: { tenantId: string; key: string; attempt: number }, accountId: string | null, createdAt: Date): ClaimFact {
+function released(
+  claim: { tenantId: string; key: string; attempt: number },
+  accountId: string | null,
+  createdAt: Date,
+): ClaimFact {
   return {
     tenantId: claim.tenantId,
     key: claim.key,

@@ -141,11 +141,24 @@ const CHANGED = {
 type Queries = typeof SLICE;
 
 /** The statements of one slice's gather, for EXPLAIN in the benchmarks (bench/sweep-attributed.ts). */
-export const SLICE_FACTS_SQL = { ...SLICE, knownTenants: KNOWN_TENANTS, attributedCharges: ATTRIBUTED_CHARGES, namedEffects: NAMED_EFFECTS };
+export const SLICE_FACTS_SQL = {
+  ...SLICE,
+  knownTenants: KNOWN_TENANTS,
+  attributedCharges: ATTRIBUTED_CHARGES,
+  namedEffects: NAMED_EFFECTS,
+};
 
 /** The facts of one slice of time; `listed`: the window its listing covered (default: the slice). */
-export function loadSliceFacts(db: Queryable, account: string, slice: TimeWindow, listed: TimeWindow = slice): Promise<SliceFacts> {
-  return loadFacts(db, account, SLICE, { keys: [account, slice.from, slice.to, listed.from, listed.to], loose: [account, slice.from, slice.to] });
+export function loadSliceFacts(
+  db: Queryable,
+  account: string,
+  slice: TimeWindow,
+  listed: TimeWindow = slice,
+): Promise<SliceFacts> {
+  return loadFacts(db, account, SLICE, {
+    keys: [account, slice.from, slice.to, listed.from, listed.to],
+    loose: [account, slice.from, slice.to],
+  });
 }
 
 /** The facts of the identities some charges belong to (the charges Stripe's events point at), whatever their age. */
@@ -155,7 +168,12 @@ export function loadChangedFacts(db: Queryable, account: string, chargeIds: read
 
 type Row = Record<string, unknown>;
 
-async function loadFacts(db: Queryable, account: string, queries: Queries, selection: { keys: unknown[]; loose: unknown[] }): Promise<SliceFacts> {
+async function loadFacts(
+  db: Queryable,
+  account: string,
+  queries: Queries,
+  selection: { keys: unknown[]; loose: unknown[] },
+): Promise<SliceFacts> {
   const accountId = accountIdOf(account);
   const { rows: keyRows } = await db.query<Row>(queries.claims, selection.keys);
   const identities = new Map<string, IdentityFacts>();
@@ -211,7 +229,9 @@ async function loadFacts(db: Queryable, account: string, queries: Queries, selec
       link(String(r.p_charge_id), id);
     }
     // Linked charges the metadata lookup did not bring: looked up by id (few).
-    const missing = [...links].filter(([chargeId, ids]) => [...ids].some((id) => !identities.get(id)?.charges.some((c) => c.id === chargeId)));
+    const missing = [...links].filter(([chargeId, ids]) =>
+      [...ids].some((id) => !identities.get(id)?.charges.some((c) => c.id === chargeId)),
+    );
     if (missing.length > 0) {
       const byId = await db.query<Row>(CHARGES_BY_ID, [missing.map(([chargeId]) => chargeId)]);
       for (const r of byId.rows) for (const id of links.get(String(r.charge_id)) ?? []) addCharge(id, r);
@@ -222,8 +242,14 @@ async function loadFacts(db: Queryable, account: string, queries: Queries, selec
   const looseEffects = await db.query<Row>(queries.looseEffects, selection.loose);
   return {
     identities: [...identities.values()],
-    looseCharges: looseCharges.rows.map((r) => ({ charge: chargeFact(r), effect: r.p_charge_id === null ? null : effectFact(r) })),
-    looseEffects: looseEffects.rows.map((r) => ({ effect: effectFact(r), charge: r.charge_id === null ? null : chargeFact(r) })),
+    looseCharges: looseCharges.rows.map((r) => ({
+      charge: chargeFact(r),
+      effect: r.p_charge_id === null ? null : effectFact(r),
+    })),
+    looseEffects: looseEffects.rows.map((r) => ({
+      effect: effectFact(r),
+      charge: r.charge_id === null ? null : chargeFact(r),
+    })),
   };
 }
 
@@ -254,7 +280,8 @@ function claimFact(r: Row): ClaimFact {
 /** A charge row (its own columns), with `recordedIn` when its payment row is under another account. */
 export function chargeFact(r: Row): ChargeFact {
   const account = String(r.account);
-  const paymentAccount = r.p_charge_id === null || r.p_charge_id === undefined ? null : accountName(textOrNull(r.p_account_id));
+  const paymentAccount =
+    r.p_charge_id === null || r.p_charge_id === undefined ? null : accountName(textOrNull(r.p_account_id));
   return {
     id: String(r.charge_id),
     account,

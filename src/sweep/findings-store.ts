@@ -62,7 +62,17 @@ export async function recordFindings(
      )
      SELECT u.id, u.category, u.subject, (p.last_seen_run IS DISTINCT FROM $3) AS "firstThisRun"
        FROM upserted u LEFT JOIN prior p USING (category, subject)`,
-    [JSON.stringify(rows.map(({ repair, ...r }) => ({ ...r, repair: repair && { action: repair.action, before: repair.before, after: repair.after } }))), args.account, args.runId, args.now],
+    [
+      JSON.stringify(
+        rows.map(({ repair, ...r }) => ({
+          ...r,
+          repair: repair && { action: repair.action, before: repair.before, after: repair.after },
+        })),
+      ),
+      args.account,
+      args.runId,
+      args.now,
+    ],
   );
   return recorded;
 }

@@ -56,7 +56,11 @@ export interface LockRequest {
  * for at most the run in progress. Accounts are locked in sorted order, so two
  * backfills of overlapping accounts queue instead of deadlocking.
  */
-export async function lockAccounts(pool: Pool, accounts: string[], request: LockRequest = { mode: 'run' }): Promise<SweepLock> {
+export async function lockAccounts(
+  pool: Pool,
+  accounts: string[],
+  request: LockRequest = { mode: 'run' },
+): Promise<SweepLock> {
   let lostWith: Error | undefined;
   const client: PoolClient = await checkout(pool, (error) => {
     lostWith = error;
@@ -73,7 +77,9 @@ export async function lockAccounts(pool: Pool, accounts: string[], request: Lock
           continue;
         }
         if (!(await tryLock(client, sweepKey(account), 'exclusive'))) {
-          throw new SweepLockedError(`another sweep is running for account ${account}; this one stops (it does not wait)`);
+          throw new SweepLockedError(
+            `another sweep is running for account ${account}; this one stops (it does not wait)`,
+          );
         }
       } else {
         await waitForLock(pool, client, holder, account, deadline, request);
@@ -88,7 +94,9 @@ export async function lockAccounts(pool: Pool, accounts: string[], request: Lock
   }
   const assertHeld = () => {
     if (lostWith) {
-      throw new Error(`lost the database connection that held the sweep lock (${lostWith.message}); stopping so two runs never overlap`);
+      throw new Error(
+        `lost the database connection that held the sweep lock (${lostWith.message}); stopping so two runs never overlap`,
+      );
     }
   };
   return {
@@ -127,7 +135,14 @@ async function tryLock(client: PoolClient, key: string, kind: 'shared' | 'exclus
 }
 
 /** A backfill takes the account's gate, then its sweep lock, each waiting until `deadline`. */
-async function waitForLock(pool: Pool, client: PoolClient, pid: number, account: string, deadline: number, request: LockRequest): Promise<void> {
+async function waitForLock(
+  pool: Pool,
+  client: PoolClient,
+  pid: number,
+  account: string,
+  deadline: number,
+  request: LockRequest,
+): Promise<void> {
   const waitMs = request.waitMs ?? 0;
   let told = false;
   for (const key of [gateKey(account), sweepKey(account)]) {
@@ -142,22 +157,34 @@ async function waitForLock(pool: Pool, client: PoolClient, pid: number, account:
     }
     if (!told) request.onWait?.(account);
     told = true;
-    await blockingLock(pool, client, pid, key, remaining, request.signal).catch((error: { code?: string } | null | undefined) => {
-      if (error?.code === '55P03') {
-        throw new SweepLockedError(
-          `another sweep still holds account ${account} after --wait ${formatDuration(waitMs)}; run the backfill again later or with a longer --wait`,
-        );
-      }
-      if (request.signal?.aborted) throw new Error(`interrupted while waiting for the lock of account ${account}; nothing was swept`);
-      throw error;
-    });
+    await blockingLock(pool, client, pid, key, remaining, request.signal).catch(
+      (error: { code?: string } | null | undefined) => {
+        if (error?.code === '55P03') {
+          throw new SweepLockedError(
+            `another sweep still holds account ${account} after --wait ${formatDuration(waitMs)}; run the backfill again later or with a longer --wait`,
+          );
+        }
+        if (request.signal?.aborted)
+          throw new Error(`interrupted while waiting for the lock of account ${account}; nothing was swept`);
+        throw error;
+      },
+    );
   }
 }
 
-async function blockingLock(pool: Pool, client: PoolClient, pid: number, key: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+async function blockingLock(
+  pool: Pool,
+  client: PoolClient,
+  pid: number,
+  key: string,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<void> {
   if (signal?.aborted) throw Object.assign(new Error('aborted'), { code: '57014' });
   // lock_timeout bounds the wait; statement_timeout (the role may set one) must not cut it shorter.
-  await client.query(`SELECT set_config('lock_timeout', $1, false), set_config('statement_timeout', '0', false)`, [`${Math.ceil(timeoutMs)}ms`]);
+  await client.query(`SELECT set_config('lock_timeout', $1, false), set_config('statement_timeout', '0', false)`, [
+    `${Math.ceil(timeoutMs)}ms`,
+  ]);
   // A signal cancels the wait from another connection: the waiting one is busy.
   const cancel = () => void pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => undefined);
   signal?.addEventListener('abort', cancel, { once: true });

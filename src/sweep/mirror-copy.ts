@@ -53,12 +53,19 @@ ON CONFLICT (charge_id, created) DO UPDATE
        idempotency_key = EXCLUDED.idempotency_key, livemode = EXCLUDED.livemode, fetched_at = EXCLUDED.fetched_at
  WHERE m.fetched_at <= EXCLUDED.fetched_at`;
 
-export async function copyCharges(client: PoolClient, charges: NormalizedCharge[], fetchedAt: Date): Promise<IsolatedUpsert> {
+export async function copyCharges(
+  client: PoolClient,
+  charges: NormalizedCharge[],
+  fetchedAt: Date,
+): Promise<IsolatedUpsert> {
   if (charges.length === 0) return { written: 0, refused: [] };
   await client.query(LOAD_TABLE);
   await client.query('SAVEPOINT sweeper_mirror_copy');
   try {
-    await pipeline(Readable.from(lines(charges)), client.query(copyFrom(`COPY sweeper_mirror_load (${COLUMNS.join(', ')}) FROM STDIN`)));
+    await pipeline(
+      Readable.from(lines(charges)),
+      client.query(copyFrom(`COPY sweeper_mirror_load (${COLUMNS.join(', ')}) FROM STDIN`)),
+    );
     const { rowCount } = await client.query(UPSERT_FROM_LOAD, [fetchedAt]);
     await client.query('RELEASE SAVEPOINT sweeper_mirror_copy');
     return { written: rowCount ?? 0, refused: [] };
@@ -104,7 +111,9 @@ function* lines(charges: NormalizedCharge[]): Generator<string> {
 /** COPY's text format: `\N` for null; backslash, tab, newline and carriage return escaped. */
 function text(value: string | null): string {
   if (value === null) return '\\N';
-  return value.replace(/[\\\t\n\r]/g, (ch) => (ch === '\\' ? '\\\\' : ch === '\t' ? '\\t' : ch === '\n' ? '\\n' : '\\r'));
+  return value.replace(/[\\\t\n\r]/g, (ch) =>
+    ch === '\\' ? '\\\\' : ch === '\t' ? '\\t' : ch === '\n' ? '\\n' : '\\r',
+  );
 }
 
 function bool(value: boolean): string {

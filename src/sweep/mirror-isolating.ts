@@ -46,13 +46,22 @@ export function isDataError(error: unknown): error is { code: string; message: s
  * - Any other error is rethrown as it is; the caller's transaction is then unusable,
  *   as with `upsertCharges`.
  */
-export async function upsertChargesIsolating(db: Queryable, charges: NormalizedCharge[], fetchedAt: Date): Promise<IsolatedUpsert> {
+export async function upsertChargesIsolating(
+  db: Queryable,
+  charges: NormalizedCharge[],
+  fetchedAt: Date,
+): Promise<IsolatedUpsert> {
   const result: IsolatedUpsert = { written: 0, refused: [] };
   await tryBatch(db, charges, fetchedAt, result);
   return result;
 }
 
-async function tryBatch(db: Queryable, charges: NormalizedCharge[], fetchedAt: Date, result: IsolatedUpsert): Promise<void> {
+async function tryBatch(
+  db: Queryable,
+  charges: NormalizedCharge[],
+  fetchedAt: Date,
+  result: IsolatedUpsert,
+): Promise<void> {
   if (charges.length === 0) return;
   await db.query('SAVEPOINT sweeper_mirror_batch');
   try {
@@ -62,7 +71,10 @@ async function tryBatch(db: Queryable, charges: NormalizedCharge[], fetchedAt: D
     await db.query('ROLLBACK TO SAVEPOINT sweeper_mirror_batch');
     await db.query('RELEASE SAVEPOINT sweeper_mirror_batch');
     if (charges.length === 1) {
-      result.refused.push({ charge: charges[0] as NormalizedCharge, error: { code: error.code, message: error.message } });
+      result.refused.push({
+        charge: charges[0] as NormalizedCharge,
+        error: { code: error.code, message: error.message },
+      });
       return;
     }
     const half = Math.ceil(charges.length / 2);

@@ -71,7 +71,10 @@ export class SlicePrefetcher {
     // Every listing in flight listens on it (up to MAX_DEPTH at once): not a leak.
     setMaxListeners(MAX_DEPTH * 4 + 10, this.controller.signal);
     signal?.addEventListener('abort', () => this.controller.abort(signal.reason), { once: true });
-    deps.log.info({ depth: this.depth, max_charges: maxCharges }, 'listing slices ahead of the judgement (depth from the rate budget and the latency)');
+    deps.log.info(
+      { depth: this.depth, max_charges: maxCharges },
+      'listing slices ahead of the judgement (depth from the rate budget and the latency)',
+    );
   }
 
   /** Slice `index`, listed; starts the listings after it, up to the depth and the charges bound. */
@@ -104,7 +107,10 @@ export class SlicePrefetcher {
 
   private fill(from: number): void {
     // The slice the judgement waits for is always listed; the ones after it while the bounds allow.
-    while (this.next < this.slices.length && (this.next <= from || (this.next < from + this.depth && this.held() < this.maxCharges))) {
+    while (
+      this.next < this.slices.length &&
+      (this.next <= from || (this.next < from + this.depth && this.held() < this.maxCharges))
+    ) {
       const index = this.next++;
       this.sizes.set(index, 0);
       const feed = this.feed(index, this.slices[index] as TimeWindow);

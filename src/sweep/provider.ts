@@ -139,7 +139,12 @@ export interface ProviderEvidence {
    * A charge that answers but cannot be read goes to `onMalformed` when given (the caller
    * records it as a finding), and otherwise fails the call (nothing is decided on it).
    */
-  chargesById(account: string, ids: readonly string[], signal?: AbortSignal, onMalformed?: (bad: MalformedCharge) => void): Promise<NormalizedCharge[]>;
+  chargesById(
+    account: string,
+    ids: readonly string[],
+    signal?: AbortSignal,
+    onMalformed?: (bad: MalformedCharge) => void,
+  ): Promise<NormalizedCharge[]>;
   /** Every charge of the account whose metadata names the tenant and key (Stripe: its charge search). */
   chargesNaming(account: string, tenantId: string, key: string, signal?: AbortSignal): Promise<NormalizedCharge[]>;
   /** The refunds the provider has for one charge (Stripe: `GET /v1/refunds?charge=`). */

@@ -91,7 +91,9 @@ export interface SettleArgs {
 }
 
 /** Settles every open intent of the account; returns how many findings became `repaired`. */
-export async function settleRefundIntents(args: SettleArgs): Promise<{ refunded: number; cancelled: number; repairedFindings: number }> {
+export async function settleRefundIntents(
+  args: SettleArgs,
+): Promise<{ refunded: number; cancelled: number; repairedFindings: number }> {
   const { rows: intents } = await args.pool.query<Intent>(
     `SELECT charge_id, kept_charge_id, finding_id, amount, currency, idempotency_key
        FROM recon_refunds WHERE account = $1 AND state = 'intent' ORDER BY created_at, charge_id`,
@@ -134,7 +136,11 @@ async function settleOne(args: SettleArgs, intent: Intent): Promise<Outcome> {
         chargeId: intent.charge_id,
         amount: intent.amount,
         idempotencyKey: intent.idempotency_key,
-        metadata: { [REFUND_KEY_METADATA]: intent.idempotency_key, reason: 'duplicate_charge', kept_charge: intent.kept_charge_id },
+        metadata: {
+          [REFUND_KEY_METADATA]: intent.idempotency_key,
+          reason: 'duplicate_charge',
+          kept_charge: intent.kept_charge_id,
+        },
       },
       signal,
     );
@@ -151,15 +157,18 @@ async function settleOne(args: SettleArgs, intent: Intent): Promise<Outcome> {
 function whyNotNow(intent: Intent, extra: NormalizedCharge | null, kept: NormalizedCharge | null): string | null {
   if (!extra) return 'Stripe no longer has the extra charge';
   if (!kept) return 'Stripe no longer has the kept charge';
-  if (kept.status !== 'succeeded' || kept.refunded || kept.amountRefunded > 0) return 'the kept charge no longer stands (failed or refunded)';
+  if (kept.status !== 'succeeded' || kept.refunded || kept.amountRefunded > 0)
+    return 'the kept charge no longer stands (failed or refunded)';
   if (extra.amountRefunded > 0 || extra.refunded) return 'the extra charge was refunded at Stripe by someone else';
   if (extra.status !== 'succeeded' || !extra.captured) return 'the extra charge is not a captured, succeeded charge';
   if (extra.disputed) return 'the extra charge is disputed: the dispute decides';
   if (extra.amount !== kept.amount || extra.currency !== kept.currency || extra.amount !== intent.amount) {
     return 'amount or currency differ from the kept charge';
   }
-  if (extra.customer !== kept.customer || extra.paymentMethod !== kept.paymentMethod) return 'customer or payment method differ';
-  if (extra.tenantId !== kept.tenantId || extra.idempotencyKey !== kept.idempotencyKey) return 'the two charges no longer name the same key';
+  if (extra.customer !== kept.customer || extra.paymentMethod !== kept.paymentMethod)
+    return 'customer or payment method differ';
+  if (extra.tenantId !== kept.tenantId || extra.idempotencyKey !== kept.idempotencyKey)
+    return 'the two charges no longer name the same key';
   return null;
 }
 
@@ -177,18 +186,25 @@ async function record(args: SettleArgs, intent: Intent, outcome: Outcome): Promi
       await upsertCharges(tx, [outcome.charge], now);
     }
     if (outcome.kind === 'cancelled') {
-      await tx.query(`UPDATE recon_refunds SET state = 'cancelled', reason = $2, updated_at = $3 WHERE charge_id = $1 AND state = 'intent'`, [
-        intent.charge_id,
-        outcome.reason,
-        now,
-      ]);
-      args.log.warn({ charge: intent.charge_id, reason: outcome.reason }, 'duplicate not refunded: it stays open for a person');
+      await tx.query(
+        `UPDATE recon_refunds SET state = 'cancelled', reason = $2, updated_at = $3 WHERE charge_id = $1 AND state = 'intent'`,
+        [intent.charge_id, outcome.reason, now],
+      );
+      args.log.warn(
+        { charge: intent.charge_id, reason: outcome.reason },
+        'duplicate not refunded: it stays open for a person',
+      );
       return 0;
     }
     const updated = await tx.query(
       `UPDATE recon_refunds SET state = 'refunded', stripe_refund_id = $2, reason = $3, updated_at = $4
         WHERE charge_id = $1 AND state = 'intent'`,
-      [intent.charge_id, outcome.refund.id, outcome.how === 'found' ? 'found at Stripe: already refunded by an earlier attempt' : null, now],
+      [
+        intent.charge_id,
+        outcome.refund.id,
+        outcome.how === 'found' ? 'found at Stripe: already refunded by an earlier attempt' : null,
+        now,
+      ],
     );
     if (updated.rowCount !== 1) return 0; // settled meanwhile by another run: its audit row stands
     await tx.query(
@@ -198,7 +214,12 @@ async function record(args: SettleArgs, intent: Intent, outcome: Outcome): Promi
         intent.finding_id,
         args.runId,
         JSON.stringify({ charge: intent.charge_id, kept: intent.kept_charge_id, amount_refunded: 0 }),
-        JSON.stringify({ refund: outcome.refund.id, amount: outcome.refund.amount, idempotency_key: intent.idempotency_key, how: outcome.how }),
+        JSON.stringify({
+          refund: outcome.refund.id,
+          amount: outcome.refund.amount,
+          idempotency_key: intent.idempotency_key,
+          how: outcome.how,
+        }),
         now,
       ],
     );
@@ -210,7 +231,10 @@ async function record(args: SettleArgs, intent: Intent, outcome: Outcome): Promi
           AND NOT EXISTS (SELECT 1 FROM recon_refunds r WHERE r.finding_id = f.id AND r.state <> 'refunded')`,
       [intent.finding_id, now, args.runId],
     );
-    args.log.info({ charge: intent.charge_id, refund: outcome.refund.id, how: outcome.how }, 'duplicate charge refunded');
+    args.log.info(
+      { charge: intent.charge_id, refund: outcome.refund.id, how: outcome.how },
+      'duplicate charge refunded',
+    );
     return rowCount ?? 0;
   });
 }

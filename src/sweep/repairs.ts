@@ -1,7 +1,13 @@
 import type { Queryable } from '../db/pool.js';
 import { downstreamKey } from '../claims/keys.js';
 import { accountIdOf, claimKey } from '../domain/identity.js';
-import { chargeResultBody, INSERT_PAYMENT_SQL, PAYMENT_COLUMNS, PAYMENT_RECORD_TYPE, type ResponseOutcome } from '../claims/claim-store.js';
+import {
+  chargeResultBody,
+  INSERT_PAYMENT_SQL,
+  PAYMENT_COLUMNS,
+  PAYMENT_RECORD_TYPE,
+  type ResponseOutcome,
+} from '../claims/claim-store.js';
 import type { ChargeFact } from './facts.js';
 import type { Finding, RepairPlan } from './judge/index.js';
 
@@ -29,7 +35,11 @@ export interface RepairContext {
 
 type Of<K extends RepairPlan['kind']> = Extract<RepairPlan, { kind: K }>;
 
-export async function executeRepairs(db: Queryable, findings: Finding[], ctx: RepairContext): Promise<Map<Finding, RepairOutcome>> {
+export async function executeRepairs(
+  db: Queryable,
+  findings: Finding[],
+  ctx: RepairContext,
+): Promise<Map<Finding, RepairOutcome>> {
   const done = new Map<Finding, RepairOutcome>();
   const byKind = <K extends RepairPlan['kind']>(kind: K) =>
     findings.filter((f): f is Finding & { repair: Of<K> } => f.repair?.kind === kind);
@@ -155,7 +165,12 @@ async function completeClaims(
     const effect = insertEffect ? effectRow(charge, claim.tenantId, claim.key) : 'present';
     done.set(finding, {
       finding,
-      action: charge.status === 'failed' ? 'store_failure_and_effect' : insertEffect ? 'insert_effect_and_complete_claim' : 'complete_claim',
+      action:
+        charge.status === 'failed'
+          ? 'store_failure_and_effect'
+          : insertEffect
+            ? 'insert_effect_and_complete_claim'
+            : 'complete_claim',
       before: { claim: { status: claim.status, attempt: claim.attempt }, effect: insertEffect ? null : 'present' },
       after: { claim: { status: 'completed', response_status: row.response_status }, effect },
     });
@@ -169,7 +184,11 @@ async function releaseClaims(
   done: Map<Finding, RepairOutcome>,
 ): Promise<void> {
   if (findings.length === 0) return;
-  const plan = findings.map(({ repair: { claim } }) => ({ tenant_id: claim.tenantId, key: claim.key, attempt: claim.attempt }));
+  const plan = findings.map(({ repair: { claim } }) => ({
+    tenant_id: claim.tenantId,
+    key: claim.key,
+    attempt: claim.attempt,
+  }));
   const { rows } = await db.query<{ tenant_id: string; key: string }>(
     `UPDATE idempotency_keys k
         SET status = 'released', locked_until = NULL, updated_at = $2
@@ -310,4 +329,3 @@ async function updateEffects(
     });
   }
 }
-

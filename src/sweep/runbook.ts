@@ -9,7 +9,8 @@ export const RUNBOOK: Record<Exclude<Category, 'matched'>, { means: string; swee
   },
   stale_claim: {
     means: 'an attempt died before Stripe saw it; the claim was left in flight',
-    sweeper: 'released it so the caller\u2019s retry can run (same downstream key, no double charge); not if older than 24 h',
+    sweeper:
+      'released it so the caller\u2019s retry can run (same downstream key, no double charge); not if older than 24 h',
     person: 'only for claims older than 24 h: decide by hand whether to retry (Stripe has forgotten the key)',
   },
   lost_effect: {
@@ -28,9 +29,11 @@ export const RUNBOOK: Record<Exclude<Category, 'matched'>, { means: string; swee
     person: 'check why it was made outside the library',
   },
   unattributed_charge: {
-    means: 'money nobody here can attribute (no metadata, a tenant unknown on the account, another account\u2019s claim, an unreadable charge)',
+    means:
+      'money nobody here can attribute (no metadata, a tenant unknown on the account, another account\u2019s claim, an unreadable charge)',
     sweeper: 'nothing: metadata alone never makes a claim',
-    person: 'look the charge up in the Stripe dashboard (customer, payment intent), then record it and resolve, or refund it',
+    person:
+      'look the charge up in the Stripe dashboard (customer, payment intent), then record it and resolve, or refund it',
   },
   effect_without_charge: {
     means: 'a payment row for a charge Stripe never made: money recorded that was never taken',

@@ -49,7 +49,13 @@ export async function readWatermark(db: Queryable, account: string): Promise<Dat
 }
 
 /** Only ever forwards. */
-export async function advanceWatermark(db: Queryable, account: string, to: Date, runId: string, now: Date): Promise<void> {
+export async function advanceWatermark(
+  db: Queryable,
+  account: string,
+  to: Date,
+  runId: string,
+  now: Date,
+): Promise<void> {
   await db.query(
     `INSERT INTO recon_watermarks AS w (account, shard, watermark, run_id, updated_at) VALUES ($1, '', $2, $3, $4)
      ON CONFLICT (account, shard) DO UPDATE SET watermark = EXCLUDED.watermark, run_id = EXCLUDED.run_id,
@@ -60,7 +66,11 @@ export async function advanceWatermark(db: Queryable, account: string, to: Date,
 }
 
 /** A backfill of the same account and range that did not finish: where to pick it up. */
-export async function findResumableBackfill(db: Queryable, account: string, window: TimeWindow): Promise<{ id: string; checkpoint: Date } | null> {
+export async function findResumableBackfill(
+  db: Queryable,
+  account: string,
+  window: TimeWindow,
+): Promise<{ id: string; checkpoint: Date } | null> {
   const { rows } = await db.query<{ id: string; checkpoint: Date }>(
     `SELECT id, checkpoint FROM recon_runs
       WHERE mode = 'backfill' AND account = $1 AND window_from = $2 AND window_to = $3
@@ -83,7 +93,13 @@ export interface SliceProgress {
 export async function recordSliceProgress(db: Queryable, runId: string, progress: SliceProgress): Promise<void> {
   await db.query(
     `UPDATE recon_runs SET checkpoint = $2, charges_scanned = $3, findings = $4, repaired = $5 WHERE id = $1`,
-    [runId, progress.checkpoint, progress.chargesScanned, JSON.stringify(progress.findings), JSON.stringify(progress.repaired)],
+    [
+      runId,
+      progress.checkpoint,
+      progress.chargesScanned,
+      JSON.stringify(progress.findings),
+      JSON.stringify(progress.repaired),
+    ],
   );
 }
 
@@ -95,7 +111,13 @@ export async function finishRun(
   await db.query(
     `UPDATE recon_runs SET status = $2, finished_at = $3, unreconciled = $4, error = $5 WHERE id = $1`,
     // The error may quote an upstream's answer, which may quote a secret: stored redacted.
-    [runId, outcome.status, outcome.now, outcome.unreconciled ?? null, outcome.error === undefined ? null : redact(outcome.error)],
+    [
+      runId,
+      outcome.status,
+      outcome.now,
+      outcome.unreconciled ?? null,
+      outcome.error === undefined ? null : redact(outcome.error),
+    ],
   );
 }
 

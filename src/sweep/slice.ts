@@ -68,10 +68,13 @@ function holdAt(ctx: SliceContext, deferred: string[]): void {
       ? `this run's watermark goes no further than ${ctx.watermarkHold.at.toISOString()}, so the next run judges them again`
       : 'they are counted in deferred_keys: run this backfill again once their leases have ended';
   ctx.log.warn(
-    { slice: { from: slice.from.toISOString(), to: slice.to.toISOString() }, deferred: deferred.length, example: deferred[0] },
+    {
+      slice: { from: slice.from.toISOString(), to: slice.to.toISOString() },
+      deferred: deferred.length,
+      example: deferred[0],
+    },
     `keys held by a live writer inside the settled window were not judged (or Stripe's own word on them was still missing); ${then}. ` +
       "If this repeats, check that the claim library's lease is SWEEPER_CLAIM_LEASE (claimSettingsFromEnv) and that app servers " +
       'and this job agree on the time',
   );
 }
-

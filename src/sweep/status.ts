@@ -5,7 +5,16 @@ import { slicesOf } from './window.js';
 
 export interface SweepStatus {
   watermarks: Array<{ account: string; shard: string; watermark: string; lag_seconds: number }>;
-  last_runs: Array<{ id: string; mode: string; account: string; status: string; started_at: string; finished_at: string | null; unreconciled: number | null; error: string | null }>;
+  last_runs: Array<{
+    id: string;
+    mode: string;
+    account: string;
+    status: string;
+    started_at: string;
+    finished_at: string | null;
+    unreconciled: number | null;
+    error: string | null;
+  }>;
   open_findings: Record<string, Record<string, number>>;
   unreconciled: number;
   claims: { count: number; in_flight: number; oldest_created_at: string | null; oldest_age_seconds: number | null };
@@ -59,7 +68,9 @@ export async function readStatus(db: Queryable, now: Date, options: StatusOption
   );
   const claims = { rows: [await readClaimStore(db)] };
   const live = await readLiveRuns(db, now, options.sliceMs);
-  const completeness = options.completeness ? await readCompletenessAll(db, options.completeness.accounts, options.completeness) : undefined;
+  const completeness = options.completeness
+    ? await readCompletenessAll(db, options.completeness.accounts, options.completeness)
+    : undefined;
   const openByAccount: Record<string, Record<string, number>> = {};
   for (const row of open.rows) (openByAccount[row.account] ??= {})[row.category] = row.n;
   const c = claims.rows[0];
@@ -118,7 +129,10 @@ async function readLiveRuns(db: Queryable, now: Date, sliceMs: number | undefine
     const span = r.window_to.getTime() - r.window_from.getTime();
     const done = Math.max(0, r.checkpoint.getTime() - r.window_from.getTime());
     const slices = sliceMs
-      ? { done: slicesOf({ from: r.window_from, to: r.checkpoint }, sliceMs).length, total: slicesOf({ from: r.window_from, to: r.window_to }, sliceMs).length }
+      ? {
+          done: slicesOf({ from: r.window_from, to: r.checkpoint }, sliceMs).length,
+          total: slicesOf({ from: r.window_from, to: r.window_to }, sliceMs).length,
+        }
       : null;
     return {
       id: r.id,
@@ -166,7 +180,8 @@ export async function resolveFinding(
     [args.id],
   );
   const finding = found.rows[0];
-  if (!finding) throw new FindingNotFoundError(`no finding with id ${args.id}: see \`sweeper status\` or \`sweeper report\``);
+  if (!finding)
+    throw new FindingNotFoundError(`no finding with id ${args.id}: see \`sweeper status\` or \`sweeper report\``);
   throw new FindingNotFoundError(
     `finding ${args.id} is already ${finding.state}${finding.closed_by ? ` (by ${finding.closed_by})` : ''}: only open findings are resolved`,
   );
@@ -195,7 +210,9 @@ async function readClaimStore(db: Queryable): Promise<{ count: number; in_flight
   let oldest: Date | null = null;
   // Partitions are named by day (idempotency_keys_pYYYYMMDD): the first one with a row holds the oldest claim.
   for (const part of parts) {
-    const { rows } = await db.query<{ oldest: Date | null }>(`SELECT min(created_at) AS oldest FROM ${quoteIdent(part.name)}`);
+    const { rows } = await db.query<{ oldest: Date | null }>(
+      `SELECT min(created_at) AS oldest FROM ${quoteIdent(part.name)}`,
+    );
     if (rows[0]?.oldest) {
       oldest = rows[0].oldest;
       break;

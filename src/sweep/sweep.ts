@@ -22,7 +22,10 @@ import { formatShard, scheduledWindow, slicesOf, type TimeWindow } from './windo
 import { errorMessage } from '../errors.js';
 
 export function newRunId(now: Date): string {
-  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  const stamp = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
   return `run_${stamp}_${randomBytes(3).toString('hex')}`;
 }
 
@@ -35,13 +38,20 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
     mode: options.mode,
     waitMs: options.lockWaitMs,
     signal: options.signal,
-    onWait: (account) => deps.logger.info({ account, wait_ms: options.lockWaitMs }, 'another sweep holds the account; waiting for it (--wait)'),
+    onWait: (account) =>
+      deps.logger.info(
+        { account, wait_ms: options.lockWaitMs },
+        'another sweep holds the account; waiting for it (--wait)',
+      ),
   });
   try {
     const reports: SweepReport[] = [];
     const failures: Error[] = [];
     for (const account of lock.skipped) {
-      deps.logger.info({ account, mode: options.mode }, 'skipped: backfill in progress (it holds or waits for the account); the next run sweeps it');
+      deps.logger.info(
+        { account, mode: options.mode },
+        'skipped: backfill in progress (it holds or waits for the account); the next run sweeps it',
+      );
       deps.onSkipped?.(account);
     }
     for (const account of lock.accounts) {
@@ -101,7 +111,12 @@ function emptyReport(options: SweepOptions, account: string, runId: string): Swe
   };
 }
 
-async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: string, lock: SweepLock): Promise<SweepReport> {
+async function sweepAccount(
+  deps: SweepDeps,
+  options: SweepOptions,
+  account: string,
+  lock: SweepLock,
+): Promise<SweepReport> {
   const started = deps.clock();
   const t0 = Date.now();
   // Shards split the accounts, so each account's watermark is its own whatever the
@@ -127,7 +142,15 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
   report.window = { from: window.full.from.toISOString(), to: window.full.to.toISOString() };
   if (window.resumedFrom) report.resumed_from = window.resumedFrom;
 
-  const run = { id: runId, mode: options.mode, account, shard, window: window.full, startedAt: started, checkpoint: window.start };
+  const run = {
+    id: runId,
+    mode: options.mode,
+    account,
+    shard,
+    window: window.full,
+    startedAt: started,
+    checkpoint: window.start,
+  };
   const slices = slicesOf({ from: window.start, to: window.full.to }, options.sliceMs);
   const watermarkHold = { at: null as Date | null };
   // A real run commits slice by slice. A dry run keeps one transaction that it rolls
@@ -183,8 +206,16 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
     log.info({ window: report.window, slices: slices.length, start: window.start.toISOString() }, 'sweep started');
     const progress = (phase: 'slices' | 'changes', slicesDone: number) =>
       deps.onProgress?.({
-        runId, mode: options.mode, account, window: window.full, start: window.start, resumedFrom: window.resumedFrom,
-        phase, slicesDone, slicesTotal: slices.length, chargesScanned: report.charges_scanned,
+        runId,
+        mode: options.mode,
+        account,
+        window: window.full,
+        start: window.start,
+        resumedFrom: window.resumedFrom,
+        phase,
+        slicesDone,
+        slicesTotal: slices.length,
+        chargesScanned: report.charges_scanned,
       });
     progress('slices', 0);
     // Refunds an earlier run recorded but did not finish (a crash, Stripe down): settled first.
@@ -212,14 +243,23 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
       }
     }
     report.unreconciled = await countOpenFindings(dry ?? deps.pool, account);
-    if (!dry) await finishRun(deps.pool, runId, { status: report.status, now: deps.clock(), unreconciled: report.unreconciled });
+    if (!dry)
+      await finishRun(deps.pool, runId, {
+        status: report.status,
+        now: deps.clock(),
+        unreconciled: report.unreconciled,
+      });
   } catch (error) {
     if (dry) throw error;
     if (options.signal?.aborted) {
       // Asked to stop mid-slice: that slice rolled back; the committed ones stand.
       report.status = 'interrupted';
       report.unreconciled = await countOpenFindings(deps.pool, account);
-      await finishRun(deps.pool, runId, { status: 'interrupted', now: deps.clock(), unreconciled: report.unreconciled });
+      await finishRun(deps.pool, runId, {
+        status: 'interrupted',
+        now: deps.clock(),
+        unreconciled: report.unreconciled,
+      });
       report.duration_ms = Date.now() - t0;
       log.warn('sweep interrupted; the next run resumes from the last committed slice');
       return report;
@@ -239,7 +279,11 @@ async function sweepAccount(deps: SweepDeps, options: SweepOptions, account: str
   }
   report.duration_ms = Date.now() - t0;
   if (report.status === 'interrupted') log.warn('sweep interrupted between slices; the next run resumes from here');
-  else log.info({ findings: report.findings, repaired: report.repaired, unreconciled: report.unreconciled }, 'sweep finished');
+  else
+    log.info(
+      { findings: report.findings, repaired: report.repaired, unreconciled: report.unreconciled },
+      'sweep finished',
+    );
   return report;
 }
 

@@ -82,7 +82,9 @@ describe('sweeper migrate (subprocess)', () => {
     const result = await runCli(['migrate'], { DATABASE_URL: 'postgres://sweeper:hunter2@127.0.0.1:9/payments' });
     expect(result.code).toBe(1);
     expect(result.stderr.trim().split('\n')).toHaveLength(1);
-    expect(result.stderr).toMatch(/cannot connect to PostgreSQL at postgres:\/\/sweeper:\*\*\*@127\.0\.0\.1:9\/payments/);
+    expect(result.stderr).toMatch(
+      /cannot connect to PostgreSQL at postgres:\/\/sweeper:\*\*\*@127\.0\.0\.1:9\/payments/,
+    );
     expect(result.stderr).not.toMatch(/hunter2/);
   });
 

@@ -13,7 +13,9 @@ describe('sweeper demo', () => {
     const out = result.stdout;
     for (const category of CATEGORIES) expect(out, category).toContain(category);
     expect(out).toMatch(/a worker killed after Stripe charged/);
-    expect(out).toMatch(/a double click: two identical requests at once → charged \+ in_progress; its retry → replayed, one charge/);
+    expect(out).toMatch(
+      /a double click: two identical requests at once → charged \+ in_progress; its retry → replayed, one charge/,
+    );
     expect(out).toMatch(/Left for a person, and why:/);
     // Each open finding: why, then what to do (the runbook's action, not the reason again).
     const unattributed = /#\d+ unattributed_charge: (.+)\.\n\s+→ to do: (.+)/.exec(out);

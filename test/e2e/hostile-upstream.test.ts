@@ -3,7 +3,14 @@ import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-doubl
 import { MALFORMED_CHARGE_CATEGORY } from '../../src/sweep/categories.js';
 import { runCli, type CliResult } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { POISON_KEY, POISONS, startHostileUpstream, type HostileMode, type HostileUpstream, type Poison } from '../support/hostile-upstream.js';
+import {
+  POISON_KEY,
+  POISONS,
+  startHostileUpstream,
+  type HostileMode,
+  type HostileUpstream,
+  type Poison,
+} from '../support/hostile-upstream.js';
 
 /**
  * `sweeper run` against a Stripe that misbehaves. A broken listing fails the run
@@ -31,13 +38,20 @@ function env(db: TestDatabase): Record<string, string> {
 }
 
 async function watermark(db: TestDatabase): Promise<Date | null> {
-  const { rows } = await db.pool.query<{ watermark: Date }>(`SELECT watermark FROM recon_watermarks WHERE account = 'platform'`);
+  const { rows } = await db.pool.query<{ watermark: Date }>(
+    `SELECT watermark FROM recon_watermarks WHERE account = 'platform'`,
+  );
   return rows[0]?.watermark ?? null;
 }
 
 /** The last `sweeper: …` line: what an operator reads. */
 function verdict(result: CliResult): string {
-  return result.stderr.split('\n').filter((l) => l.startsWith('sweeper: ')).at(-1) ?? '';
+  return (
+    result.stderr
+      .split('\n')
+      .filter((l) => l.startsWith('sweeper: '))
+      .at(-1) ?? ''
+  );
 }
 
 beforeAll(async () => {
@@ -83,7 +97,9 @@ describe('a broken listing fails the run and never moves the watermark', () => {
     proxy.mode = mode;
     const result = await runCli(['run', '--json'], env(db));
     expect(result.code, result.stderr).toBe(1);
-    expect(verdict(result)).toMatch(/^sweeper: charges of the platform account in \[.+\) could not be listed completely: /);
+    expect(verdict(result)).toMatch(
+      /^sweeper: charges of the platform account in \[.+\) could not be listed completely: /,
+    );
     expect(verdict(result)).toMatch(problem);
     expect(result.stderr).not.toMatch(/TypeError|Cannot read properties/);
     expect(await watermark(db)).toEqual(before);
@@ -97,7 +113,9 @@ describe('a broken listing fails the run and never moves the watermark', () => {
     proxy.mode = 'echo-key-401';
     const result = await runCli(['run', '--json'], env(db));
     expect(result.code, result.stderr).toBe(1);
-    expect(verdict(result)).toMatch(/Stripe rejected the API key \(401\).*Invalid API Key provided: \[redacted\].*STRIPE_API_KEY must be/);
+    expect(verdict(result)).toMatch(
+      /Stripe rejected the API key \(401\).*Invalid API Key provided: \[redacted\].*STRIPE_API_KEY must be/,
+    );
     expect(`${result.stdout}${result.stderr}`).not.toContain('hostileUpstreamKey42');
     const { rows } = await db.pool.query<{ error: string }>(`SELECT error FROM recon_runs WHERE error LIKE '%401%'`);
     expect(rows.length).toBeGreaterThan(0);
@@ -117,7 +135,11 @@ describe('a poison charge becomes an open finding naming it; the rest of its sli
     const at = (minutes: number) => new Date(Date.now() - minutes * MINUTE);
     good.push(double.createCharge(null, { created: at(50), amount: 1200 }).id);
     for (const [i, name] of (Object.keys(POISONS) as Poison[]).filter((p) => p !== 'no_id').entries()) {
-      const charge = double.createCharge(null, { created: at(49 - i), amount: 1000 + i, metadata: { [POISON_KEY]: name } });
+      const charge = double.createCharge(null, {
+        created: at(49 - i),
+        amount: 1000 + i,
+        metadata: { [POISON_KEY]: name },
+      });
       poisoned.set(charge.id, name);
     }
     good.push(double.createCharge(null, { created: at(30), amount: 1300 }).id);
@@ -146,7 +168,10 @@ describe('a poison charge becomes an open finding naming it; the rest of its sli
     for (const id of poisoned.keys()) expect(mirrored).not.toContain(id);
     const reached = await watermark(db);
     expect(reached?.getTime()).toBeGreaterThan(Date.now() - 30 * MINUTE);
-    const [report] = result.stdout.trim().split('\n').map((line) => JSON.parse(line) as { status: string; malformed_charges: number });
+    const [report] = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { status: string; malformed_charges: number });
     expect(report).toMatchObject({ status: 'succeeded', malformed_charges: poisoned.size });
     // The findings' text is safe: no NUL made it into the database.
     const { rows: nul } = await db.pool.query(`SELECT 1 FROM recon_findings WHERE details::text LIKE '%\\u0000%'`);
@@ -155,7 +180,11 @@ describe('a poison charge becomes an open finding naming it; the rest of its sli
 
   it('a rerun finds the same findings again, not new ones', async () => {
     const count = async () =>
-      (await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM recon_findings WHERE charge_id = ANY($1)`, [[...poisoned.keys()]])).rows[0]?.n;
+      (
+        await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM recon_findings WHERE charge_id = ANY($1)`, [
+          [...poisoned.keys()],
+        ])
+      ).rows[0]?.n;
     expect(await count()).toBe(poisoned.size);
     const result = await runCli(['run', '--json'], env(db));
     expect(result.code, result.stderr).toBe(3);
@@ -168,8 +197,14 @@ describe('a charge without an id cannot be named', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     proxy.mode = 'poison';
-    for (const [minutes, poison] of [[45, 'no_id'], [44, undefined]] as const) {
-      double.createCharge('acct_1NoId', { created: new Date(Date.now() - minutes * MINUTE), ...(poison ? { metadata: { [POISON_KEY]: poison } } : {}) });
+    for (const [minutes, poison] of [
+      [45, 'no_id'],
+      [44, undefined],
+    ] as const) {
+      double.createCharge('acct_1NoId', {
+        created: new Date(Date.now() - minutes * MINUTE),
+        ...(poison ? { metadata: { [POISON_KEY]: poison } } : {}),
+      });
     }
   });
   afterAll(async () => {
@@ -179,9 +214,14 @@ describe('a charge without an id cannot be named', () => {
   it('is counted and logged, the rest commits, and the run exits 1 saying how many', async () => {
     const result = await runCli(['run', '--json'], { ...env(db), SWEEPER_ACCOUNTS: 'acct_1NoId' });
     expect(result.code, result.stderr).toBe(1);
-    expect(verdict(result)).toMatch(/^sweeper: 1 charge\(s\) from Stripe had no usable id and could not be judged or recorded/);
+    expect(verdict(result)).toMatch(
+      /^sweeper: 1 charge\(s\) from Stripe had no usable id and could not be judged or recorded/,
+    );
     expect(result.stderr).toMatch(/Stripe returned a charge the sweep cannot judge/);
-    const [report] = result.stdout.trim().split('\n').map((line) => JSON.parse(line) as { status: string; malformed_charges: number });
+    const [report] = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { status: string; malformed_charges: number });
     // The listing's copy has no id; the late-changes step re-reads the charge its creation
     // event names, by id, and that copy (still without an id) is named by the request: a finding.
     expect(report).toMatchObject({ status: 'succeeded', malformed_charges: 2, unnamed_charges: 1 });

@@ -16,7 +16,8 @@ let db: TestDatabase;
 let dir: string;
 const env = () => ({ DATABASE_URL: db.url, SWEEPER_LOG_LEVEL: 'warn' });
 const recent = (minutes: number) => new Date(Date.now() - minutes * 60_000).toISOString();
-const header = 'tenant_id,key,status,created_at,account_id,response_status,response_body,response_outcome,amount,currency';
+const header =
+  'tenant_id,key,status,created_at,account_id,response_status,response_body,response_outcome,amount,currency';
 
 async function csv(name: string, lines: string[]): Promise<string> {
   const file = path.join(dir, name);
@@ -41,19 +42,32 @@ describe('sweeper import-claims', () => {
   it('loads 20,000 claims in batches (far more advisory locks than one transaction could hold), and a rerun changes nothing', async () => {
     const lines = Array.from(
       { length: 20_000 },
-      (_, i) => `t${i % 7},order-${i},completed,${recent(30 + (i % 600))},,200,"{""charge"":""ch_${i}""}",success,${1000 + (i % 5)},usd`,
+      (_, i) =>
+        `t${i % 7},order-${i},completed,${recent(30 + (i % 600))},,200,"{""charge"":""ch_${i}""}",success,${1000 + (i % 5)},usd`,
     );
     const file = await csv('many.csv', lines);
     const first = await runCli(['import-claims', '--csv', file, '--json'], env());
     expect(first.code, first.stderr).toBe(0);
-    expect(JSON.parse(first.stdout)).toEqual({ read: 20_000, imported: 20_000, existing: 0, out_of_retention: 0, rejected: 0 });
+    expect(JSON.parse(first.stdout)).toEqual({
+      read: 20_000,
+      imported: 20_000,
+      existing: 0,
+      out_of_retention: 0,
+      rejected: 0,
+    });
     const { rows } = await db.pool.query(
       `SELECT count(*)::int AS n, count(DISTINCT (tenant_id, key))::int AS keys, min(amount)::int AS min, bool_and(response_outcome = 'success') AS ok
          FROM idempotency_keys`,
     );
     expect(rows[0]).toEqual({ n: 20_000, keys: 20_000, min: 1000, ok: true });
     const again = await runCli(['import-claims', '--csv', file, '--json'], env());
-    expect(JSON.parse(again.stdout)).toEqual({ read: 20_000, imported: 0, existing: 20_000, out_of_retention: 0, rejected: 0 });
+    expect(JSON.parse(again.stdout)).toEqual({
+      read: 20_000,
+      imported: 0,
+      existing: 20_000,
+      out_of_retention: 0,
+      rejected: 0,
+    });
   }, 180_000);
 
   it('keeps a claim already taken, skips rows older than the retention, refuses bad rows by line and exits 1', async () => {
@@ -76,8 +90,20 @@ describe('sweeper import-claims', () => {
     expect(result.stderr).toMatch(/line 6: status must be completed, released or in_flight/);
     expect(result.stderr).toMatch(/line 7: tenant_id must be/);
     expect(result.stderr.trim().split('\n').at(-1)).toMatch(/^sweeper: 3 row\(s\) refused/);
-    expect((await db.pool.query(`SELECT key, status, request_fingerprint, account_id, currency FROM idempotency_keys ORDER BY key`)).rows).toEqual([
-      { key: 'fine', status: 'completed', request_fingerprint: 'sweeper:recreated', account_id: 'acct_1Conn', currency: 'eur' },
+    expect(
+      (
+        await db.pool.query(
+          `SELECT key, status, request_fingerprint, account_id, currency FROM idempotency_keys ORDER BY key`,
+        )
+      ).rows,
+    ).toEqual([
+      {
+        key: 'fine',
+        status: 'completed',
+        request_fingerprint: 'sweeper:recreated',
+        account_id: 'acct_1Conn',
+        currency: 'eur',
+      },
       { key: 'taken', status: 'completed', request_fingerprint: 'fp-live', account_id: null, currency: null },
     ]);
   });
@@ -89,7 +115,12 @@ describe('sweeper import-claims', () => {
       `INSERT INTO legacy_claims SELECT 'acme', 'legacy-' || i, now() - interval '1 hour', 200 FROM generate_series(1, 2500) AS i`,
     );
     const result = await runCli(
-      ['import-claims', '--json', '--sql', `SELECT tenant AS tenant_id, idem AS key, 'completed' AS status, at AS created_at, code AS response_status FROM legacy_claims`],
+      [
+        'import-claims',
+        '--json',
+        '--sql',
+        `SELECT tenant AS tenant_id, idem AS key, 'completed' AS status, at AS created_at, code AS response_status FROM legacy_claims`,
+      ],
       env(),
     );
     expect(result.code, result.stderr).toBe(0);
@@ -97,7 +128,12 @@ describe('sweeper import-claims', () => {
   });
 
   it('bad usage exits 64 and writes nothing', async () => {
-    for (const args of [['import-claims'], ['import-claims', '--csv', path.join(dir, 'absent.csv')], ['import-claims', '--csv', 'x', '--sql', 'SELECT 1'], ['import-claims', '--csv', 'x', '--batch', '0']]) {
+    for (const args of [
+      ['import-claims'],
+      ['import-claims', '--csv', path.join(dir, 'absent.csv')],
+      ['import-claims', '--csv', 'x', '--sql', 'SELECT 1'],
+      ['import-claims', '--csv', 'x', '--batch', '0'],
+    ]) {
       const result = await runCli(args, env());
       expect(result.code, args.join(' ')).toBe(64);
       expect(result.stderr).toMatch(/^sweeper: /m);

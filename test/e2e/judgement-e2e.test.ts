@@ -32,7 +32,18 @@ const env = (extra: Record<string, string> = {}) => ({
 });
 const backfill = async (extra: string[] = [], account = 'platform') => {
   const result = await runCli(
-    ['backfill', '--from', window.from.toISOString(), '--to', window.to.toISOString(), '--account', account, '--json', '--no-resume', ...extra],
+    [
+      'backfill',
+      '--from',
+      window.from.toISOString(),
+      '--to',
+      window.to.toISOString(),
+      '--account',
+      account,
+      '--json',
+      '--no-resume',
+      ...extra,
+    ],
     env(),
   );
   return { ...result, report: result.stdout ? JSON.parse(result.stdout.trim().split('\n')[0] as string) : null };
@@ -43,7 +54,10 @@ const meta = (tenant: string, key: string) => ({ tenant_id: tenant, idempotency_
 beforeAll(async () => {
   double = await startStripeDouble();
   db = await createTestDatabase();
-  await ensureDayPartitions(db.pool, { from: utcDay(new Date(Date.now() - 3 * 86_400_000)), to: utcDay(new Date(Date.now() + 86_400_000)) });
+  await ensureDayPartitions(db.pool, {
+    from: utcDay(new Date(Date.now() - 3 * 86_400_000)),
+    to: utcDay(new Date(Date.now() + 86_400_000)),
+  });
 });
 afterAll(async () => {
   await db.drop();
@@ -58,8 +72,19 @@ beforeEach(async () => {
 
 describe('every charge naming a key is evidence, whatever its timestamp', () => {
   it('a charge made by hand before the claim, then a worker that died holding the claim: completed from it, never released', async () => {
-    const charge = double.createCharge(null, { created: at(-60 * 24), amount: 5000, metadata: meta('acme', 'order-7') });
-    await seedClaim(db.pool, { tenantId: 'acme', key: 'order-7', status: 'in_flight', createdAt: at(20), amount: 5000, currency: 'usd' });
+    const charge = double.createCharge(null, {
+      created: at(-60 * 24),
+      amount: 5000,
+      metadata: meta('acme', 'order-7'),
+    });
+    await seedClaim(db.pool, {
+      tenantId: 'acme',
+      key: 'order-7',
+      status: 'in_flight',
+      createdAt: at(20),
+      amount: 5000,
+      currency: 'usd',
+    });
     const { code, report } = await backfill();
     expect(code).toBe(0);
     expect(report.repaired).toMatchObject({ claim_without_effect: 1, stale_claim: 0 });
@@ -81,8 +106,18 @@ describe('every charge naming a key is evidence, whatever its timestamp', () => 
 
 describe('account boundaries', () => {
   it("a connected account's charge naming a platform tenant makes no claim there; the tenant's own request still works", async () => {
-    await seedClaim(db.pool, { tenantId: 'acme', key: 'earlier', status: 'completed', createdAt: at(5), responseCharge: 'ch_x' });
-    const forged = double.createCharge('acct_1Third', { created: at(30), amount: 100, metadata: meta('acme', 'order-9') });
+    await seedClaim(db.pool, {
+      tenantId: 'acme',
+      key: 'earlier',
+      status: 'completed',
+      createdAt: at(5),
+      responseCharge: 'ch_x',
+    });
+    const forged = double.createCharge('acct_1Third', {
+      created: at(30),
+      amount: 100,
+      metadata: meta('acme', 'order-9'),
+    });
     const { code, report } = await backfill([], 'acct_1Third');
     expect(code).toBe(3);
     expect(report.findings).toMatchObject({ unattributed_charge: 1, orphan_charge: 0 });
@@ -93,31 +128,70 @@ describe('account boundaries', () => {
   });
 
   it("one account's run never judges or releases a claim of another account", async () => {
-    await seedClaim(db.pool, { tenantId: 'acme', key: 'connected-order', status: 'in_flight', createdAt: at(20), accountId: 'acct_1Third' });
+    await seedClaim(db.pool, {
+      tenantId: 'acme',
+      key: 'connected-order',
+      status: 'in_flight',
+      createdAt: at(20),
+      accountId: 'acct_1Third',
+    });
     double.createCharge(null, { created: at(25), metadata: meta('acme', 'connected-order') });
     await backfill([], 'platform');
-    expect(await q(`SELECT status FROM idempotency_keys WHERE key = 'connected-order'`)).toEqual([{ status: 'in_flight' }]);
+    expect(await q(`SELECT status FROM idempotency_keys WHERE key = 'connected-order'`)).toEqual([
+      { status: 'in_flight' },
+    ]);
   });
 });
 
 describe('the request is bound to the charge', () => {
   it('a $1 charge with forged metadata never completes a $50 claim; with --refund-duplicates the real charge is kept and nothing is refunded', async () => {
-    await seedClaim(db.pool, { tenantId: 'acme', key: 'order-50', status: 'in_flight', createdAt: at(20), amount: 5000, currency: 'usd' });
-    double.createCharge(null, { created: at(10), amount: 100, metadata: meta('acme', 'order-50'), customer: 'cus_mallory' });
-    const real = double.createCharge(null, { created: at(21), amount: 5000, metadata: meta('acme', 'order-50'), customer: 'cus_alice' });
+    await seedClaim(db.pool, {
+      tenantId: 'acme',
+      key: 'order-50',
+      status: 'in_flight',
+      createdAt: at(20),
+      amount: 5000,
+      currency: 'usd',
+    });
+    double.createCharge(null, {
+      created: at(10),
+      amount: 100,
+      metadata: meta('acme', 'order-50'),
+      customer: 'cus_mallory',
+    });
+    const real = double.createCharge(null, {
+      created: at(21),
+      amount: 5000,
+      metadata: meta('acme', 'order-50'),
+      customer: 'cus_alice',
+    });
     const { code, report } = await backfill(['--refund-duplicates']);
     expect(code).toBe(3);
     expect(report.findings).toMatchObject({ duplicate_charge: 1, claim_without_effect: 1 });
     expect(await q(`SELECT charge_id FROM payments`)).toEqual([{ charge_id: real.id }]);
     expect(double.refunds()).toEqual([]);
-    expect(await q(`SELECT details->>'kept' AS kept, state FROM recon_findings WHERE category = 'duplicate_charge'`)).toEqual([
-      { kept: real.id, state: 'open' },
-    ]);
+    expect(
+      await q(`SELECT details->>'kept' AS kept, state FROM recon_findings WHERE category = 'duplicate_charge'`),
+    ).toEqual([{ kept: real.id, state: 'open' }]);
   });
 
   it('a stored 201 success with neither payment nor charge is lost_effect; a stored success whose only charge was declined too', async () => {
-    await seedClaim(db.pool, { tenantId: 'acme', key: 'created', status: 'completed', createdAt: at(20), responseStatus: 201, responseOutcome: null, responseCharge: 'ch_never' });
-    await seedClaim(db.pool, { tenantId: 'acme', key: 'declined', status: 'completed', createdAt: at(30), responseCharge: 'ch_declined_x' });
+    await seedClaim(db.pool, {
+      tenantId: 'acme',
+      key: 'created',
+      status: 'completed',
+      createdAt: at(20),
+      responseStatus: 201,
+      responseOutcome: null,
+      responseCharge: 'ch_never',
+    });
+    await seedClaim(db.pool, {
+      tenantId: 'acme',
+      key: 'declined',
+      status: 'completed',
+      createdAt: at(30),
+      responseCharge: 'ch_declined_x',
+    });
     double.createCharge(null, { created: at(30), status: 'failed', metadata: meta('acme', 'declined') });
     const { report } = await backfill();
     expect(report.findings).toMatchObject({ lost_effect: 2, matched: 0 });
@@ -126,12 +200,40 @@ describe('the request is bound to the charge', () => {
 
 describe('refunds through the outbox', () => {
   it('a crash after the refund POST: the rerun finds the refund at Stripe, POSTs nothing, and records it once', async () => {
-    await seedClaim(db.pool, { tenantId: 'acme', key: 'dup', status: 'completed', createdAt: at(20), responseCharge: 'x' });
-    const kept = double.createCharge(null, { created: at(20), amount: 1000, metadata: meta('acme', 'dup'), customer: 'cus_1', paymentMethod: 'pm_card_visa' });
-    const extra = double.createCharge(null, { created: at(21), amount: 1000, metadata: meta('acme', 'dup'), customer: 'cus_1', paymentMethod: 'pm_card_visa' });
+    await seedClaim(db.pool, {
+      tenantId: 'acme',
+      key: 'dup',
+      status: 'completed',
+      createdAt: at(20),
+      responseCharge: 'x',
+    });
+    const kept = double.createCharge(null, {
+      created: at(20),
+      amount: 1000,
+      metadata: meta('acme', 'dup'),
+      customer: 'cus_1',
+      paymentMethod: 'pm_card_visa',
+    });
+    const extra = double.createCharge(null, {
+      created: at(21),
+      amount: 1000,
+      metadata: meta('acme', 'dup'),
+      customer: 'cus_1',
+      paymentMethod: 'pm_card_visa',
+    });
     await seedEffect(db.pool, { chargeId: kept.id, tenantId: 'acme', key: 'dup', createdAt: at(20) });
     const crashed = await runCli(
-      ['backfill', '--from', window.from.toISOString(), '--to', window.to.toISOString(), '--account', 'platform', '--refund-duplicates', '--no-resume'],
+      [
+        'backfill',
+        '--from',
+        window.from.toISOString(),
+        '--to',
+        window.to.toISOString(),
+        '--account',
+        'platform',
+        '--refund-duplicates',
+        '--no-resume',
+      ],
       env({ SWEEPER_TEST_CRASH_AT: `refund:${extra.id}:posted` }),
     );
     expect(crashed.signal).toBe('SIGKILL');
@@ -144,20 +246,35 @@ describe('refunds through the outbox', () => {
     expect(double.counters.get('POST /v1/refunds')).toBe(posts);
     expect(double.refunds()).toHaveLength(1);
     expect(report.repaired.duplicate_charge).toBe(1);
-    expect(await q(`SELECT state, stripe_refund_id IS NOT NULL AS has_refund FROM recon_refunds`)).toEqual([{ state: 'refunded', has_refund: true }]);
-    expect(await q(`SELECT count(*)::int AS n FROM recon_repairs WHERE action = 'refund_duplicate'`)).toEqual([{ n: 1 }]);
-    expect(await q(`SELECT state FROM recon_findings WHERE category = 'duplicate_charge'`)).toEqual([{ state: 'repaired' }]);
+    expect(await q(`SELECT state, stripe_refund_id IS NOT NULL AS has_refund FROM recon_refunds`)).toEqual([
+      { state: 'refunded', has_refund: true },
+    ]);
+    expect(await q(`SELECT count(*)::int AS n FROM recon_repairs WHERE action = 'refund_duplicate'`)).toEqual([
+      { n: 1 },
+    ]);
+    expect(await q(`SELECT state FROM recon_findings WHERE category = 'duplicate_charge'`)).toEqual([
+      { state: 'repaired' },
+    ]);
 
     // Any number of reruns: no POST, no audit row.
     await backfill(['--refund-duplicates']);
     expect(double.counters.get('POST /v1/refunds')).toBe(posts);
-    expect(await q(`SELECT count(*)::int AS n FROM recon_repairs WHERE action = 'refund_duplicate'`)).toEqual([{ n: 1 }]);
+    expect(await q(`SELECT count(*)::int AS n FROM recon_repairs WHERE action = 'refund_duplicate'`)).toEqual([
+      { n: 1 },
+    ]);
   });
 });
 
 describe('a dry run counts as the real run', () => {
   it('a key matched in one slice and duplicated in a later one, with repairs between: the same counts, category by category', async () => {
-    await seedClaim(db.pool, { tenantId: 'acme', key: 'late-dup', status: 'in_flight', createdAt: at(30), amount: 1000, currency: 'usd' });
+    await seedClaim(db.pool, {
+      tenantId: 'acme',
+      key: 'late-dup',
+      status: 'in_flight',
+      createdAt: at(30),
+      amount: 1000,
+      currency: 'usd',
+    });
     double.createCharge(null, { created: at(31), amount: 1000, metadata: meta('acme', 'late-dup') });
     double.createCharge(null, { created: at(100), amount: 1000, metadata: meta('acme', 'late-dup') });
     await seedClaim(db.pool, { tenantId: 'acme', key: 'stale', status: 'in_flight', createdAt: at(40) });
@@ -165,7 +282,11 @@ describe('a dry run counts as the real run', () => {
     const dry = await backfill(['--dry-run']);
     expect(await tableChecksums(db.pool)).toEqual(before);
     const real = await backfill();
-    expect({ findings: dry.report.findings, repaired: dry.report.repaired, unreconciled: dry.report.unreconciled }).toEqual({
+    expect({
+      findings: dry.report.findings,
+      repaired: dry.report.repaired,
+      unreconciled: dry.report.unreconciled,
+    }).toEqual({
       findings: real.report.findings,
       repaired: real.report.repaired,
       unreconciled: real.report.unreconciled,

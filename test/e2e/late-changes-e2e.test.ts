@@ -127,23 +127,57 @@ describe('changes at Stripe after their window, through the ordinary `sweeper ru
       metadataKeys: { tenantId: 'tenant_id', idempotencyKey: 'idempotency_key' },
       clock: () => double.clock.now(),
     });
-    for (const [name, amount] of [['a', 5000], ['b', 4000], ['c', 3000], ['h', 2000]] as const) {
+    for (const [name, amount] of [
+      ['a', 5000],
+      ['b', 4000],
+      ['c', 3000],
+      ['h', 2000],
+    ] as const) {
       double.clock.advance(MIN);
-      const result = await library.chargeOnce({ tenantId: 'acme', key: `order-${name}`, request: { amount, currency: 'usd', paymentMethod: 'pm_card_visa' } });
+      const result = await library.chargeOnce({
+        tenantId: 'acme',
+        key: `order-${name}`,
+        request: { amount, currency: 'usd', paymentMethod: 'pm_card_visa' },
+      });
       expect(result.outcome).toBe('charged');
-      ids[name] = (await rows(db, `SELECT charge_id FROM payments WHERE idempotency_key = $1`, [`order-${name}`]))[0].charge_id;
+      ids[name] = (
+        await rows(db, `SELECT charge_id FROM payments WHERE idempotency_key = $1`, [`order-${name}`])
+      )[0].charge_id;
     }
     double.clock.useRealTime();
-    for (const [name, amount, minute] of [['d', 2500, 10], ['d2', 1800, 11]] as const) {
+    for (const [name, amount, minute] of [
+      ['d', 2500, 10],
+      ['d2', 1800, 11],
+    ] as const) {
       const created = daysAgo(5, minute);
       const charge = double.createCharge(null, { created, amount, captured: false, metadata: meta(`order-${name}`) });
       ids[name] = charge.id;
-      await seedClaim(db.pool, { tenantId: 'acme', key: `order-${name}`, status: 'completed', createdAt: created, responseCharge: charge.id, amount, currency: 'usd' });
-      await seedEffect(db.pool, { chargeId: charge.id, tenantId: 'acme', key: `order-${name}`, amount, createdAt: created });
+      await seedClaim(db.pool, {
+        tenantId: 'acme',
+        key: `order-${name}`,
+        status: 'completed',
+        createdAt: created,
+        responseCharge: charge.id,
+        amount,
+        currency: 'usd',
+      });
+      await seedEffect(db.pool, {
+        chargeId: charge.id,
+        tenantId: 'acme',
+        key: `order-${name}`,
+        amount,
+        createdAt: created,
+      });
     }
     const e = double.createCharge(null, { created: daysAgo(40), amount: 6000, metadata: meta('order-e') });
     ids.e = e.id;
-    await seedEffect(db.pool, { chargeId: e.id, tenantId: 'acme', key: 'order-e', amount: 6000, createdAt: daysAgo(40) });
+    await seedEffect(db.pool, {
+      chargeId: e.id,
+      tenantId: 'acme',
+      key: 'order-e',
+      amount: 6000,
+      createdAt: daysAgo(40),
+    });
   }
 
   /**
@@ -161,7 +195,12 @@ describe('changes at Stripe after their window, through the ordinary `sweeper ru
     double.capture(ids.d2!, undefined, justNow()); // all of it: the payment row already says succeeded, nothing refunded
     double.refund(ids.e!, undefined, justNow()); // 40 days after the charge
     const listedAt = new Date(Date.now() + 60 * MIN);
-    ids.f = double.createCharge(null, { created: new Date(cursor1.getTime() - 5 * MIN), amount: 700, metadata: meta('order-late'), listedAt }).id;
+    ids.f = double.createCharge(null, {
+      created: new Date(cursor1.getTime() - 5 * MIN),
+      amount: 700,
+      metadata: meta('order-late'),
+      listedAt,
+    }).id;
     ids.g = double.createCharge(null, { created: new Date(cursor1.getTime() - 6 * MIN), amount: 990, listedAt }).id;
   }
 
@@ -178,7 +217,12 @@ describe('changes at Stripe after their window, through the ordinary `sweeper ru
     const first = await run(template, double);
     expect(first.code, first.stderr).toBe(0);
     // Nothing in run 1's window, and the old charges' events are older than its read.
-    expect(first.report).toMatchObject({ mode: 'run', charges_scanned: 0, unreconciled: 0, changes: { events: 0, charges: 0 } });
+    expect(first.report).toMatchObject({
+      mode: 'run',
+      charges_scanned: 0,
+      unreconciled: 0,
+      changes: { events: 0, charges: 0 },
+    });
     cursor1 = (await rows(template, 'SELECT cursor FROM recon_event_cursors'))[0].cursor;
     await template.pool.end(); // a template must have no connections
     changesAtStripe();
@@ -201,7 +245,12 @@ describe('changes at Stripe after their window, through the ordinary `sweeper ru
       // Two events per change (charge.refunded + refund.created, charge.dispute.created +
       // .funds_withdrawn, charge.captured + payment_intent.succeeded, charge.succeeded +
       // payment_intent.succeeded), pointing at eight charges, each re-read once.
-      expect(report.changes).toMatchObject({ events: 16, charges: 8, cursor: expect.any(String), cursor_lag_seconds: expect.any(Number) });
+      expect(report.changes).toMatchObject({
+        events: 16,
+        charges: 8,
+        cursor: expect.any(String),
+        cursor_lag_seconds: expect.any(Number),
+      });
       // Neither fallback (the cursor is minutes old) nor deep re-read (run 1 did it, less than a day ago).
       expect(report.changes.fallback).toBeUndefined();
       expect(report.changes.deep_read).toBeUndefined();
@@ -211,7 +260,10 @@ describe('changes at Stripe after their window, through the ordinary `sweeper ru
 
     it('leaves Stripe’s state on the payment rows: a full refund, a partial refund, a dispute, a partial capture, a refund 40 days later', async () => {
       expect(
-        await rows(afterRun2, `SELECT idempotency_key AS key, status, amount, amount_refunded, disputed FROM payments ORDER BY idempotency_key`),
+        await rows(
+          afterRun2,
+          `SELECT idempotency_key AS key, status, amount, amount_refunded, disputed FROM payments ORDER BY idempotency_key`,
+        ),
       ).toEqual([
         { key: 'order-a', status: 'succeeded', amount: 5000, amount_refunded: 5000, disputed: false },
         { key: 'order-b', status: 'succeeded', amount: 4000, amount_refunded: 1500, disputed: false },
@@ -225,7 +277,10 @@ describe('changes at Stripe after their window, through the ordinary `sweeper ru
       // E's own creation events are past Stripe's 30 days: only its refund's recent event told of it.
       const created = double.events(null, 'charge.succeeded').find((e) => e.data.object.id === ids.e);
       expect(created!.created * 1000).toBeLessThan(Date.now() - 30 * DAY);
-      const findings = await rows(afterRun2, `SELECT category, charge_id, state FROM recon_findings ORDER BY category, charge_id`);
+      const findings = await rows(
+        afterRun2,
+        `SELECT category, charge_id, state FROM recon_findings ORDER BY category, charge_id`,
+      );
       const expected = [
         ...['a', 'b', 'c', 'd', 'e'].map((n) => ({ category: 'status_drift', charge_id: ids[n], state: 'repaired' })),
         { category: 'orphan_charge', charge_id: ids.f, state: 'repaired' },
@@ -234,23 +289,41 @@ describe('changes at Stripe after their window, through the ordinary `sweeper ru
       expect(findings).toEqual(expect.arrayContaining(expected));
       expect(findings).toHaveLength(expected.length);
       // One audit row per repair, each saying what the row was and what Stripe says.
-      expect(await rows(afterRun2, `SELECT action, count(*)::int AS n FROM recon_repairs GROUP BY action ORDER BY action`)).toEqual([
+      expect(
+        await rows(afterRun2, `SELECT action, count(*)::int AS n FROM recon_repairs GROUP BY action ORDER BY action`),
+      ).toEqual([
         { action: expect.stringMatching(/create/), n: 1 },
         { action: expect.stringMatching(/update/), n: 5 },
       ]);
     });
 
     it('judges a charge listed late, beyond the overlap, like any other: an orphan naming a known tenant gets its claim and payment row', async () => {
-      expect(double.unlistedCharges().map((c) => c.id).sort()).toEqual([ids.f, ids.g].sort()); // no listing ever had them
-      expect(await rows(afterRun2, `SELECT status, request_fingerprint, amount FROM idempotency_keys WHERE key = 'order-late'`)).toEqual([
-        { status: 'completed', request_fingerprint: 'sweeper:recreated', amount: 700 },
-      ]);
-      expect(await rows(afterRun2, `SELECT charge_id FROM stripe_charges WHERE charge_id = ANY($1) ORDER BY charge_id`, [[ids.f, ids.g]])).toHaveLength(2);
+      expect(
+        double
+          .unlistedCharges()
+          .map((c) => c.id)
+          .sort(),
+      ).toEqual([ids.f, ids.g].sort()); // no listing ever had them
+      expect(
+        await rows(
+          afterRun2,
+          `SELECT status, request_fingerprint, amount FROM idempotency_keys WHERE key = 'order-late'`,
+        ),
+      ).toEqual([{ status: 'completed', request_fingerprint: 'sweeper:recreated', amount: 700 }]);
+      expect(
+        await rows(afterRun2, `SELECT charge_id FROM stripe_charges WHERE charge_id = ANY($1) ORDER BY charge_id`, [
+          [ids.f, ids.g],
+        ]),
+      ).toHaveLength(2);
     });
 
     it('records what the events step did on the run', async () => {
-      expect(await rows(afterRun2, `SELECT changes FROM recon_runs WHERE id = $1`, [run2.report.run_id])).toEqual([{ changes: run2.report.changes }]);
-      expect((await rows(afterRun2, `SELECT cursor FROM recon_event_cursors`))[0].cursor.toISOString()).toBe(run2.report.changes.cursor);
+      expect(await rows(afterRun2, `SELECT changes FROM recon_runs WHERE id = $1`, [run2.report.run_id])).toEqual([
+        { changes: run2.report.changes },
+      ]);
+      expect((await rows(afterRun2, `SELECT cursor FROM recon_event_cursors`))[0].cursor.toISOString()).toBe(
+        run2.report.changes.cursor,
+      );
     });
 
     // Last of this block: it runs on afterRun2, which the tests above only read.
@@ -275,7 +348,9 @@ describe('changes at Stripe after their window, through the ordinary `sweeper ru
       const rerun = await run(db, double);
       expect(rerun.code, rerun.stderr).toBe(3);
       expect(await normalizedTables(db.pool)).toEqual(tablesAfterRun2);
-      expect((await rows(db, `SELECT cursor FROM recon_event_cursors`))[0].cursor.getTime()).toBeGreaterThan(cursor1.getTime());
+      expect((await rows(db, `SELECT cursor FROM recon_event_cursors`))[0].cursor.getTime()).toBeGreaterThan(
+        cursor1.getTime(),
+      );
     });
   });
 
@@ -285,7 +360,12 @@ describe('changes at Stripe after their window, through the ordinary `sweeper ru
     const { code, stderr, report } = await run(db, double);
     expect(code, stderr).toBe(3);
     expect(stderr).toMatch(/"level":40,.*"msg":"the events cursor is more than 25 days behind/);
-    expect(report.changes.fallback).toEqual({ from: expect.any(String), to: expect.any(String), hours: expect.any(Number), differing: expect.any(Number) });
+    expect(report.changes.fallback).toEqual({
+      from: expect.any(String),
+      to: expect.any(String),
+      hours: expect.any(Number),
+      differing: expect.any(Number),
+    });
     expect(new Date(report.changes.fallback.from).getTime()).toBeLessThanOrEqual(daysAgo(26).getTime());
     // The re-list finds A to D2 and H, which the mirror never held; E (40 days) and the
     // unlisted F and G come through the events Stripe still keeps.
@@ -301,7 +381,8 @@ describe('changes at Stripe after their window, through the ordinary `sweeper ru
     const db = await clone(template);
     const denied = await run(db, double, { STRIPE_API_KEY: NO_EVENTS_KEY });
     expect(denied.code).toBe(1);
-    const message = /sweeper: the Stripe key may not read events of the platform account \(403\): it is missing the Events read permission \(rak_event_read\)\. Grant 'Events: Read' to the restricted key\./;
+    const message =
+      /sweeper: the Stripe key may not read events of the platform account \(403\): it is missing the Events read permission \(rak_event_read\)\. Grant 'Events: Read' to the restricted key\./;
     expect(denied.stderr).toMatch(message);
     expect(denied.report).toMatchObject({ status: 'failed', error: expect.stringMatching(/rak_event_read/) });
     expect(await rows(db, `SELECT status, error FROM recon_runs WHERE id = $1`, [denied.report.run_id])).toEqual([
@@ -327,7 +408,15 @@ describe('events are only pointers', () => {
     const base = await baseDatabase(async (db) => {
       for (const [i, c] of charges.entries()) {
         const createdAt = daysAgo(6, i);
-        await seedClaim(db.pool, { tenantId: 'acme', key: c.key, status: 'completed', createdAt, responseCharge: c.id, amount: c.amount, currency: 'usd' });
+        await seedClaim(db.pool, {
+          tenantId: 'acme',
+          key: c.key,
+          status: 'completed',
+          createdAt,
+          responseCharge: c.id,
+          amount: c.amount,
+          currency: 'usd',
+        });
         await seedEffect(db.pool, { chargeId: c.id, tenantId: 'acme', key: c.key, amount: c.amount, createdAt });
       }
     });
@@ -337,9 +426,16 @@ describe('events are only pointers', () => {
 
     const world = async (messy: boolean) => {
       const double = await startDouble();
-      for (const [i, c] of charges.entries()) double.createCharge(null, { id: c.id, created: daysAgo(6, i), amount: c.amount, metadata: meta(c.key) });
+      for (const [i, c] of charges.entries())
+        double.createCharge(null, { id: c.id, created: daysAgo(6, i), amount: c.amount, metadata: meta(c.key) });
       // Unlisted for the next hour: only its events (two of each in the messy world) tell of it.
-      const late = { id: 'ch_LateListed', created: new Date(Date.now() - 40 * MIN), amount: 800, metadata: meta('dup-late'), listedAt: new Date(Date.now() + 60 * MIN) };
+      const late = {
+        id: 'ch_LateListed',
+        created: new Date(Date.now() - 40 * MIN),
+        amount: 800,
+        metadata: meta('dup-late'),
+        listedAt: new Date(Date.now() + 60 * MIN),
+      };
       double.createCharge(null, messy ? { ...late, events: { copies: 2 } } : late);
       if (!messy) {
         double.refund('ch_LateRefundedInFull', undefined, secondsAgo(2));
@@ -351,7 +447,9 @@ describe('events are only pointers', () => {
         // Two refunds whose events arrive in the wrong order (the later one dated earlier),
         // then a stale copy of the first, dated earlier still: the charge says 1,500.
         double.refund('ch_LateRefundedInPart', 1000, secondsAgo(2));
-        const [stale] = double.events(null, 'charge.refunded').filter((e) => e.data.object.id === 'ch_LateRefundedInPart');
+        const [stale] = double
+          .events(null, 'charge.refunded')
+          .filter((e) => e.data.object.id === 'ch_LateRefundedInPart');
         double.refund('ch_LateRefundedInPart', 500, secondsAgo(90));
         double.duplicateEvent(stale!.id, secondsAgo(180));
         // A dispute whose events were listed minutes after they are dated.
@@ -370,7 +468,9 @@ describe('events are only pointers', () => {
     expect(messy.report.findings).toEqual(clean.report.findings);
     expect(messy.report.repaired).toEqual(clean.report.repaired);
     expect(messy.tables).toEqual(clean.tables);
-    expect(clean.tables.payments).toContainEqual(expect.objectContaining({ charge_id: 'ch_LateRefundedInPart', amount_refunded: 1500 }));
+    expect(clean.tables.payments).toContainEqual(
+      expect.objectContaining({ charge_id: 'ch_LateRefundedInPart', amount_refunded: 1500 }),
+    );
   });
 });
 
@@ -382,14 +482,31 @@ describe('a run whose events span more than a day', () => {
     // [cursor − 10m, cursor + 1d) and then [cursor + 1d − 10m, now − 1s).
     const cursor = new Date(T0 - 36 * 60 * MIN);
     const db = await baseDatabase(async (db) => {
-      await seedClaim(db.pool, { tenantId: 'acme', key: 'two-days', status: 'completed', createdAt: daysAgo(5), responseCharge: id, amount: 5000, currency: 'usd' });
-      await seedEffect(db.pool, { chargeId: id, tenantId: 'acme', key: 'two-days', amount: 5000, createdAt: daysAgo(5) });
+      await seedClaim(db.pool, {
+        tenantId: 'acme',
+        key: 'two-days',
+        status: 'completed',
+        createdAt: daysAgo(5),
+        responseCharge: id,
+        amount: 5000,
+        currency: 'usd',
+      });
+      await seedEffect(db.pool, {
+        chargeId: id,
+        tenantId: 'acme',
+        key: 'two-days',
+        amount: 5000,
+        createdAt: daysAgo(5),
+      });
       await db.pool.query(
         `INSERT INTO recon_runs (id, mode, account, window_from, window_to, status, checkpoint, started_at)
          VALUES ('run_before_the_outage', 'run', 'platform', $1, $2, 'succeeded', $2, $1)`,
         [new Date(cursor.getTime() - 60 * MIN), cursor],
       );
-      await db.pool.query(`INSERT INTO recon_event_cursors (account, cursor, run_id, updated_at) VALUES ('platform', $1, 'run_before_the_outage', $1)`, [cursor]);
+      await db.pool.query(
+        `INSERT INTO recon_event_cursors (account, cursor, run_id, updated_at) VALUES ('platform', $1, 'run_before_the_outage', $1)`,
+        [cursor],
+      );
     });
     double.createCharge(null, { id, created: daysAgo(5), amount: 5000, metadata: meta('two-days') });
     // Five minutes before the day boundary: inside both days' reads.
@@ -404,7 +521,11 @@ describe('a run whose events span more than a day', () => {
     expect(report.repaired).toEqual(counts({ status_drift: 1 }));
     // charge.refunded, refund.created, charge.dispute.created, charge.dispute.funds_withdrawn; one charge.
     expect(report.changes).toMatchObject({ events: 4, charges: 1, malformed_events: 1 });
-    expect(await rows(db, `SELECT amount_refunded, disputed FROM payments`)).toEqual([{ amount_refunded: 1000, disputed: true }]);
-    expect((await rows(db, `SELECT cursor FROM recon_event_cursors`))[0].cursor.toISOString()).toBe(report.changes.cursor);
+    expect(await rows(db, `SELECT amount_refunded, disputed FROM payments`)).toEqual([
+      { amount_refunded: 1000, disputed: true },
+    ]);
+    expect((await rows(db, `SELECT cursor FROM recon_event_cursors`))[0].cursor.toISOString()).toBe(
+      report.changes.cursor,
+    );
   });
 });

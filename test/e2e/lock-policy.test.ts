@@ -25,8 +25,23 @@ const env = (extra: Record<string, string> = {}) => ({
   SWEEPER_LOG_LEVEL: 'info',
   ...extra,
 });
-const backfill = (...extra: string[]) => ['backfill', '--from', from.toISOString(), '--to', to.toISOString(), '--account', 'platform', '--json', ...extra];
-const runs = async () => (await db.pool.query<{ mode: string; account: string; status: string }>('SELECT mode, account, status FROM recon_runs ORDER BY started_at')).rows;
+const backfill = (...extra: string[]) => [
+  'backfill',
+  '--from',
+  from.toISOString(),
+  '--to',
+  to.toISOString(),
+  '--account',
+  'platform',
+  '--json',
+  ...extra,
+];
+const runs = async () =>
+  (
+    await db.pool.query<{ mode: string; account: string; status: string }>(
+      'SELECT mode, account, status FROM recon_runs ORDER BY started_at',
+    )
+  ).rows;
 
 /** Holds `accounts` as a sweep of `mode` would, until released. */
 async function hold(mode: 'run' | 'backfill', accounts = ['platform']): Promise<SweepLock> {
@@ -35,7 +50,9 @@ async function hold(mode: 'run' | 'backfill', accounts = ['platform']): Promise<
 
 /** True once some session waits (not granted) for an advisory lock: the backfill is queued. */
 async function someoneWaits(): Promise<boolean> {
-  const { rows } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`);
+  const { rows } = await db.pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`,
+  );
   return (rows[0]?.n ?? 0) > 0;
 }
 
@@ -57,7 +74,10 @@ describe('a scheduled run and a backfill of the same account', () => {
       const result = await runCli(['run', '--json'], env());
       expect(result.code, result.stderr).toBe(0);
       expect(result.stderr).toMatch(/"account":"platform".*skipped: backfill in progress/);
-      const lines = result.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      const lines = result.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
       expect(lines).toEqual([
         expect.objectContaining({ account: ACCT, mode: 'run', status: 'succeeded' }),
         { mode: 'run', account: 'platform', status: 'skipped', reason: 'backfill_in_progress' },
@@ -102,7 +122,12 @@ describe('a scheduled run and a backfill of the same account', () => {
       released = true;
       const done = await waiting.done;
       expect(done.code, done.stderr).toBe(3);
-      expect(JSON.parse(done.stdout)).toMatchObject({ mode: 'backfill', account: 'platform', status: 'succeeded', unreconciled: 1 });
+      expect(JSON.parse(done.stdout)).toMatchObject({
+        mode: 'backfill',
+        account: 'platform',
+        status: 'succeeded',
+        unreconciled: 1,
+      });
     } finally {
       if (!released) await scheduled.release();
     }
@@ -114,10 +139,14 @@ describe('a scheduled run and a backfill of the same account', () => {
       const before = await runs();
       const timedOut = await runCli(backfill('--wait', '1s'), env());
       expect(timedOut.code).toBe(75);
-      expect(timedOut.stderr).toMatch(/^sweeper: another sweep still holds account platform after --wait 1s; run the backfill again later or with a longer --wait$/m);
+      expect(timedOut.stderr).toMatch(
+        /^sweeper: another sweep still holds account platform after --wait 1s; run the backfill again later or with a longer --wait$/m,
+      );
       const noWait = await runCli(backfill('--wait', '0'), env());
       expect(noWait.code).toBe(75);
-      expect(noWait.stderr).toMatch(/^sweeper: another sweep is running for account platform; this backfill does not wait \(--wait 0\)$/m);
+      expect(noWait.stderr).toMatch(
+        /^sweeper: another sweep is running for account platform; this backfill does not wait \(--wait 0\)$/m,
+      );
       expect(await runs()).toEqual(before);
     } finally {
       await held.release();
@@ -136,7 +165,9 @@ describe('a scheduled run and a backfill of the same account', () => {
       waiting.child.kill('SIGTERM');
       const done = await waiting.done;
       expect(done.code).toBe(1);
-      expect(done.stderr).toMatch(/^sweeper: interrupted while waiting for the lock of account platform; nothing was swept$/m);
+      expect(done.stderr).toMatch(
+        /^sweeper: interrupted while waiting for the lock of account platform; nothing was swept$/m,
+      );
       expect(await runs()).toEqual(before);
       expect(await someoneWaits()).toBe(false);
     } finally {
@@ -172,7 +203,10 @@ describe('--findings-exit', () => {
 
   it('a failed run still exits 1 with --findings-exit 0', async () => {
     // The double accepts only test-mode keys: a live key is refused (401), and the run fails.
-    const result = await runCli(['run', '--account', 'platform', '--findings-exit', '0'], env({ STRIPE_API_KEY: 'sk_live_refused' }));
+    const result = await runCli(
+      ['run', '--account', 'platform', '--findings-exit', '0'],
+      env({ STRIPE_API_KEY: 'sk_live_refused' }),
+    );
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/^sweeper: /m);
   });
@@ -182,7 +216,11 @@ describe('bad usage is refused with 64 before anything is written', () => {
   it.each([
     [['run', '--findings-exit', '1'], {}, /^sweeper: --findings-exit must be 0 or 3 \(got "1"\)/m],
     [['run'], { SWEEPER_FINDINGS_EXIT: 'no' }, /^sweeper: SWEEPER_FINDINGS_EXIT must be 0 or 3 \(got "no"\)/m],
-    [['backfill', '--from', '2026-01-01', '--to', '2026-01-02', '--wait', 'soon'], {}, /^sweeper: --wait soon: expected a duration like 90s, 15m or 1h, or 0 to not wait$/m],
+    [
+      ['backfill', '--from', '2026-01-01', '--to', '2026-01-02', '--wait', 'soon'],
+      {},
+      /^sweeper: --wait soon: expected a duration like 90s, 15m or 1h, or 0 to not wait$/m,
+    ],
   ] as const)('%j %j', async (args, extra, message) => {
     const before = await runs();
     const result = await runCli([...args], env(extra));

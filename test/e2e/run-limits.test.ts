@@ -16,17 +16,29 @@ let double: StripeDouble;
 let db: TestDatabase;
 
 function env(extra: Record<string, string> = {}): Record<string, string> {
-  return { DATABASE_URL: db.url, STRIPE_API_KEY: 'sk_test_limits', STRIPE_API_BASE: double.url, SWEEPER_LOG_LEVEL: 'warn', ...extra };
+  return {
+    DATABASE_URL: db.url,
+    STRIPE_API_KEY: 'sk_test_limits',
+    STRIPE_API_BASE: double.url,
+    SWEEPER_LOG_LEVEL: 'warn',
+    ...extra,
+  };
 }
 
 function verdict(result: CliResult): string {
-  return result.stderr.split('\n').filter((l) => l.startsWith('sweeper: ')).join('\n');
+  return result.stderr
+    .split('\n')
+    .filter((l) => l.startsWith('sweeper: '))
+    .join('\n');
 }
 
 beforeAll(async () => {
   double = await startStripeDouble();
   db = await createTestDatabase();
-  await ensureDayPartitions(db.pool, { from: utcDay(new Date(Date.now() - 2 * 86_400_000)), to: utcDay(new Date(Date.now() + 86_400_000)) });
+  await ensureDayPartitions(db.pool, {
+    from: utcDay(new Date(Date.now() - 2 * 86_400_000)),
+    to: utcDay(new Date(Date.now() + 86_400_000)),
+  });
 });
 
 afterAll(async () => {
@@ -36,7 +48,13 @@ afterAll(async () => {
 
 describe('a runner waiting on a lock held by a frozen runner', () => {
   const created = new Date(Math.floor(Date.now() / HOUR) * HOUR - 2 * HOUR + 60_000);
-  const backfill = ['backfill', '--from', new Date(created.getTime() - 60_000).toISOString(), '--to', new Date(created.getTime() + HOUR).toISOString()];
+  const backfill = [
+    'backfill',
+    '--from',
+    new Date(created.getTime() - 60_000).toISOString(),
+    '--to',
+    new Date(created.getTime() + HOUR).toISOString(),
+  ];
 
   it('gives up at SWEEPER_DB_LOCK_TIMEOUT with a clear message and exit 1; the claim is untouched; a later run repairs it', async () => {
     // A stale claim: in flight, lease long expired, nothing at Stripe. The sweep releases it.
@@ -52,7 +70,9 @@ describe('a runner waiting on a lock held by a frozen runner', () => {
       frozen.release();
     }
     expect(result.code, result.stderr).toBe(1);
-    expect(verdict(result)).toMatch(/^sweeper: PostgreSQL: waited too long for a lock another session holds .*SWEEPER_DB_LOCK_TIMEOUT/m);
+    expect(verdict(result)).toMatch(
+      /^sweeper: PostgreSQL: waited too long for a lock another session holds .*SWEEPER_DB_LOCK_TIMEOUT/m,
+    );
     const { rows: claim } = await db.pool.query(`SELECT status, attempt FROM idempotency_keys WHERE key = 'frozen-1'`);
     expect(claim[0]).toEqual({ status: 'in_flight', attempt: 1 });
     const { rows: run } = await db.pool.query(`SELECT status, error FROM recon_runs ORDER BY started_at DESC LIMIT 1`);
@@ -76,10 +96,17 @@ describe('SWEEPER_RUN_DEADLINE', () => {
 
   it('stops a run that is still going as SIGTERM would: exit 1, recorded interrupted, watermark untouched', async () => {
     // Each request could take a minute; the run may take 5 seconds.
-    const result = await runCli(['run'], env({ STRIPE_API_BASE: proxy.url, SWEEPER_REQUEST_DEADLINE: '60s', SWEEPER_RUN_DEADLINE: '5s' }));
+    const result = await runCli(
+      ['run'],
+      env({ STRIPE_API_BASE: proxy.url, SWEEPER_REQUEST_DEADLINE: '60s', SWEEPER_RUN_DEADLINE: '5s' }),
+    );
     expect(result.code, result.stderr).toBe(1);
-    expect(verdict(result)).toMatch(/^sweeper: the run deadline SWEEPER_RUN_DEADLINE \(5s\) was reached: stopping as on SIGTERM/m);
-    const { rows } = await db.pool.query(`SELECT status FROM recon_runs WHERE mode = 'run' ORDER BY started_at DESC LIMIT 1`);
+    expect(verdict(result)).toMatch(
+      /^sweeper: the run deadline SWEEPER_RUN_DEADLINE \(5s\) was reached: stopping as on SIGTERM/m,
+    );
+    const { rows } = await db.pool.query(
+      `SELECT status FROM recon_runs WHERE mode = 'run' ORDER BY started_at DESC LIMIT 1`,
+    );
     expect(rows[0]?.status).toBe('interrupted');
     const { rows: watermark } = await db.pool.query(`SELECT watermark FROM recon_watermarks`);
     expect(watermark).toEqual([]);

@@ -109,7 +109,9 @@ async function databaseText(): Promise<string> {
   );
   const parts: string[] = [];
   for (const { table_name, column_name } of columns) {
-    const { rows } = await db.pool.query<{ v: string | null }>(`SELECT "${column_name}"::text AS v FROM "${table_name}"`);
+    const { rows } = await db.pool.query<{ v: string | null }>(
+      `SELECT "${column_name}"::text AS v FROM "${table_name}"`,
+    );
     for (const row of rows) if (row.v !== null) parts.push(row.v);
   }
   return parts.join('\n');
@@ -139,7 +141,9 @@ describe('secrets never leave the process or reach the database', () => {
     // The findings are committed and printed; the sinks all failed, so the run failed.
     expect(first.code, first.stderr).toBe(1);
     expect(first.stdout).toContain('"unattributed_charge":1');
-    expect(received.map((r) => r.path.split('/')[1])).toEqual(expect.arrayContaining(['services', 'pagerduty', 'hook', 'metrics']));
+    expect(received.map((r) => r.path.split('/')[1])).toEqual(
+      expect.arrayContaining(['services', 'pagerduty', 'hook', 'metrics']),
+    );
     await cli(['run']);
 
     proxy.mode = 'echo-key-401';

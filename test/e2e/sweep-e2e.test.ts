@@ -57,7 +57,10 @@ async function clone(): Promise<TestDatabase> {
 beforeAll(async () => {
   double = await startStripeDouble();
   scenarioDb = await createTestDatabase();
-  await ensureDayPartitions(scenarioDb.pool, { from: utcDay(new Date(Date.now() - 2 * 86_400_000)), to: utcDay(new Date(Date.now() + 86_400_000)) });
+  await ensureDayPartitions(scenarioDb.pool, {
+    from: utcDay(new Date(Date.now() - 2 * 86_400_000)),
+    to: utcDay(new Date(Date.now() + 86_400_000)),
+  });
   scenario = await buildScenario(scenarioDb.pool, double, new Date(base.getTime() + 60_000));
   await scenarioDb.pool.end(); // a template must have no connections
 }, 120_000);
@@ -79,12 +82,24 @@ describe('sweeper on real traffic against the Stripe double', () => {
     expect(report.unreconciled).toBe(scenario.expected.unreconciled);
 
     const claim = async (key: string) =>
-      (await db.pool.query(`SELECT status, response_status, request_fingerprint FROM idempotency_keys WHERE key = $1`, [key])).rows[0];
+      (
+        await db.pool.query(
+          `SELECT status, response_status, request_fingerprint FROM idempotency_keys WHERE key = $1`,
+          [key],
+        )
+      ).rows[0];
     const payment = async (where: string, arg: string) =>
-      (await db.pool.query(`SELECT charge_id, status, amount, amount_refunded, disputed FROM payments WHERE ${where} = $1`, [arg])).rows;
+      (
+        await db.pool.query(
+          `SELECT charge_id, status, amount, amount_refunded, disputed FROM payments WHERE ${where} = $1`,
+          [arg],
+        )
+      ).rows;
     expect(await claim('crash-after-claim')).toMatchObject({ status: 'released' });
     expect(await claim('crash-after-stripe')).toMatchObject({ status: 'completed', response_status: 200 });
-    expect(await payment('idempotency_key', 'crash-after-stripe')).toMatchObject([{ status: 'succeeded', amount: 1200 }]);
+    expect(await payment('idempotency_key', 'crash-after-stripe')).toMatchObject([
+      { status: 'succeeded', amount: 1200 },
+    ]);
     expect(await claim('crash-after-decline')).toMatchObject({ status: 'completed', response_status: 402 });
     expect(await payment('idempotency_key', 'crash-after-decline')).toMatchObject([{ status: 'failed' }]);
     expect(await claim('dashboard-1')).toMatchObject({ status: 'completed', request_fingerprint: 'sweeper:recreated' });
@@ -93,7 +108,9 @@ describe('sweeper on real traffic against the Stripe double', () => {
     expect(await payment('charge_id', scenario.charges.refunded!)).toMatchObject([{ amount_refunded: 400 }]);
     expect(await payment('charge_id', scenario.charges.disputed!)).toMatchObject([{ disputed: true }]);
     expect(await payment('charge_id', scenario.charges.second!)).toEqual([]); // a duplicate is never recorded as a payment
-    const open = await db.pool.query(`SELECT category, subject FROM recon_findings WHERE state = 'open' ORDER BY category`);
+    const open = await db.pool.query(
+      `SELECT category, subject FROM recon_findings WHERE state = 'open' ORDER BY category`,
+    );
     expect(open.rows.map((r) => r.category)).toEqual([
       'amount_mismatch',
       'duplicate_charge',
@@ -110,7 +127,11 @@ describe('sweeper on real traffic against the Stripe double', () => {
       leaseMs: 120_000,
       maxAmount: 1_000_000,
       metadataKeys: { tenantId: 'tenant_id', idempotencyKey: 'idempotency_key' },
-    }).chargeOnce({ tenantId: 'acme', key: 'crash-after-stripe', request: { amount: 1200, currency: 'usd', paymentMethod: 'pm_card_visa' } });
+    }).chargeOnce({
+      tenantId: 'acme',
+      key: 'crash-after-stripe',
+      request: { amount: 1200, currency: 'usd', paymentMethod: 'pm_card_visa' },
+    });
     expect(retry).toMatchObject({ outcome: 'replayed', status: 200 });
     expect(double.counters.get('POST /v1/payment_intents')).toBe(before);
 
@@ -125,14 +146,27 @@ describe('sweeper on real traffic against the Stripe double', () => {
     expect(seen.rows).toEqual([{ last_seen_run: second.run_id }]);
 
     // A person closes one; status and the audit show it; it cannot be closed twice.
-    const { rows: [lost] } = await db.pool.query(`SELECT id FROM recon_findings WHERE category = 'lost_effect'`);
-    const resolved = await runCli(['resolve', String(lost.id), '--note', 'order cancelled, customer told', '--actor', 'alice'], envFor(db));
+    const {
+      rows: [lost],
+    } = await db.pool.query(`SELECT id FROM recon_findings WHERE category = 'lost_effect'`);
+    const resolved = await runCli(
+      ['resolve', String(lost.id), '--note', 'order cancelled, customer told', '--actor', 'alice'],
+      envFor(db),
+    );
     expect([resolved.code, resolved.stdout.trim()]).toEqual([0, `finding ${lost.id}: open → resolved`]);
-    const audit = await db.pool.query(`SELECT action, actor, after ->> 'note' AS note FROM recon_repairs WHERE finding_id = $1`, [lost.id]);
+    const audit = await db.pool.query(
+      `SELECT action, actor, after ->> 'note' AS note FROM recon_repairs WHERE finding_id = $1`,
+      [lost.id],
+    );
     expect(audit.rows).toEqual([{ action: 'resolved', actor: 'alice', note: 'order cancelled, customer told' }]);
     const twice = await runCli(['resolve', String(lost.id), '--note', 'again'], envFor(db));
-    expect([twice.code, twice.stderr.trim()]).toEqual([64, `sweeper: finding ${lost.id} is already resolved (by alice): only open findings are resolved`]);
-    const { rows: [repaired] } = await db.pool.query(`SELECT id FROM recon_findings WHERE state = 'repaired' LIMIT 1`);
+    expect([twice.code, twice.stderr.trim()]).toEqual([
+      64,
+      `sweeper: finding ${lost.id} is already resolved (by alice): only open findings are resolved`,
+    ]);
+    const {
+      rows: [repaired],
+    } = await db.pool.query(`SELECT id FROM recon_findings WHERE state = 'repaired' LIMIT 1`);
     expect((await runCli(['resolve', String(repaired.id), '--note', 'x'], envFor(db))).code).toBe(64);
     const status = JSON.parse((await runCli(['status', '--json'], envFor(db))).stdout);
     expect(status.unreconciled).toBe(scenario.expected.unreconciled - 1);
@@ -175,7 +209,11 @@ describe('sweeper on real traffic against the Stripe double', () => {
     void sweeping.done.then(() => (sweep.finished = true));
     const outcomes: string[] = [];
     for (let i = 0; !sweep.finished || i < 10; i += 1) {
-      const r = await live.chargeOnce({ tenantId: 'live', key: `live-${i}`, request: { amount: 100 + i, currency: 'usd', paymentMethod: 'pm_card_visa' } });
+      const r = await live.chargeOnce({
+        tenantId: 'live',
+        key: `live-${i}`,
+        request: { amount: 100 + i, currency: 'usd', paymentMethod: 'pm_card_visa' },
+      });
       outcomes.push(r.outcome);
     }
     const result = await sweeping.done;
@@ -204,7 +242,11 @@ describe('a claim library whose lease disagrees with the sweeper', () => {
         clock: () => behind,
         hooks: { [point]: async () => (reached.resolve(), resume.promise) },
       });
-      const attempt = client.chargeOnce({ tenantId: 'skewed', key: point, request: { amount: 777, currency: 'usd', paymentMethod: 'pm_card_visa' } });
+      const attempt = client.chargeOnce({
+        tenantId: 'skewed',
+        key: point,
+        request: { amount: 777, currency: 'usd', paymentMethod: 'pm_card_visa' },
+      });
       return { reached: reached.promise, resume: resume.resolve, attempt };
     };
     const beforeStripe = paused('afterClaim');
@@ -220,7 +262,8 @@ describe('a claim library whose lease disagrees with the sweeper', () => {
                     (SELECT count(*) FROM payments WHERE tenant_id = 'skewed')::int AS payments`,
           )
         ).rows[0];
-      const watermark = async () => (await db.pool.query(`SELECT watermark FROM recon_watermarks`)).rows[0]?.watermark as Date;
+      const watermark = async () =>
+        (await db.pool.query(`SELECT watermark FROM recon_watermarks`)).rows[0]?.watermark as Date;
 
       const first = await runCli(['run', '--json'], envFor(db, { SWEEPER_SETTLE: '3m' }));
       expect(first.code, first.stderr).toBe(3);
@@ -247,9 +290,9 @@ describe('a claim library whose lease disagrees with the sweeper', () => {
       expect(second.stderr).not.toMatch(/held by a live writer/);
       expect(JSON.parse(second.stdout).deferred_keys).toBe(0);
       expect(await touched()).toEqual({ findings: 1, payments: 2 });
-      expect((await db.pool.query(`SELECT category, state FROM recon_findings WHERE tenant_id = 'skewed'`)).rows).toEqual([
-        { category: 'claim_without_effect', state: 'repaired' },
-      ]);
+      expect(
+        (await db.pool.query(`SELECT category, state FROM recon_findings WHERE tenant_id = 'skewed'`)).rows,
+      ).toEqual([{ category: 'claim_without_effect', state: 'repaired' }]);
       expect((await watermark()).getTime()).toBeGreaterThan(Date.now() - 4 * 60_000);
     } finally {
       beforeStripe.resume();
@@ -319,7 +362,11 @@ describe('operating it', () => {
       expect(delivered.code).toBe(3);
       const last = received.at(-1)!;
       expect(verifySignature(secret, last.signature, last.body)).toMatchObject({ valid: true });
-      expect(JSON.parse(last.body)).toMatchObject({ event: 'findings.open', account: 'platform', unreconciled: scenario.expected.unreconciled });
+      expect(JSON.parse(last.body)).toMatchObject({
+        event: 'findings.open',
+        account: 'platform',
+        unreconciled: scenario.expected.unreconciled,
+      });
     } finally {
       await new Promise<void>((resolve) => receiver.close(() => resolve()));
     }

@@ -23,7 +23,12 @@ let db: TestDatabase;
 let now = T0;
 let sent: Array<{ url: string; body: Record<string, unknown> }> = [];
 
-const behind: LagStatus = { lagging: true, watermarkLagSeconds: 3 * 3600 + 300, eventsLagSeconds: 600, maxLagSeconds: 7200 };
+const behind: LagStatus = {
+  lagging: true,
+  watermarkLagSeconds: 3 * 3600 + 300,
+  eventsLagSeconds: 600,
+  maxLagSeconds: 7200,
+};
 const caughtUp: LagStatus = { lagging: false, watermarkLagSeconds: 900, eventsLagSeconds: 600, maxLagSeconds: 7200 };
 
 function alerter() {
@@ -44,8 +49,19 @@ function alerter() {
   });
 }
 const counts = (c: Partial<Record<Category, number>> = {}) => ({ ...emptyCounts(), ...c });
-const notify = (lag: LagStatus | undefined, open: Partial<Record<Category, number>> = {}, extra: { lagOnly?: boolean } = {}) =>
-  alerter().notify({ runId: 'run_x', account: ACCOUNT, openByCategory: counts(open), oldestOpenAt: null, ...(lag ? { lag } : {}), ...extra });
+const notify = (
+  lag: LagStatus | undefined,
+  open: Partial<Record<Category, number>> = {},
+  extra: { lagOnly?: boolean } = {},
+) =>
+  alerter().notify({
+    runId: 'run_x',
+    account: ACCOUNT,
+    openByCategory: counts(open),
+    oldestOpenAt: null,
+    ...(lag ? { lag } : {}),
+    ...extra,
+  });
 const to = (url: string) => sent.filter((s) => s.url === url).map((s) => s.body);
 
 beforeAll(async () => {
@@ -71,12 +87,23 @@ describe('reconciliation_lag', () => {
           severity: 'critical',
           class: LAG_ALERT,
           summary: `sweeper: reconciliation of account ${ACCOUNT} is behind: watermark 3h 5m behind, events 10m behind (limit 2h)`,
-          custom_details: expect.objectContaining({ watermark_lag_seconds: 11_100, events_lag_seconds: 600, max_lag_seconds: 7200, unreconciled: 0 }),
+          custom_details: expect.objectContaining({
+            watermark_lag_seconds: 11_100,
+            events_lag_seconds: 600,
+            max_lag_seconds: 7200,
+            unreconciled: 0,
+          }),
         }),
       }),
     ]);
-    expect(String(to(SLACK_URL)[0]?.text)).toMatch(/^sweeper: reconciliation of account acct_lag1 is behind .*\n• reconciliation lag \(critical, new\): watermark 3h 5m behind/);
-    expect(to(WEBHOOK_URL)[0]).toMatchObject({ event: 'reconciliation.lagging', unreconciled: 0, lag: { lagging: true, watermark_lag_seconds: 11_100 } });
+    expect(String(to(SLACK_URL)[0]?.text)).toMatch(
+      /^sweeper: reconciliation of account acct_lag1 is behind .*\n• reconciliation lag \(critical, new\): watermark 3h 5m behind/,
+    );
+    expect(to(WEBHOOK_URL)[0]).toMatchObject({
+      event: 'reconciliation.lagging',
+      unreconciled: 0,
+      lag: { lagging: true, watermark_lag_seconds: 11_100 },
+    });
     // Never a finding category: the webhook's fixed findings shape does not have it.
     expect(Object.keys(to(WEBHOOK_URL)[0]?.findings as object)).not.toContain(LAG_ALERT);
 
@@ -91,7 +118,9 @@ describe('reconciliation_lag', () => {
 
     sent = [];
     await notify(caughtUp);
-    expect(to(PD_URL)).toEqual([{ routing_key: ROUTING_KEY, event_action: 'resolve', dedup_key: `sweeper:${ACCOUNT}:reconciliation_lag` }]);
+    expect(to(PD_URL)).toEqual([
+      { routing_key: ROUTING_KEY, event_action: 'resolve', dedup_key: `sweeper:${ACCOUNT}:reconciliation_lag` },
+    ]);
     expect(String(to(SLACK_URL)[0]?.text)).toContain('• reconciliation lag: caught up (resolved)');
     expect(to(WEBHOOK_URL)[0]).toMatchObject({ event: 'findings.resolved', lag: { lagging: false } });
   });
@@ -107,9 +136,19 @@ describe('reconciliation_lag', () => {
 
   it('beside open findings: each has its own incident, and the findings headline stays', async () => {
     await notify(behind, { lost_effect: 2 });
-    expect(to(PD_URL).map((e) => e.dedup_key).sort()).toEqual([`sweeper:${ACCOUNT}:lost_effect`, `sweeper:${ACCOUNT}:reconciliation_lag`]);
-    expect(String(to(SLACK_URL)[0]?.text)).toMatch(/^sweeper: 2 unreconciled findings on account acct_lag1 \(2 critical\); reconciliation is behind\n/);
-    expect(to(WEBHOOK_URL)[0]).toMatchObject({ event: 'findings.open', unreconciled: 2, findings: expect.objectContaining({ lost_effect: 2 }) });
+    expect(
+      to(PD_URL)
+        .map((e) => e.dedup_key)
+        .sort(),
+    ).toEqual([`sweeper:${ACCOUNT}:lost_effect`, `sweeper:${ACCOUNT}:reconciliation_lag`]);
+    expect(String(to(SLACK_URL)[0]?.text)).toMatch(
+      /^sweeper: 2 unreconciled findings on account acct_lag1 \(2 critical\); reconciliation is behind\n/,
+    );
+    expect(to(WEBHOOK_URL)[0]).toMatchObject({
+      event: 'findings.open',
+      unreconciled: 2,
+      findings: expect.objectContaining({ lost_effect: 2 }),
+    });
   });
 
   it('lagOnly (an account whose run failed) alerts on the lag alone, leaving the findings’ alerts as they were', async () => {
@@ -120,7 +159,10 @@ describe('reconciliation_lag', () => {
   });
 
   it('webhook bodies without lag figures keep their old shape', () => {
-    const body = webhookBody({ runId: 'r', account: ACCOUNT, now: T0, counts: counts(), unreconciled: 0, oldestOpenAt: null, changes: [] }, T0);
+    const body = webhookBody(
+      { runId: 'r', account: ACCOUNT, now: T0, counts: counts(), unreconciled: 0, oldestOpenAt: null, changes: [] },
+      T0,
+    );
     expect(body).not.toHaveProperty('lag');
     expect(body.event).toBe('findings.resolved');
   });

@@ -98,7 +98,10 @@ describe('slack', () => {
       {
         text,
         blocks: [
-          { type: 'section', text: { type: 'mrkdwn', text: `*sweeper: 3 unreconciled findings on account ${ACCOUNT} (1 critical)*` } },
+          {
+            type: 'section',
+            text: { type: 'mrkdwn', text: `*sweeper: 3 unreconciled findings on account ${ACCOUNT} (1 critical)*` },
+          },
           {
             type: 'section',
             text: {
@@ -106,7 +109,10 @@ describe('slack', () => {
               text: '• duplicate_charge: 1 (critical, new)\n• stale_claim: 2 (new)\nOldest open finding: 2h 5m old (evidence dated 2026-11-10T09:55:00.000Z)',
             },
           },
-          { type: 'section', text: { type: 'mrkdwn', text: `Investigate: \`sweeper report --status open --account ${ACCOUNT}\`` } },
+          {
+            type: 'section',
+            text: { type: 'mrkdwn', text: `Investigate: \`sweeper report --status open --account ${ACCOUNT}\`` },
+          },
           { type: 'context', elements: [{ type: 'mrkdwn', text: `Run ${RUN}` }] },
         ],
       },
@@ -116,15 +122,28 @@ describe('slack', () => {
   it('says when the account is reconciled again, and what was resolved', async () => {
     nock(SLACK_ORIGIN).post(SLACK_PATH).reply(200, 'ok');
     const slack = alerter(SLACK);
-    await slack.notify({ runId: 'run_1', account: ACCOUNT, openByCategory: open({ lost_effect: 2 }), oldestOpenAt: NOW });
+    await slack.notify({
+      runId: 'run_1',
+      account: ACCOUNT,
+      openByCategory: open({ lost_effect: 2 }),
+      oldestOpenAt: NOW,
+    });
 
     const bodies: Array<{ text: string }> = [];
     nock(SLACK_ORIGIN)
       .post(SLACK_PATH, (body) => bodies.push(body) > 0)
       .reply(200, 'ok');
-    expect(await slack.notify({ runId: RUN, account: ACCOUNT, openByCategory: open({}), oldestOpenAt: null })).toEqual({ sent: 1, failed: 0, errors: [] });
+    expect(await slack.notify({ runId: RUN, account: ACCOUNT, openByCategory: open({}), oldestOpenAt: null })).toEqual({
+      sent: 1,
+      failed: 0,
+      errors: [],
+    });
     expect(bodies[0]?.text).toBe(
-      [`sweeper: account ${ACCOUNT} is reconciled, no open findings`, '• lost_effect: 0 (resolved, was 2)', `Run ${RUN}`].join('\n'),
+      [
+        `sweeper: account ${ACCOUNT} is reconciled, no open findings`,
+        '• lost_effect: 0 (resolved, was 2)',
+        `Run ${RUN}`,
+      ].join('\n'),
     );
   });
 });
@@ -234,17 +253,27 @@ describe('generic webhook', () => {
     expect(JSON.parse(raw)).toEqual(request?.body);
 
     expect(verifySignature(SECRET, header, raw, { now: NOW })).toEqual({ valid: true, timestamp: t });
-    expect(verifySignature(SECRET, header, raw.replace('"orphan_charge":4', '"orphan_charge":0'), { now: NOW })).toEqual({
+    expect(
+      verifySignature(SECRET, header, raw.replace('"orphan_charge":4', '"orphan_charge":0'), { now: NOW }),
+    ).toEqual({
       valid: false,
       reason: 'signature',
     });
-    expect(verifySignature(SECRET, header, raw, { now: new Date(NOW.getTime() + 301_000) })).toEqual({ valid: false, reason: 'timestamp' });
+    expect(verifySignature(SECRET, header, raw, { now: new Date(NOW.getTime() + 301_000) })).toEqual({
+      valid: false,
+      reason: 'timestamp',
+    });
   });
 
   it('sends findings.resolved when the account is back to zero', async () => {
     nock(HOOK_ORIGIN).post('/hooks/sweeper').reply(200);
     const hook = alerter(WEBHOOK);
-    await hook.notify({ runId: 'run_1', account: ACCOUNT, openByCategory: open({ status_drift: 1 }), oldestOpenAt: NOW });
+    await hook.notify({
+      runId: 'run_1',
+      account: ACCOUNT,
+      openByCategory: open({ status_drift: 1 }),
+      oldestOpenAt: NOW,
+    });
     const bodies: Array<{ event: string; unreconciled: number }> = [];
     nock(HOOK_ORIGIN)
       .post('/hooks/sweeper', (body) => bodies.push(body) > 0)
@@ -261,7 +290,9 @@ describe('several sinks at once', () => {
     nock(HOOK_ORIGIN).post('/hooks/sweeper').reply(200);
     const all = alerter({ ...SLACK, ...PAGERDUTY, ...WEBHOOK });
     expect(all.sinks).toEqual(['slack', 'pagerduty', 'webhook']);
-    expect(await all.notify({ runId: RUN, account: ACCOUNT, openByCategory: open({ lost_effect: 1 }), oldestOpenAt: NOW })).toEqual({
+    expect(
+      await all.notify({ runId: RUN, account: ACCOUNT, openByCategory: open({ lost_effect: 1 }), oldestOpenAt: NOW }),
+    ).toEqual({
       sent: 3,
       failed: 0,
       errors: [],
@@ -271,7 +302,9 @@ describe('several sinks at once', () => {
   it('does nothing, and touches nothing, without sinks', async () => {
     const none = alerter({});
     expect(none.sinks).toEqual([]);
-    expect(await none.notify({ runId: RUN, account: ACCOUNT, openByCategory: open({ lost_effect: 1 }), oldestOpenAt: NOW })).toEqual({
+    expect(
+      await none.notify({ runId: RUN, account: ACCOUNT, openByCategory: open({ lost_effect: 1 }), oldestOpenAt: NOW }),
+    ).toEqual({
       sent: 0,
       failed: 0,
       errors: [],
@@ -310,7 +343,11 @@ describe('open findings from the database', () => {
       .post('/v2/enqueue', (body) => events.push(body) > 0)
       .times(2)
       .reply(202, {});
-    expect(await alerter(PAGERDUTY).notifyAccount({ runId: RUN, account: ACCOUNT })).toEqual({ sent: 2, failed: 0, errors: [] });
+    expect(await alerter(PAGERDUTY).notifyAccount({ runId: RUN, account: ACCOUNT })).toEqual({
+      sent: 2,
+      failed: 0,
+      errors: [],
+    });
     expect(events.map((e) => `${e.event_action} ${e.dedup_key}`).sort()).toEqual([
       `trigger sweeper:${ACCOUNT}:lost_effect`,
       `trigger sweeper:${ACCOUNT}:stale_claim`,

@@ -30,7 +30,10 @@ function open(counts: Partial<Record<Category, number>>): Record<Category, numbe
   return { ...emptyCounts(), ...counts };
 }
 
-function alerter(sinks: Partial<AlertConfig>, options: { fetch?: typeof fetch; logger?: Logger; timeoutMs?: number } = {}) {
+function alerter(
+  sinks: Partial<AlertConfig>,
+  options: { fetch?: typeof fetch; logger?: Logger; timeoutMs?: number } = {},
+) {
   return createAlerter({
     pool: db.pool,
     config: { slack: undefined, pagerduty: undefined, webhook: undefined, repeatMs: 60 * MIN, ...sinks },
@@ -42,7 +45,12 @@ function alerter(sinks: Partial<AlertConfig>, options: { fetch?: typeof fetch; l
 }
 
 const run = (a: ReturnType<typeof alerter>, runId: string, counts: Partial<Record<Category, number>>) =>
-  a.notify({ runId, account: ACCOUNT, openByCategory: open(counts), oldestOpenAt: Object.keys(counts).length ? T0 : null });
+  a.notify({
+    runId,
+    account: ACCOUNT,
+    openByCategory: open(counts),
+    oldestOpenAt: Object.keys(counts).length ? T0 : null,
+  });
 
 function slackCalls(status = 200): { texts: string[] } {
   const texts: string[] = [];
@@ -53,7 +61,9 @@ function slackCalls(status = 200): { texts: string[] } {
 }
 
 async function state(): Promise<Array<{ sink: string; category: string; last_count: number; last_sent_at: Date }>> {
-  const { rows } = await db.pool.query('SELECT sink, category, last_count, last_sent_at FROM alert_state ORDER BY sink, category');
+  const { rows } = await db.pool.query(
+    'SELECT sink, category, last_count, last_sent_at FROM alert_state ORDER BY sink, category',
+  );
   return rows;
 }
 
@@ -102,12 +112,21 @@ describe('pagerduty dedup and resolve', () => {
       .reply(202, {});
     now = new Date(T0.getTime() + 20 * MIN);
     expect(await run(pd, 'run_3', {})).toEqual({ sent: 1, failed: 0, errors: [] });
-    expect(events).toEqual([{ routing_key: ROUTING_KEY, event_action: 'resolve', dedup_key: `sweeper:${ACCOUNT}:duplicate_charge` }]);
+    expect(events).toEqual([
+      { routing_key: ROUTING_KEY, event_action: 'resolve', dedup_key: `sweeper:${ACCOUNT}:duplicate_charge` },
+    ]);
 
     // Resolved stays quiet.
     now = new Date(T0.getTime() + 200 * MIN);
     expect(await run(pd, 'run_4', {})).toEqual({ sent: 0, failed: 0, errors: [] });
-    expect(await state()).toEqual([{ sink: 'pagerduty', category: 'duplicate_charge', last_count: 0, last_sent_at: new Date(T0.getTime() + 20 * MIN) }]);
+    expect(await state()).toEqual([
+      {
+        sink: 'pagerduty',
+        category: 'duplicate_charge',
+        last_count: 0,
+        last_sent_at: new Date(T0.getTime() + 20 * MIN),
+      },
+    ]);
   });
 
   it('re-triggers only the category that changed', async () => {
@@ -117,7 +136,10 @@ describe('pagerduty dedup and resolve', () => {
 
     const keys: string[] = [];
     nock(PD_ORIGIN)
-      .post('/v2/enqueue', (body: { dedup_key: string; event_action: string }) => keys.push(`${body.event_action} ${body.dedup_key}`) > 0)
+      .post(
+        '/v2/enqueue',
+        (body: { dedup_key: string; event_action: string }) => keys.push(`${body.event_action} ${body.dedup_key}`) > 0,
+      )
       .reply(202, {});
     now = new Date(T0.getTime() + 5 * MIN);
     expect(await run(pd, 'run_2', { stale_claim: 1, lost_effect: 3 })).toEqual({ sent: 1, failed: 0, errors: [] });
@@ -198,8 +220,14 @@ describe('delivery failures', () => {
     now = new Date(T0.getTime() + 5 * MIN);
     const failed = await run(pd, 'run_2', {});
     expect(failed).toMatchObject({ sent: 0, failed: 1 });
-    expect(failed.errors).toEqual([expect.stringMatching(/^pagerduty resolve amount_mismatch for acct_1Nv0FGQ9RKHgCVdK: network error: socket hang up/)]);
-    expect(await state()).toEqual([{ sink: 'pagerduty', category: 'amount_mismatch', last_count: 1, last_sent_at: T0 }]);
+    expect(failed.errors).toEqual([
+      expect.stringMatching(
+        /^pagerduty resolve amount_mismatch for acct_1Nv0FGQ9RKHgCVdK: network error: socket hang up/,
+      ),
+    ]);
+    expect(await state()).toEqual([
+      { sink: 'pagerduty', category: 'amount_mismatch', last_count: 1, last_sent_at: T0 },
+    ]);
 
     const events: unknown[] = [];
     nock(PD_ORIGIN)
@@ -207,7 +235,9 @@ describe('delivery failures', () => {
       .reply(202, {});
     now = new Date(T0.getTime() + 10 * MIN);
     expect(await run(pd, 'run_3', {})).toEqual({ sent: 1, failed: 0, errors: [] });
-    expect(events).toEqual([{ routing_key: ROUTING_KEY, event_action: 'resolve', dedup_key: `sweeper:${ACCOUNT}:amount_mismatch` }]);
+    expect(events).toEqual([
+      { routing_key: ROUTING_KEY, event_action: 'resolve', dedup_key: `sweeper:${ACCOUNT}:amount_mismatch` },
+    ]);
   });
 
   it('gives up on a sink that does not answer in time', async () => {
@@ -246,7 +276,9 @@ describe('delivery failures', () => {
     });
     // A client whose error quotes everything it was given, as some do.
     const leaky: typeof fetch = async (input, init) => {
-      throw new Error(`request to ${String(input)} failed; body ${String(init?.body)}; headers ${JSON.stringify(init?.headers)}`);
+      throw new Error(
+        `request to ${String(input)} failed; body ${String(init?.body)}; headers ${JSON.stringify(init?.headers)}`,
+      );
     };
     const all = alerter(
       { ...SLACK, ...PAGERDUTY, webhook: { url: 'https://receiver.example/hooks', secret: SECRET } },

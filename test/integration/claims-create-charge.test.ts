@@ -1,5 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClaimClient, downstreamKey, type CreateCharge, type CreateChargeInput, type CreateChargeResult } from '../../src/claims/index.js';
+import {
+  createClaimClient,
+  downstreamKey,
+  type CreateCharge,
+  type CreateChargeInput,
+  type CreateChargeResult,
+} from '../../src/claims/index.js';
 import { ensureDayPartitions } from '../../src/db/partitions.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
@@ -28,7 +34,14 @@ function library(answer: (input: CreateChargeInput) => CreateChargeResult) {
     calls.push(input);
     return answer(input);
   };
-  const client = createClaimClient({ pool: db.pool, createCharge, leaseMs: 60_000, maxAmount: 1_000_000, metadataKeys: METADATA_KEYS, clock: () => NOW });
+  const client = createClaimClient({
+    pool: db.pool,
+    createCharge,
+    leaseMs: 60_000,
+    maxAmount: 1_000_000,
+    metadataKeys: METADATA_KEYS,
+    clock: () => NOW,
+  });
   return { client, calls };
 }
 
@@ -36,7 +49,15 @@ const created = (chargeId: string): CreateChargeResult => ({
   kind: 'created',
   paymentIntent: { id: `pay_${chargeId}`, status: 'succeeded', amount: 1500, currency: 'usd' },
   chargeId,
-  charge: { id: chargeId, amount: 1500, currency: 'usd', status: 'succeeded', amountRefunded: 0, disputed: false, created: NOW.getTime() / 1000 },
+  charge: {
+    id: chargeId,
+    amount: 1500,
+    currency: 'usd',
+    status: 'succeeded',
+    amountRefunded: 0,
+    disputed: false,
+    created: NOW.getTime() / 1000,
+  },
 });
 
 describe('the claim library with a createCharge of its own', () => {
@@ -61,7 +82,9 @@ describe('the claim library with a createCharge of its own', () => {
       'SELECT charge_id, payment_intent_id, amount::int AS amount, status FROM payments WHERE tenant_id = $1 AND idempotency_key = $2',
       ['acme', 'order-1'],
     );
-    expect(rows).toEqual([{ charge_id: 'mem_charge_1', payment_intent_id: 'pay_mem_charge_1', amount: 1500, status: 'succeeded' }]);
+    expect(rows).toEqual([
+      { charge_id: 'mem_charge_1', payment_intent_id: 'pay_mem_charge_1', amount: 1500, status: 'succeeded' },
+    ]);
   });
 
   it('stores a refusal and replays it; a decline with a charge records a failed payment', async () => {
@@ -76,7 +99,10 @@ describe('the claim library with a createCharge of its own', () => {
     }));
     const first = await client.chargeOnce({ tenantId: 'acme', key: 'order-2', request: card });
     expect(first).toMatchObject({ outcome: 'declined', status: 402, body: { error: { code: 'card_declined' } } });
-    expect(await client.chargeOnce({ tenantId: 'acme', key: 'order-2', request: card })).toMatchObject({ outcome: 'replayed', status: 402 });
+    expect(await client.chargeOnce({ tenantId: 'acme', key: 'order-2', request: card })).toMatchObject({
+      outcome: 'replayed',
+      status: 402,
+    });
     expect(calls).toHaveLength(1);
     const { rows } = await db.pool.query("SELECT status FROM payments WHERE charge_id = 'mem_declined_1'");
     expect(rows).toEqual([{ status: 'failed' }]);
@@ -84,15 +110,25 @@ describe('the claim library with a createCharge of its own', () => {
 
   it('releases the claim on a transient failure, and the retry charges with the same downstream key', async () => {
     let down = true;
-    const { client, calls } = library(() => (down ? { kind: 'transient', error: new Error('unreachable'), retryAfterSeconds: 7 } : created('mem_charge_3')));
+    const { client, calls } = library(() =>
+      down ? { kind: 'transient', error: new Error('unreachable'), retryAfterSeconds: 7 } : created('mem_charge_3'),
+    );
     const first = await client.chargeOnce({ tenantId: 'acme', key: 'order-3', request: card });
     expect(first).toMatchObject({ outcome: 'transient_failure', status: 503, retryAfterSeconds: 7 });
     down = false;
-    expect(await client.chargeOnce({ tenantId: 'acme', key: 'order-3', request: card })).toMatchObject({ outcome: 'charged', status: 200 });
-    expect(calls.map((c) => c.idempotencyKey)).toEqual([downstreamKey('acme', 'order-3'), downstreamKey('acme', 'order-3')]);
+    expect(await client.chargeOnce({ tenantId: 'acme', key: 'order-3', request: card })).toMatchObject({
+      outcome: 'charged',
+      status: 200,
+    });
+    expect(calls.map((c) => c.idempotencyKey)).toEqual([
+      downstreamKey('acme', 'order-3'),
+      downstreamKey('acme', 'order-3'),
+    ]);
   });
 
   it('needs a way to charge: a Stripe client or a createCharge', () => {
-    expect(() => createClaimClient({ pool: db.pool, leaseMs: 60_000, maxAmount: 1, metadataKeys: METADATA_KEYS })).toThrow(TypeError);
+    expect(() =>
+      createClaimClient({ pool: db.pool, leaseMs: 60_000, maxAmount: 1, metadataKeys: METADATA_KEYS }),
+    ).toThrow(TypeError);
   });
 });

@@ -99,11 +99,19 @@ describe('chargeOnce', () => {
     ]);
     expect(stripeCalls.calls[0]).toMatchObject({
       idempotencyKey: downstreamKey('acme', key),
-      body: expect.objectContaining({ 'metadata[tenant_id]': 'acme', 'metadata[idempotency_key]': key, confirm: 'true' }),
+      body: expect.objectContaining({
+        'metadata[tenant_id]': 'acme',
+        'metadata[idempotency_key]': key,
+        confirm: 'true',
+      }),
     });
 
     const retry = await client.chargeOnce({ tenantId: 'acme', key, request: visa() });
-    expect(retry).toEqual({ outcome: 'replayed', status: 200, body: results.find((r) => r.outcome === 'charged')?.body });
+    expect(retry).toEqual({
+      outcome: 'replayed',
+      status: 200,
+      body: results.find((r) => r.outcome === 'charged')?.body,
+    });
     expect(stripeCalls.calls).toHaveLength(1);
     expect(client.counters.get('in_progress') + client.counters.get('replayed')).toBe(50);
     expect(client.counters.suppressedDuplicates()).toBe(50);
@@ -124,7 +132,11 @@ describe('chargeOnce', () => {
     const whileInFlight = await client.chargeOnce({ tenantId: 'acme', key, request: visa(2999) });
     release.resolve();
     expect((await first).outcome).toBe('charged');
-    const afterwards = await client.chargeOnce({ tenantId: 'acme', key, request: { ...visa(1999), description: 'changed' } });
+    const afterwards = await client.chargeOnce({
+      tenantId: 'acme',
+      key,
+      request: { ...visa(1999), description: 'changed' },
+    });
     for (const r of [whileInFlight, afterwards]) {
       expect(r).toMatchObject({ outcome: 'fingerprint_mismatch', status: 422 });
     }
@@ -170,19 +182,25 @@ describe('chargeOnce', () => {
     expect(await slow).toMatchObject({ outcome: 'superseded', status: 409 });
 
     expect(client.counters.steals).toBe(1);
-    expect(stripeCalls.calls.map((c) => c.idempotencyKey)).toEqual([downstreamKey('acme', key), downstreamKey('acme', key)]);
+    expect(stripeCalls.calls.map((c) => c.idempotencyKey)).toEqual([
+      downstreamKey('acme', key),
+      downstreamKey('acme', key),
+    ]);
     expect((await claimRows('acme', key))[0]).toMatchObject({ status: 'completed', attempt: 2, response_status: 200 });
     expect(await paymentRows('acme', key)).toHaveLength(1);
   });
 
-  it('finds yesterday\'s claim when the retry lands in the next day\'s partition', async () => {
+  it("finds yesterday's claim when the retry lands in the next day's partition", async () => {
     const key = freshKey();
     now = new Date('2026-03-10T23:59:58Z');
     const stripeCalls = interceptPaymentIntents(() => [200, succeededIntent('pi_nextday1', 1999, 'usd')]);
     const client = claims();
     expect((await client.chargeOnce({ tenantId: 'acme', key, request: visa() })).outcome).toBe('charged');
     now = new Date('2026-03-11T00:00:03Z');
-    expect(await client.chargeOnce({ tenantId: 'acme', key, request: visa() })).toMatchObject({ outcome: 'replayed', status: 200 });
+    expect(await client.chargeOnce({ tenantId: 'acme', key, request: visa() })).toMatchObject({
+      outcome: 'replayed',
+      status: 200,
+    });
     now = new Date('2026-03-12T09:00:00Z');
     expect((await client.chargeOnce({ tenantId: 'acme', key, request: visa(5) })).outcome).toBe('fingerprint_mismatch');
     expect(stripeCalls.calls).toHaveLength(1);
@@ -192,10 +210,20 @@ describe('chargeOnce', () => {
   it('releases the claim on a transient Stripe failure and the retry charges with the same downstream key', async () => {
     for (const failure of [
       { name: '500', reply: [500, { error: { type: 'api_error', message: 'boom' } }] as [number, unknown] },
-      { name: '429', reply: [429, { error: { type: 'rate_limit_error', message: 'slow down' } }, { 'Retry-After': '7' }] as [number, unknown, Record<string, string>] },
+      {
+        name: '429',
+        reply: [429, { error: { type: 'rate_limit_error', message: 'slow down' } }, { 'Retry-After': '7' }] as [
+          number,
+          unknown,
+          Record<string, string>,
+        ],
+      },
     ]) {
       const key = freshKey();
-      const stripeCalls = interceptPaymentIntents((_c, i) => (i === 0 ? failure.reply : [200, succeededIntent('pi_transient', 1999, 'usd')]), 2);
+      const stripeCalls = interceptPaymentIntents(
+        (_c, i) => (i === 0 ? failure.reply : [200, succeededIntent('pi_transient', 1999, 'usd')]),
+        2,
+      );
       const client = claims();
       const first = await client.chargeOnce({ tenantId: 'acme', key, request: visa() });
       expect(first, failure.name).toMatchObject({ outcome: 'transient_failure', status: 503 });
@@ -205,7 +233,10 @@ describe('chargeOnce', () => {
 
       const retry = await client.chargeOnce({ tenantId: 'acme', key, request: visa() });
       expect(retry.outcome).toBe('charged');
-      expect(stripeCalls.calls.map((c) => c.idempotencyKey)).toEqual([downstreamKey('acme', key), downstreamKey('acme', key)]);
+      expect(stripeCalls.calls.map((c) => c.idempotencyKey)).toEqual([
+        downstreamKey('acme', key),
+        downstreamKey('acme', key),
+      ]);
       expect((await claimRows('acme', key))[0]).toMatchObject({ status: 'completed', attempt: 2 });
     }
   });
@@ -226,27 +257,43 @@ describe('chargeOnce', () => {
     expect(first).toMatchObject({
       outcome: 'declined',
       status: 402,
-      body: { error: { type: 'card_error', code: 'card_declined', decline_code: 'generic_decline', charge: 'ch_declined1' } },
+      body: {
+        error: { type: 'card_error', code: 'card_declined', decline_code: 'generic_decline', charge: 'ch_declined1' },
+      },
     });
     const retry = await client.chargeOnce({ tenantId: 'acme', key, request: visa() });
     expect(retry).toEqual({ outcome: 'replayed', status: 402, body: first.body });
     expect(stripeCalls.calls).toHaveLength(1);
-    expect(await paymentRows('acme', key)).toEqual([{ charge_id: 'ch_declined1', status: 'failed', amount: 1999, currency: 'usd' }]);
+    expect(await paymentRows('acme', key)).toEqual([
+      { charge_id: 'ch_declined1', status: 'failed', amount: 1999, currency: 'usd' },
+    ]);
   });
 
   it('stores an invalid-request rejection and replays it', async () => {
     const key = freshKey();
-    const stripeCalls = interceptPaymentIntents(() => [400, { error: { type: 'invalid_request_error', code: 'resource_missing', message: 'No such PaymentMethod' } }]);
+    const stripeCalls = interceptPaymentIntents(() => [
+      400,
+      { error: { type: 'invalid_request_error', code: 'resource_missing', message: 'No such PaymentMethod' } },
+    ]);
     const client = claims();
-    expect(await client.chargeOnce({ tenantId: 'acme', key, request: visa() })).toMatchObject({ outcome: 'rejected', status: 400 });
-    expect(await client.chargeOnce({ tenantId: 'acme', key, request: visa() })).toMatchObject({ outcome: 'replayed', status: 400 });
+    expect(await client.chargeOnce({ tenantId: 'acme', key, request: visa() })).toMatchObject({
+      outcome: 'rejected',
+      status: 400,
+    });
+    expect(await client.chargeOnce({ tenantId: 'acme', key, request: visa() })).toMatchObject({
+      outcome: 'replayed',
+      status: 400,
+    });
     expect(stripeCalls.calls).toHaveLength(1);
     expect(await paymentRows('acme', key)).toHaveLength(0);
   });
 
   it('keeps tenants apart: the same key in two tenants is two claims and two charges', async () => {
     const key = freshKey();
-    const stripeCalls = interceptPaymentIntents((c, i) => [200, succeededIntent(`pi_tenant${i}`, Number(c.body.amount), 'usd')], 2);
+    const stripeCalls = interceptPaymentIntents(
+      (c, i) => [200, succeededIntent(`pi_tenant${i}`, Number(c.body.amount), 'usd')],
+      2,
+    );
     const client = claims();
     expect((await client.chargeOnce({ tenantId: 'acme', key, request: visa() })).outcome).toBe('charged');
     expect((await client.chargeOnce({ tenantId: 'globex', key, request: visa(5000) })).outcome).toBe('charged');
@@ -284,14 +331,18 @@ describe('chargeOnce', () => {
       ['account', { tenantId: 'acme', key: 'k', request: { ...visa(), account: 'acme' } }],
       ['metadata', { tenantId: 'acme', key: 'k', request: { ...visa(), metadata: { tenant_id: 'spoof' } } }],
     ];
-    const before = await db.pool.query('SELECT (SELECT count(*) FROM idempotency_keys) + (SELECT count(*) FROM payments) AS n');
+    const before = await db.pool.query(
+      'SELECT (SELECT count(*) FROM idempotency_keys) + (SELECT count(*) FROM payments) AS n',
+    );
     for (const [field, input] of bad) {
       const error = await client.chargeOnce(input).catch((e: unknown) => e);
       expect(error, JSON.stringify(input).slice(0, 80)).toBeInstanceOf(ClaimValidationError);
       expect((error as ClaimValidationError).field).toBe(field);
       expect((error as ClaimValidationError).status).toBe(400);
     }
-    const after = await db.pool.query('SELECT (SELECT count(*) FROM idempotency_keys) + (SELECT count(*) FROM payments) AS n');
+    const after = await db.pool.query(
+      'SELECT (SELECT count(*) FROM idempotency_keys) + (SELECT count(*) FROM payments) AS n',
+    );
     expect(after.rows[0].n).toBe(before.rows[0].n);
   });
 });
@@ -320,7 +371,7 @@ describe('uniqueness of (tenant_id, key) across day partitions', () => {
     expect(await claimRows('acme', key)).toHaveLength(1);
   });
 
-  it('rejects a plain INSERT of a key that exists in another day\'s partition', async () => {
+  it("rejects a plain INSERT of a key that exists in another day's partition", async () => {
     const key = freshKey();
     const insert = (day: string) =>
       db.pool.query(
@@ -344,11 +395,24 @@ describe('uniqueness of (tenant_id, key) across day partitions', () => {
         [rows.map((r) => r[0]), rows.map((r) => r[1])],
       );
     await insert([[a, '2026-03-16T10:00:00Z']]);
-    await expect(insert([[b, '2026-03-16T10:00:00Z'], [a, '2026-03-17T10:00:00Z']])).rejects.toMatchObject({ code: '23505' });
-    await expect(insert([[c, '2026-03-16T10:00:00Z'], [c, '2026-03-17T10:00:00Z']])).rejects.toMatchObject({ code: '23505' });
+    await expect(
+      insert([
+        [b, '2026-03-16T10:00:00Z'],
+        [a, '2026-03-17T10:00:00Z'],
+      ]),
+    ).rejects.toMatchObject({ code: '23505' });
+    await expect(
+      insert([
+        [c, '2026-03-16T10:00:00Z'],
+        [c, '2026-03-17T10:00:00Z'],
+      ]),
+    ).rejects.toMatchObject({ code: '23505' });
     expect(await claimRows('acme', b)).toHaveLength(0);
     expect(await claimRows('acme', c)).toHaveLength(0);
-    await insert([[b, '2026-03-16T10:00:00Z'], [c, '2026-03-17T10:00:00Z']]);
+    await insert([
+      [b, '2026-03-16T10:00:00Z'],
+      [c, '2026-03-17T10:00:00Z'],
+    ]);
     expect([(await claimRows('acme', b)).length, (await claimRows('acme', c)).length]).toEqual([1, 1]);
   });
 
@@ -373,7 +437,10 @@ describe('uniqueness of (tenant_id, key) across day partitions', () => {
       );
       // The second waits for the first's locks (observed, not slept on).
       for (;;) {
-        const { rows } = await db.pool.query(`SELECT 1 FROM pg_locks WHERE pid = $1 AND locktype = 'advisory' AND NOT granted`, [pid]);
+        const { rows } = await db.pool.query(
+          `SELECT 1 FROM pg_locks WHERE pid = $1 AND locktype = 'advisory' AND NOT granted`,
+          [pid],
+        );
         if (rows.length > 0) break;
       }
       await first.query('COMMIT');
@@ -383,32 +450,45 @@ describe('uniqueness of (tenant_id, key) across day partitions', () => {
       first.release();
       second.release();
     }
-    const { rows } = await db.pool.query(`SELECT count(*)::int AS n, count(DISTINCT key)::int AS keys FROM idempotency_keys WHERE key = ANY($1)`, [keys]);
+    const { rows } = await db.pool.query(
+      `SELECT count(*)::int AS n, count(DISTINCT key)::int AS keys FROM idempotency_keys WHERE key = ANY($1)`,
+      [keys],
+    );
     expect(rows[0]).toEqual({ n: 100, keys: 100 });
   });
 
-  it.each(['REPEATABLE READ', 'SERIALIZABLE'])('refuses %s, whose snapshot could miss a claim committed meanwhile', async (level) => {
-    const client = await db.pool.connect();
-    try {
-      await client.query(`BEGIN ISOLATION LEVEL ${level}`);
-      await expect(
-        client.query(
-          `INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, locked_until, downstream_key, created_at, updated_at)
+  it.each(['REPEATABLE READ', 'SERIALIZABLE'])(
+    'refuses %s, whose snapshot could miss a claim committed meanwhile',
+    async (level) => {
+      const client = await db.pool.connect();
+      try {
+        await client.query(`BEGIN ISOLATION LEVEL ${level}`);
+        await expect(
+          client.query(
+            `INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, locked_until, downstream_key, created_at, updated_at)
            VALUES ('acme', 'rr', 'f', 'released', NULL, 'd', '2026-03-16T10:00:00Z', '2026-03-16T10:00:00Z')`,
-        ),
-      ).rejects.toMatchObject({ code: '25001' });
-      await client.query('ROLLBACK');
-      await client.query(`BEGIN ISOLATION LEVEL ${level}`);
-      await expect(
-        takeClaim(client, { tenantId: 'acme', key: 'rr', fingerprint: 'f', downstreamKey: 'd', now: new Date('2026-03-16T10:00:00Z'), leaseMs: 1000 }),
-      ).rejects.toMatchObject({ code: '25001' });
-    } finally {
-      await client.query('ROLLBACK');
-      client.release();
-    }
-  });
+          ),
+        ).rejects.toMatchObject({ code: '25001' });
+        await client.query('ROLLBACK');
+        await client.query(`BEGIN ISOLATION LEVEL ${level}`);
+        await expect(
+          takeClaim(client, {
+            tenantId: 'acme',
+            key: 'rr',
+            fingerprint: 'f',
+            downstreamKey: 'd',
+            now: new Date('2026-03-16T10:00:00Z'),
+            leaseMs: 1000,
+          }),
+        ).rejects.toMatchObject({ code: '25001' });
+      } finally {
+        await client.query('ROLLBACK');
+        client.release();
+      }
+    },
+  );
 
-  it("a claim the sweeper re-created replays to any body from its own account only, for the amount it was re-created from", async () => {
+  it('a claim the sweeper re-created replays to any body from its own account only, for the amount it was re-created from', async () => {
     const key = freshKey();
     // As the sweep's repair writes it (src/sweep/repairs.ts recreateClaims).
     await db.pool.query(
@@ -420,7 +500,17 @@ describe('uniqueness of (tenant_id, key) across day partitions', () => {
       [key],
     );
     const take = (accountId: string | null, amount = 4200, currency = 'usd') =>
-      takeClaim(db.pool, { tenantId: 'acme', key, fingerprint: 'any', downstreamKey: 'd', now, leaseMs: LEASE_MS, accountId, amount, currency });
+      takeClaim(db.pool, {
+        tenantId: 'acme',
+        key,
+        fingerprint: 'any',
+        downstreamKey: 'd',
+        now,
+        leaseMs: LEASE_MS,
+        accountId,
+        amount,
+        currency,
+      });
     expect((await take('acct_1Victim')).outcome).toBe('completed');
     expect((await take(null)).outcome).toBe('fingerprint_mismatch');
     expect((await take('acct_1Other')).outcome).toBe('fingerprint_mismatch');
@@ -432,7 +522,10 @@ describe('uniqueness of (tenant_id, key) across day partitions', () => {
     const key = freshKey();
     interceptPaymentIntents(() => [200, succeededIntent('pi_request1', 1999, 'usd')]);
     await claims().chargeOnce({ tenantId: 'acme', key, request: visa() });
-    const { rows } = await db.pool.query(`SELECT amount, currency, response_outcome FROM idempotency_keys WHERE key = $1`, [key]);
+    const { rows } = await db.pool.query(
+      `SELECT amount, currency, response_outcome FROM idempotency_keys WHERE key = $1`,
+      [key],
+    );
     expect(rows).toEqual([{ amount: visa().amount, currency: visa().currency, response_outcome: 'success' }]);
   });
 });

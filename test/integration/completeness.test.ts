@@ -22,11 +22,31 @@ const at = (ms: number) => new Date(ms);
 const ACCOUNT = 'acct_complete1';
 let db: TestDatabase;
 
-async function run(id: string, over: { mode?: string; account?: string; from: number; to: number; checkpoint: number; status: string; started?: number }) {
+async function run(
+  id: string,
+  over: {
+    mode?: string;
+    account?: string;
+    from: number;
+    to: number;
+    checkpoint: number;
+    status: string;
+    started?: number;
+  },
+) {
   await db.pool.query(
     `INSERT INTO recon_runs (id, mode, account, window_from, window_to, status, checkpoint, started_at, charges_scanned)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1234)`,
-    [id, over.mode ?? 'run', over.account ?? ACCOUNT, at(over.from), at(over.to), over.status, at(over.checkpoint), at(over.started ?? over.from)],
+    [
+      id,
+      over.mode ?? 'run',
+      over.account ?? ACCOUNT,
+      at(over.from),
+      at(over.to),
+      over.status,
+      at(over.checkpoint),
+      at(over.started ?? over.from),
+    ],
   );
 }
 async function charges(account: string, list: Array<[string, number]>) {
@@ -39,7 +59,13 @@ async function charges(account: string, list: Array<[string, number]>) {
     );
   }
 }
-async function finding(subject: string, state: string, chargeId: string | null, details: Record<string, unknown> = {}, category = 'unattributed_charge') {
+async function finding(
+  subject: string,
+  state: string,
+  chargeId: string | null,
+  details: Record<string, unknown> = {},
+  category = 'unattributed_charge',
+) {
   await db.pool.query(
     `INSERT INTO recon_findings (category, account, subject, charge_id, state, details, first_seen_run, last_seen_run, first_seen_at, last_seen_at)
      VALUES ($1, $2, $3, $4, $5, $6, 'run_seed', 'run_seed', $7, $7)`,
@@ -52,10 +78,22 @@ beforeAll(async () => {
   await ensureDayPartitions(db.pool, { from: utcDay(at(Y - 4 * DAY)), to: utcDay(at(Y + DAY)) });
   await run('run_seed', { from: Y - 10 * DAY, to: Y + 6 * HOUR, checkpoint: Y + 6 * HOUR, status: 'succeeded' });
   // The scheduled sweep judged up to 06:00 today; events were read up to 09:00.
-  await db.pool.query(`INSERT INTO recon_watermarks (account, shard, watermark, run_id, updated_at) VALUES ($1, '', $2, 'run_seed', $2)`, [ACCOUNT, at(Y + 6 * HOUR)]);
-  await db.pool.query(`INSERT INTO recon_event_cursors (account, cursor, run_id, updated_at) VALUES ($1, $2, 'run_seed', $2)`, [ACCOUNT, at(Y + 9 * HOUR)]);
+  await db.pool.query(
+    `INSERT INTO recon_watermarks (account, shard, watermark, run_id, updated_at) VALUES ($1, '', $2, 'run_seed', $2)`,
+    [ACCOUNT, at(Y + 6 * HOUR)],
+  );
+  await db.pool.query(
+    `INSERT INTO recon_event_cursors (account, cursor, run_id, updated_at) VALUES ($1, $2, 'run_seed', $2)`,
+    [ACCOUNT, at(Y + 9 * HOUR)],
+  );
   // A backfill of 09:00-12:00 stopped after committing 09:00-10:00.
-  await run('run_backfill', { mode: 'backfill', from: Y + 9 * HOUR, to: Y + 12 * HOUR, checkpoint: Y + 10 * HOUR, status: 'interrupted' });
+  await run('run_backfill', {
+    mode: 'backfill',
+    from: Y + 9 * HOUR,
+    to: Y + 12 * HOUR,
+    checkpoint: Y + 10 * HOUR,
+    status: 'interrupted',
+  });
 
   await charges(ACCOUNT, [
     ['ch_old1', Y - 3 * DAY + HOUR], // before the three days: not counted
@@ -74,7 +112,13 @@ beforeAll(async () => {
   await charges('acct_other', [['ch_x1', Y + 5 * HOUR]]);
   await finding('ch_a1', 'open', 'ch_a1');
   await finding('ch_a2', 'resolved', 'ch_a2');
-  await finding('acme\u241fk1', 'open', 'ch_b1', { kept: 'ch_b1', count: 2, charges: [{ id: 'ch_b1' }, { id: 'ch_b2' }] }, 'duplicate_charge');
+  await finding(
+    'acme\u241fk1',
+    'open',
+    'ch_b1',
+    { kept: 'ch_b1', count: 2, charges: [{ id: 'ch_b1' }, { id: 'ch_b2' }] },
+    'duplicate_charge',
+  );
   await finding('acme\u241fk2', 'open', null, {}, 'stale_claim'); // no charge: no day's count changes
 });
 afterAll(async () => {
@@ -123,7 +167,9 @@ describe('completeness', () => {
       ],
     });
     // The configured accounts and every account with a watermark or a cursor.
-    expect((await readCompletenessAll(db.pool, ['platform'], { now: NOW, days: 1, maxLagMs: HOUR })).map((a) => a.account)).toEqual([ACCOUNT, 'platform']);
+    expect(
+      (await readCompletenessAll(db.pool, ['platform'], { now: NOW, days: 1, maxLagMs: HOUR })).map((a) => a.account),
+    ).toEqual([ACCOUNT, 'platform']);
   });
 
   it('metrics: lag per kind, lagging, and per day (days_ago) the settled fraction and the charges', async () => {
@@ -131,7 +177,12 @@ describe('completeness', () => {
     const never = await readCompleteness(db.pool, 'acct_never', { now: NOW, days: 3, maxLagMs: 2 * HOUR });
     const text = await buildMetricsRegistry({
       reports: [],
-      status: { watermarks: [], last_runs: [], open_findings: {}, claims: { count: 0, in_flight: 0, oldest_created_at: null, oldest_age_seconds: null } },
+      status: {
+        watermarks: [],
+        last_runs: [],
+        open_findings: {},
+        claims: { count: 0, in_flight: 0, oldest_created_at: null, oldest_age_seconds: null },
+      },
       stripe429s: 0,
       now: NOW,
       completeness: [c, never],
@@ -149,7 +200,13 @@ describe('completeness', () => {
 
 describe('status of a run in progress', () => {
   it('shows the window, the slice and checkpoint, the charges so far and the age; and whether a process still holds the account', async () => {
-    await run('run_live', { from: Y + 6 * HOUR - 15 * 60_000, to: Y + 11 * HOUR + 50 * 60_000, checkpoint: Y + 9 * HOUR, status: 'running', started: NOW.getTime() - 200_000 });
+    await run('run_live', {
+      from: Y + 6 * HOUR - 15 * 60_000,
+      to: Y + 11 * HOUR + 50 * 60_000,
+      checkpoint: Y + 9 * HOUR,
+      status: 'running',
+      started: NOW.getTime() - 200_000,
+    });
     const options = { sliceMs: HOUR, completeness: { accounts: [ACCOUNT], now: NOW, days: 3, maxLagMs: 2 * HOUR } };
     const dead = await readStatus(db.pool, NOW, options);
     expect(dead.live_runs).toEqual([

@@ -18,7 +18,10 @@ afterAll(async () => {
 describe('session limits', () => {
   let pool: Pool;
   beforeAll(() => {
-    pool = createPool(db.url, { max: 3, timeouts: { lockTimeoutMs: 300, statementTimeoutMs: 4_000, idleInTransactionTimeoutMs: 1_000 } });
+    pool = createPool(db.url, {
+      max: 3,
+      timeouts: { lockTimeoutMs: 300, statementTimeoutMs: 4_000, idleInTransactionTimeoutMs: 1_000 },
+    });
   });
   afterAll(async () => {
     await pool.end();
@@ -55,9 +58,13 @@ describe('session limits', () => {
     try {
       await holder.query('BEGIN');
       await holder.query('SELECT * FROM limits_probe WHERE id = 1 FOR UPDATE');
-      const error = await inTransaction(pool, (client) => client.query('UPDATE limits_probe SET id = 1 WHERE id = 1')).catch((e: unknown) => e);
+      const error = await inTransaction(pool, (client) =>
+        client.query('UPDATE limits_probe SET id = 1 WHERE id = 1'),
+      ).catch((e: unknown) => e);
       expect(error).toMatchObject({ name: 'DatabaseTimeoutError', code: '55P03', exitCode: 1 });
-      expect((error as Error).message).toMatch(/waited too long for a lock another session holds .*SWEEPER_DB_LOCK_TIMEOUT/);
+      expect((error as Error).message).toMatch(
+        /waited too long for a lock another session holds .*SWEEPER_DB_LOCK_TIMEOUT/,
+      );
     } finally {
       await holder.query('ROLLBACK');
       holder.release();
@@ -87,7 +94,10 @@ describe('sweeper_ensure_day_partitions is bounded', () => {
     ['no dates', 'stripe_charges', null, null, /must be days/],
     ['another table', 'payments', day(0), day(0), /only idempotency_keys and stripe_charges/],
   ])('refuses %s (22023), creating nothing', async (_name, table, from, to, message) => {
-    await expect(ensure(table, from, to)).rejects.toMatchObject({ code: '22023', message: expect.stringMatching(message) });
+    await expect(ensure(table, from, to)).rejects.toMatchObject({
+      code: '22023',
+      message: expect.stringMatching(message),
+    });
   });
 
   it('accepts what its callers ask: the retention window (up to 366 days) and a month ahead, and old mirror days for a backfill', async () => {

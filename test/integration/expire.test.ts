@@ -36,7 +36,12 @@ describe('expire', () => {
       await seedClaim(db.pool, { tenantId: 'acme', key: `old-${d}`, status: 'completed', createdAt: daysAgo(d) });
     }
     const mirror = Array.from({ length: 300 }, (_, i) =>
-      charge({ id: `ch_${i}`, created: Math.floor(daysAgo(1 + (i % 15)).getTime() / 1000), tenantId: 'acme', idempotencyKey: `m-${i}` }),
+      charge({
+        id: `ch_${i}`,
+        created: Math.floor(daysAgo(1 + (i % 15)).getTime() / 1000),
+        tenantId: 'acme',
+        idempotencyKey: `m-${i}`,
+      }),
     );
     const traffic = Promise.all(
       Array.from({ length: 200 }, (_, i) =>
@@ -51,8 +56,21 @@ describe('expire', () => {
       ),
     );
     const sweeping = sweep(
-      { pool: db.pool, listCharges: memoryChargeSource(() => mirror), evidence: memoryEvidence(() => mirror), clock: () => NOW, logger: silentLogger(), idempotencyWindowMs: IDEMPOTENCY_WINDOW_MS },
-      sweepOptions({ mode: 'backfill', accounts: ['platform'], window: { from: daysAgo(16), to: daysAgo(0.5) }, overlapMs: 0, sliceMs: 6 * 3_600_000 }),
+      {
+        pool: db.pool,
+        listCharges: memoryChargeSource(() => mirror),
+        evidence: memoryEvidence(() => mirror),
+        clock: () => NOW,
+        logger: silentLogger(),
+        idempotencyWindowMs: IDEMPOTENCY_WINDOW_MS,
+      },
+      sweepOptions({
+        mode: 'backfill',
+        accounts: ['platform'],
+        window: { from: daysAgo(16), to: daysAgo(0.5) },
+        overlapMs: 0,
+        sliceMs: 6 * 3_600_000,
+      }),
     );
     const expiring = expirePartitions(db.pool, { now: NOW, retentionMs: 7 * DAY });
     const [claims, , result] = await Promise.all([traffic, sweeping, expiring]);
@@ -74,12 +92,17 @@ describe('expire', () => {
   it('refuses a retention shorter than 24 h plus the retry horizon, with exit 64 and a reason', async () => {
     const result = await runCli(['expire'], { DATABASE_URL: db.url, SWEEPER_RETENTION: '36h' });
     expect(result.code).toBe(64);
-    expect(result.stderr).toMatch(/SWEEPER_RETENTION 36h is shorter than Stripe's 24h idempotency window plus SWEEPER_RETRY_HORIZON 1d/);
+    expect(result.stderr).toMatch(
+      /SWEEPER_RETENTION 36h is shorter than Stripe's 24h idempotency window plus SWEEPER_RETRY_HORIZON 1d/,
+    );
     const held = await db.pool.connect();
     try {
       await held.query('SELECT pg_advisory_lock($1, 2)', [0x53574550]); // another expire is running
       const locked = await runCli(['expire'], { DATABASE_URL: db.url });
-      expect([locked.code, locked.stderr.trim()]).toEqual([75, 'sweeper: another `sweeper expire` is running; this one stops (it does not wait)']);
+      expect([locked.code, locked.stderr.trim()]).toEqual([
+        75,
+        'sweeper: another `sweeper expire` is running; this one stops (it does not wait)',
+      ]);
     } finally {
       await held.query('SELECT pg_advisory_unlock_all()');
       held.release();

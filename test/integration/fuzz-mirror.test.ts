@@ -21,7 +21,9 @@ const from = now - 2 * DAY;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  await ensureDayPartitions(db.pool, { from: utcDay(new Date(from * 1000)), to: utcDay(new Date(now * 1000)) }, ['stripe_charges']);
+  await ensureDayPartitions(db.pool, { from: utcDay(new Date(from * 1000)), to: utcDay(new Date(now * 1000)) }, [
+    'stripe_charges',
+  ]);
 });
 afterAll(async () => {
   await db.drop();
@@ -30,19 +32,23 @@ afterAll(async () => {
 describe('fuzzed charges in the real mirror', () => {
   it('every charge the normaliser accepts is stored without a database error', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(chargeObject(fc.integer({ min: from, max: now - 1 })), { maxLength: 40 }), async (raws) => {
-        const charges = new Map<string, NormalizedCharge>();
-        for (const raw of raws) {
-          const result = normalizeCharge(raw, 'acct_1Fuzz', DEFAULT_METADATA_KEYS, now);
-          if (result.ok && result.charge.created >= from && result.charge.created < now) charges.set(result.charge.id, result.charge);
-        }
-        await inTransaction(db.pool, async (client) => {
-          await upsertCharges(client, [...charges.values()], new Date());
-          throw new RollBack();
-        }).catch((error: unknown) => {
-          if (!(error instanceof RollBack)) throw error;
-        });
-      }),
+      fc.asyncProperty(
+        fc.array(chargeObject(fc.integer({ min: from, max: now - 1 })), { maxLength: 40 }),
+        async (raws) => {
+          const charges = new Map<string, NormalizedCharge>();
+          for (const raw of raws) {
+            const result = normalizeCharge(raw, 'acct_1Fuzz', DEFAULT_METADATA_KEYS, now);
+            if (result.ok && result.charge.created >= from && result.charge.created < now)
+              charges.set(result.charge.id, result.charge);
+          }
+          await inTransaction(db.pool, async (client) => {
+            await upsertCharges(client, [...charges.values()], new Date());
+            throw new RollBack();
+          }).catch((error: unknown) => {
+            if (!(error instanceof RollBack)) throw error;
+          });
+        },
+      ),
       fuzzParameters(100),
     );
   });

@@ -14,7 +14,10 @@ let runtime: Pool;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  const sql = await readFile(fileURLToPath(new URL('../../jobs/sql/least-privilege-role.sql', import.meta.url)), 'utf8');
+  const sql = await readFile(
+    fileURLToPath(new URL('../../jobs/sql/least-privilege-role.sql', import.meta.url)),
+    'utf8',
+  );
   await db.pool.query(sql);
   // The role is set at connection start-up, before any query can be sent on it.
   const url = new URL(db.url);
@@ -36,10 +39,29 @@ describe('the least-privilege runtime role', () => {
 
   it('can run a sweep, including creating the day partitions it needs through the definer function', async () => {
     await db.pool.query(`SELECT sweeper_ensure_day_partitions('idempotency_keys', '2026-11-09', '2026-11-10')`);
-    await seedClaim(db.pool, { tenantId: 'acme', key: 'k1', status: 'in_flight', createdAt: new Date('2026-11-10T09:00:00Z') });
-    const stripe = [charge({ id: 'ch_1', created: Date.parse('2026-11-10T09:00:05Z') / 1000, tenantId: 'acme', idempotencyKey: 'k1' })];
+    await seedClaim(db.pool, {
+      tenantId: 'acme',
+      key: 'k1',
+      status: 'in_flight',
+      createdAt: new Date('2026-11-10T09:00:00Z'),
+    });
+    const stripe = [
+      charge({
+        id: 'ch_1',
+        created: Date.parse('2026-11-10T09:00:05Z') / 1000,
+        tenantId: 'acme',
+        idempotencyKey: 'k1',
+      }),
+    ];
     const [report] = await sweep(
-      { pool: runtime, listCharges: memoryChargeSource(() => stripe), evidence: memoryEvidence(() => stripe), clock: () => NOW, logger: silentLogger(), idempotencyWindowMs: IDEMPOTENCY_WINDOW_MS },
+      {
+        pool: runtime,
+        listCharges: memoryChargeSource(() => stripe),
+        evidence: memoryEvidence(() => stripe),
+        clock: () => NOW,
+        logger: silentLogger(),
+        idempotencyWindowMs: IDEMPOTENCY_WINDOW_MS,
+      },
       sweepOptions({
         mode: 'backfill',
         accounts: ['platform'],
@@ -47,7 +69,9 @@ describe('the least-privilege runtime role', () => {
       }),
     );
     expect(report?.repaired.claim_without_effect).toBe(1);
-    const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM pg_inherits WHERE inhparent = 'stripe_charges'::regclass`);
+    const { rows } = await db.pool.query(
+      `SELECT count(*)::int AS n FROM pg_inherits WHERE inhparent = 'stripe_charges'::regclass`,
+    );
     expect(rows[0].n).toBeGreaterThan(0);
   });
 
@@ -56,20 +80,28 @@ describe('the least-privilege runtime role', () => {
       `SELECT setconfig FROM pg_db_role_setting WHERE setrole = 'sweeper_runtime'::regrole AND setdatabase = 0`,
     );
     expect(rows[0]?.setconfig).toEqual(
-      expect.arrayContaining(['lock_timeout=30s', 'statement_timeout=5min', 'idle_in_transaction_session_timeout=5min']),
+      expect.arrayContaining([
+        'lock_timeout=30s',
+        'statement_timeout=5min',
+        'idle_in_transaction_session_timeout=5min',
+      ]),
     );
   });
 
   it('migrate and expire as the runtime role exit 64 and say to run them as the schema owner, changing nothing', async () => {
     const url = new URL(db.url);
     url.searchParams.set('options', '-c role=sweeper_runtime');
-    const partitions = async () => (await db.pool.query(`SELECT count(*)::int AS n FROM pg_inherits`)).rows[0].n as number;
+    const partitions = async () =>
+      (await db.pool.query(`SELECT count(*)::int AS n FROM pg_inherits`)).rows[0].n as number;
     const before = await partitions();
     for (const command of ['migrate', 'expire'] as const) {
       const result = await runCli([command], { DATABASE_URL: url.toString() });
       expect(result.code, result.stderr).toBe(64);
       expect(result.stderr).toMatch(
-        new RegExp(`^sweeper: sweeper ${command} changes the schema and sweeper_runtime does not own it \\(\\w+ does\\): run this as the schema owner`, 'm'),
+        new RegExp(
+          `^sweeper: sweeper ${command} changes the schema and sweeper_runtime does not own it \\(\\w+ does\\): run this as the schema owner`,
+          'm',
+        ),
       );
     }
     expect(await partitions()).toBe(before);
@@ -80,9 +112,14 @@ describe('the least-privilege runtime role', () => {
   it('creates partitions only for days a sweep can need: not in 2100, not before Stripe existed', async () => {
     const ensure = (from: string, to: string) =>
       runtime.query(`SELECT sweeper_ensure_day_partitions('stripe_charges', $1::date, $2::date) AS n`, [from, to]);
-    await expect(ensure('2100-01-01', '2100-12-31')).rejects.toMatchObject({ code: '22023', message: expect.stringMatching(/35 days ahead/) });
+    await expect(ensure('2100-01-01', '2100-12-31')).rejects.toMatchObject({
+      code: '22023',
+      message: expect.stringMatching(/35 days ahead/),
+    });
     await expect(ensure('2009-12-31', '2010-01-02')).rejects.toMatchObject({ code: '22023' });
-    const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM pg_class WHERE relname LIKE 'stripe_charges_p21%'`);
+    const { rows } = await db.pool.query(
+      `SELECT count(*)::int AS n FROM pg_class WHERE relname LIKE 'stripe_charges_p21%'`,
+    );
     expect(rows[0].n).toBe(0);
   });
 });

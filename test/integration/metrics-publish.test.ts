@@ -25,7 +25,14 @@ let input: MetricsInput;
 
 async function seed(): Promise<void> {
   const q = db.pool;
-  const runRow = (id: string, account: string, mode: string, status: string, started: string, finished: string | null) =>
+  const runRow = (
+    id: string,
+    account: string,
+    mode: string,
+    status: string,
+    started: string,
+    finished: string | null,
+  ) =>
     q.query(
       `INSERT INTO recon_runs (id, mode, account, window_from, window_to, status, checkpoint, started_at, finished_at)
        VALUES ($1, $2, $3, '2026-11-09T00:00:00Z', '2026-11-10T11:00:00Z', $4, '2026-11-10T11:00:00Z', $5, $6)`,
@@ -52,8 +59,18 @@ async function seed(): Promise<void> {
   await finding('stale_claim', ACCT, 'k2', 'open');
   await finding('orphan_charge', ACCT, 'ch_2', 'repaired');
   await ensureDayPartitions(q, { from: '2026-11-08', to: '2026-11-11' });
-  await seedClaim(q, { tenantId: 'acme', key: 'old', status: 'completed', createdAt: new Date('2026-11-08T12:00:00Z') });
-  await seedClaim(q, { tenantId: 'acme', key: 'live', status: 'in_flight', createdAt: new Date('2026-11-10T11:59:00Z') });
+  await seedClaim(q, {
+    tenantId: 'acme',
+    key: 'old',
+    status: 'completed',
+    createdAt: new Date('2026-11-08T12:00:00Z'),
+  });
+  await seedClaim(q, {
+    tenantId: 'acme',
+    key: 'live',
+    status: 'in_flight',
+    createdAt: new Date('2026-11-10T11:59:00Z'),
+  });
 }
 
 beforeAll(async () => {
@@ -62,7 +79,16 @@ beforeAll(async () => {
   await seed();
   input = {
     reports: [
-      { account: ACCT, mode: 'run', dry_run: false, status: 'succeeded', charges_scanned: 321, deferred_keys: 0, repaired: { ...emptyCounts(), orphan_charge: 1 }, duration_ms: 2_250 },
+      {
+        account: ACCT,
+        mode: 'run',
+        dry_run: false,
+        status: 'succeeded',
+        charges_scanned: 321,
+        deferred_keys: 0,
+        repaired: { ...emptyCounts(), orphan_charge: 1 },
+        duration_ms: 2_250,
+      },
     ],
     status: await readStatus(db.pool, NOW),
     stripe429s: 3,
@@ -84,7 +110,10 @@ afterEach(() => {
 });
 
 function sample(text: string, name: string, labels = ''): string | undefined {
-  return text.split('\n').find((l) => l.startsWith(`${name}${labels} `))?.slice(`${name}${labels} `.length);
+  return text
+    .split('\n')
+    .find((l) => l.startsWith(`${name}${labels} `))
+    ?.slice(`${name}${labels} `.length);
 }
 
 describe('textfile for node_exporter', () => {
@@ -106,8 +135,12 @@ describe('textfile for node_exporter', () => {
     expect(sample(text, 'sweeper_run_duration_seconds', `{account="${ACCT}"}`)).toBe('2.25');
     expect(sample(text, 'sweeper_deferred_keys_last_run', `{account="${ACCT}"}`)).toBe('0');
     expect(sample(text, 'sweeper_stripe_rate_limited_last_run')).toBe('3');
-    expect(sample(text, 'sweeper_last_success_timestamp_seconds', '{account="platform"}')).toBe(String(Date.parse('2026-11-10T10:00:00Z') / 1000));
-    expect(sample(text, 'sweeper_last_success_timestamp_seconds', `{account="${ACCT}"}`)).toBe(String(NOW.getTime() / 1000));
+    expect(sample(text, 'sweeper_last_success_timestamp_seconds', '{account="platform"}')).toBe(
+      String(Date.parse('2026-11-10T10:00:00Z') / 1000),
+    );
+    expect(sample(text, 'sweeper_last_success_timestamp_seconds', `{account="${ACCT}"}`)).toBe(
+      String(NOW.getTime() / 1000),
+    );
     expect(sample(text, 'sweeper_watermark_lag_seconds', '{account="platform"}')).toBe('7800');
     expect(sample(text, 'sweeper_watermark_lag_seconds', `{account="${ACCT}"}`)).toBe('2400');
     expect(sample(text, 'sweeper_claim_store_size')).toBe('2');
@@ -115,7 +148,11 @@ describe('textfile for node_exporter', () => {
     expect(sample(text, 'sweeper_claim_store_oldest_age_seconds')).toBe('172800');
 
     // A second write replaces the file and leaves no temporary file for the collector to trip on.
-    await publishMetrics({ config: { file, pushgatewayUrl: undefined }, input: { ...input, stripe429s: 9 }, logger: silentLogger() });
+    await publishMetrics({
+      config: { file, pushgatewayUrl: undefined },
+      input: { ...input, stripe429s: 9 },
+      logger: silentLogger(),
+    });
     expect(sample(await readFile(file, 'utf8'), 'sweeper_stripe_rate_limited_last_run')).toBe('9');
     expect(await readdir(own)).toEqual(['sweeper.prom']);
   });
@@ -139,7 +176,11 @@ describe('pushgateway', () => {
       .put('/metrics/job/sweeper', (body: string) => bodies.push(body) > 0)
       .matchHeader('content-type', 'text/plain; version=0.0.4; charset=utf-8')
       .reply(200, '');
-    const result = await publishMetrics({ config: { file: undefined, pushgatewayUrl: GATEWAY }, input, logger: silentLogger() });
+    const result = await publishMetrics({
+      config: { file: undefined, pushgatewayUrl: GATEWAY },
+      input,
+      logger: silentLogger(),
+    });
     expect(result).toEqual({ written: false, pushed: true, errors: [] });
     expect(bodies).toEqual([expected]);
   });
@@ -157,6 +198,10 @@ describe('pushgateway', () => {
       logger: silentLogger(),
       grouping: { shard: '0/4' },
     });
-    expect(result).toEqual({ written: false, pushed: false, errors: ['metrics push: Pushgateway answered HTTP 503: overloaded'] });
+    expect(result).toEqual({
+      written: false,
+      pushed: false,
+      errors: ['metrics push: Pushgateway answered HTTP 503: overloaded'],
+    });
   });
 });

@@ -20,7 +20,10 @@ describe('migrate', () => {
   });
 
   it('refuses to serve a database that was never migrated', async () => {
-    await expect(assertSchemaCurrent(pool)).rejects.toMatchObject({ exitCode: 64, message: expect.stringMatching(/run `sweeper migrate`/) });
+    await expect(assertSchemaCurrent(pool)).rejects.toMatchObject({
+      exitCode: 64,
+      message: expect.stringMatching(/run `sweeper migrate`/),
+    });
   });
 
   it('applies every migration once, even when two processes race, and is idempotent', async () => {
@@ -38,7 +41,10 @@ describe('migrate', () => {
   it('refuses a database that has a newer migration than the code knows', async () => {
     await pool.query(`INSERT INTO sweeper_migrations (id, name, checksum) VALUES (999, '999_future.sql', 'x')`);
     try {
-      await expect(migrate(pool)).rejects.toMatchObject({ exitCode: 64, message: expect.stringMatching(/at migration 999 .*upgrade sweeper/) });
+      await expect(migrate(pool)).rejects.toMatchObject({
+        exitCode: 64,
+        message: expect.stringMatching(/at migration 999 .*upgrade sweeper/),
+      });
       await expect(assertSchemaCurrent(pool)).rejects.toMatchObject({ exitCode: 64 });
     } finally {
       await pool.query('DELETE FROM sweeper_migrations WHERE id = 999');
@@ -51,7 +57,10 @@ describe('migrate', () => {
       await copyFile(path.join(DEFAULT_MIGRATIONS_DIR, name), path.join(dir, name));
     }
     const next = String((await readdir(DEFAULT_MIGRATIONS_DIR)).length + 1).padStart(3, '0');
-    await writeFile(path.join(dir, `${next}_broken.sql`), 'CREATE TABLE half_applied (id int);\nSELECT * FROM no_such_table;\n');
+    await writeFile(
+      path.join(dir, `${next}_broken.sql`),
+      'CREATE TABLE half_applied (id int);\nSELECT * FROM no_such_table;\n',
+    );
     const error = await migrate(pool, { dir }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(MigrationError);
     expect((error as Error).message).toMatch(new RegExp(`${next}_broken.sql failed .*no_such_table`));
@@ -65,6 +74,8 @@ describe('migrate', () => {
       await copyFile(path.join(DEFAULT_MIGRATIONS_DIR, name), path.join(dir, name));
     }
     await writeFile(path.join(dir, '001_claims_and_payments.sql'), '-- edited\n', { flag: 'a' });
-    await expect(migrate(pool, { dir })).rejects.toThrow(/001_claims_and_payments.sql was changed after it was applied/);
+    await expect(migrate(pool, { dir })).rejects.toThrow(
+      /001_claims_and_payments.sql was changed after it was applied/,
+    );
   });
 });

@@ -39,9 +39,13 @@ function charge(id: string, over: Partial<NormalizedCharge> = {}): NormalizedCha
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  await ensureDayPartitions(db.pool, { from: utcDay(new Date(today * 1000)), to: utcDay(new Date(today * 1000)) }, ['stripe_charges']);
+  await ensureDayPartitions(db.pool, { from: utcDay(new Date(today * 1000)), to: utcDay(new Date(today * 1000)) }, [
+    'stripe_charges',
+  ]);
   // A rule the normaliser knows nothing about: exactly what the safety net is for.
-  await db.pool.query(`ALTER TABLE stripe_charges ADD CONSTRAINT test_no_poison CHECK (tenant_id IS DISTINCT FROM 'poison')`);
+  await db.pool.query(
+    `ALTER TABLE stripe_charges ADD CONSTRAINT test_no_poison CHECK (tenant_id IS DISTINCT FROM 'poison')`,
+  );
 });
 
 afterAll(async () => {
@@ -71,7 +75,9 @@ describe('upsertChargesIsolating', () => {
       ch_bad_nul: '22P05',
       ch_bad_no_partition: '23514',
     });
-    const { rows } = await db.pool.query<{ charge_id: string }>(`SELECT charge_id FROM stripe_charges ORDER BY charge_id`);
+    const { rows } = await db.pool.query<{ charge_id: string }>(
+      `SELECT charge_id FROM stripe_charges ORDER BY charge_id`,
+    );
     expect(rows.map((r) => r.charge_id)).toEqual(good.map((c) => c.id).sort());
   });
 
@@ -81,8 +87,17 @@ describe('upsertChargesIsolating', () => {
     const query = client.query.bind(client);
     try {
       await query('BEGIN');
-      const spy = { query: (text: string, values?: unknown[]) => (sent.push(text.trim().split(/\s+/)[0] ?? ''), query(text, values)) };
-      const result = await upsertChargesIsolating(spy as never, [charge('ch_quiet_1'), charge('ch_quiet_2')], fetchedAt);
+      const spy = {
+        query: (text: string, values?: unknown[]) => (
+          sent.push(text.trim().split(/\s+/)[0] ?? ''),
+          query(text, values)
+        ),
+      };
+      const result = await upsertChargesIsolating(
+        spy as never,
+        [charge('ch_quiet_1'), charge('ch_quiet_2')],
+        fetchedAt,
+      );
       expect(result).toEqual({ written: 2, refused: [] });
       expect(sent).toEqual(['SAVEPOINT', 'INSERT', 'RELEASE']);
     } finally {
@@ -107,6 +122,8 @@ describe('upsertChargesIsolating', () => {
       await holder.query('ROLLBACK');
       holder.release();
     }
-    await expect(upsertChargesIsolating(db.pool, [charge('ch_outside')], fetchedAt)).rejects.toMatchObject({ code: '25P01' });
+    await expect(upsertChargesIsolating(db.pool, [charge('ch_outside')], fetchedAt)).rejects.toMatchObject({
+      code: '25P01',
+    });
   });
 });

@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStripeProvider } from '../../src/providers/stripe/provider.js';
-import { isRefundMade, REFUND_KEY_METADATA, type NormalizedCharge, type PaymentProvider } from '../../src/sweep/provider.js';
+import {
+  isRefundMade,
+  REFUND_KEY_METADATA,
+  type NormalizedCharge,
+  type PaymentProvider,
+} from '../../src/sweep/provider.js';
 import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
 import { createMemoryProvider, type MemoryChargeSpec } from '../support/memory-provider.js';
 
@@ -47,8 +52,15 @@ const providers: Array<{ name: string; open: () => Harness }> = [
       return {
         provider,
         async charge(spec) {
-          const metadata = spec.tenantId === undefined ? undefined : { tenant_id: spec.tenantId, idempotency_key: spec.idempotencyKey ?? '' };
-          return double.createCharge(spec.account, { amount: spec.amount ?? 1000, created: spec.created, ...(metadata ? { metadata } : {}) }).id;
+          const metadata =
+            spec.tenantId === undefined
+              ? undefined
+              : { tenant_id: spec.tenantId, idempotency_key: spec.idempotencyKey ?? '' };
+          return double.createCharge(spec.account, {
+            amount: spec.amount ?? 1000,
+            created: spec.created,
+            ...(metadata ? { metadata } : {}),
+          }).id;
         },
         setNow: (seconds) => double.clock.set(seconds * 1000),
       };
@@ -69,7 +81,11 @@ const providers: Array<{ name: string; open: () => Harness }> = [
   },
 ];
 
-async function listAll(provider: PaymentProvider, account: string, window = WINDOW): Promise<{ pages: NormalizedCharge[][]; ids: string[] }> {
+async function listAll(
+  provider: PaymentProvider,
+  account: string,
+  window = WINDOW,
+): Promise<{ pages: NormalizedCharge[][]; ids: string[] }> {
   const pages: NormalizedCharge[][] = [];
   for await (const page of provider.listCharges(account, window)) {
     expect(page.malformed).toEqual([]);
@@ -113,7 +129,9 @@ describe.each(providers)('provider contract: $name', ({ open }) => {
       expect(c.created >= FROM && c.created < TO).toBe(true);
     }
     expect((await listAll(h.provider, 'platform')).ids).toHaveLength(1);
-    expect((await listAll(h.provider, ACCOUNT, { from: new Date(TO * 1000), to: new Date((TO + HOUR) * 1000) })).ids).toHaveLength(1);
+    expect(
+      (await listAll(h.provider, ACCOUNT, { from: new Date(TO * 1000), to: new Date((TO + HOUR) * 1000) })).ids,
+    ).toHaveLength(1);
   });
 
   it('pages a window larger than a page: no page over the page size, every charge exactly once', async () => {
@@ -121,7 +139,8 @@ describe.each(providers)('provider contract: $name', ({ open }) => {
     const count = h.provider.facts.pageSize * 2 + 17;
     const made: string[] = [];
     // Some share a second: paging must not lose or repeat charges of one second.
-    for (let i = 0; i < count; i += 1) made.push(await h.charge({ account: ACCOUNT, created: FROM + Math.floor(i / 3) }));
+    for (let i = 0; i < count; i += 1)
+      made.push(await h.charge({ account: ACCOUNT, created: FROM + Math.floor(i / 3) }));
     const { pages, ids } = await listAll(h.provider, ACCOUNT);
     expect(pages.length).toBeGreaterThanOrEqual(3);
     for (const page of pages) expect(page.length).toBeLessThanOrEqual(h.provider.facts.pageSize);
@@ -131,7 +150,13 @@ describe.each(providers)('provider contract: $name', ({ open }) => {
 
   it('retrieves charges by id as the listing reads them; unknown ids and other accounts are absent', async () => {
     const h = open();
-    const a = await h.charge({ account: ACCOUNT, created: FROM + 10, amount: 1234, tenantId: 'acme', idempotencyKey: 'order-1' });
+    const a = await h.charge({
+      account: ACCOUNT,
+      created: FROM + 10,
+      amount: 1234,
+      tenantId: 'acme',
+      idempotencyKey: 'order-1',
+    });
     const b = await h.charge({ account: ACCOUNT, created: FROM + 20 });
     const elsewhere = await h.charge({ account: OTHER, created: FROM + 30 });
     const found = await h.provider.evidence.chargesById(ACCOUNT, [a, b, elsewhere, 'ch_missing000000000000001']);
@@ -151,7 +176,12 @@ describe.each(providers)('provider contract: $name', ({ open }) => {
     });
     const byId = (cs: NormalizedCharge[]) => cs.map(pick).sort((x, y) => x.id.localeCompare(y.id));
     expect(byId(found)).toEqual(byId(listed));
-    expect(found.find((c) => c.id === a)).toMatchObject({ amount: 1234, tenantId: 'acme', idempotencyKey: 'order-1', account: ACCOUNT });
+    expect(found.find((c) => c.id === a)).toMatchObject({
+      amount: 1234,
+      tenantId: 'acme',
+      idempotencyKey: 'order-1',
+      account: ACCOUNT,
+    });
   });
 
   it('searches charges by key metadata: exactly the charges naming that tenant and key', async () => {
@@ -178,7 +208,11 @@ describe.each(providers)('provider contract: $name', ({ open }) => {
       metadata: { [REFUND_KEY_METADATA]: 'sweeper_refund_contract_1' },
     };
     const refund = await h.provider.evidence.refund(ACCOUNT, request);
-    expect(refund).toMatchObject({ chargeId: id, amount: 2500, metadata: { [REFUND_KEY_METADATA]: 'sweeper_refund_contract_1' } });
+    expect(refund).toMatchObject({
+      chargeId: id,
+      amount: 2500,
+      metadata: { [REFUND_KEY_METADATA]: 'sweeper_refund_contract_1' },
+    });
     expect(isRefundMade(refund)).toBe(true);
 
     const [after] = await h.provider.evidence.chargesById(ACCOUNT, [id]);
@@ -201,7 +235,10 @@ describe.each(providers)('provider contract: $name', ({ open }) => {
       metadata: { [REFUND_KEY_METADATA]: 'sweeper_refund_part' },
     });
     expect(refund.amount).toBe(1000);
-    expect((await h.provider.evidence.chargesById(ACCOUNT, [id]))[0]).toMatchObject({ refunded: false, amountRefunded: 1000 });
+    expect((await h.provider.evidence.chargesById(ACCOUNT, [id]))[0]).toMatchObject({
+      refunded: false,
+      amountRefunded: 1000,
+    });
   });
 
   it('reads the changes since a cursor: pointers to the charges changed after it (created, refunded), none before it', async () => {

@@ -29,7 +29,13 @@ const ALL_VERIFIED = {
   chargeIds: { has: () => true } as unknown as ReadonlySet<string>,
   identities: { has: () => true } as unknown as ReadonlySet<string>,
 };
-const ctx: JudgeContext = { now: NOW, retentionMs: 60 * DAY, refundDuplicates: false, providerIdempotencyWindowMs: DAY, verified: ALL_VERIFIED };
+const ctx: JudgeContext = {
+  now: NOW,
+  retentionMs: 60 * DAY,
+  refundDuplicates: false,
+  providerIdempotencyWindowMs: DAY,
+  verified: ALL_VERIFIED,
+};
 
 function charge(over: Partial<ChargeFact>): ChargeFact {
   return {
@@ -83,7 +89,9 @@ const identity = (i: Partial<IdentityFacts>): IdentityFacts => ({
   ...i,
 });
 const judged = (i: IdentityFacts, category: string): Finding => {
-  const found = judgeSlice({ identities: [i], looseCharges: [], looseEffects: [] }, ctx).findings.find((f) => f.category === category);
+  const found = judgeSlice({ identities: [i], looseCharges: [], looseEffects: [] }, ctx).findings.find(
+    (f) => f.category === category,
+  );
   if (!found) throw new Error(`the judge made no ${category}`);
   return found;
 };
@@ -93,7 +101,16 @@ async function store(f: Finding, firstSeen: Date): Promise<number> {
     `INSERT INTO recon_findings (category, account, subject, charge_id, tenant_id, idempotency_key, state, details,
                                  first_seen_run, last_seen_run, first_seen_at, last_seen_at)
      VALUES ($1, $2, $3, $4, $5, $6, 'open', $7, 'run_seed', 'run_seed', $8, $8) RETURNING id`,
-    [f.category, ACCOUNT, f.subject, f.chargeId, f.tenantId, f.idempotencyKey, JSON.stringify({ ...f.details, ...(f.reason ? { reason: f.reason } : {}) }), firstSeen],
+    [
+      f.category,
+      ACCOUNT,
+      f.subject,
+      f.chargeId,
+      f.tenantId,
+      f.idempotencyKey,
+      JSON.stringify({ ...f.details, ...(f.reason ? { reason: f.reason } : {}) }),
+      firstSeen,
+    ],
   );
   return rows[0]!.id;
 }
@@ -115,13 +132,36 @@ beforeAll(async () => {
     [ACCOUNT, daysAgo(40), NOW],
   );
   // One key charged three times, 30, 29 and 28 days ago; the first is the kept charge.
-  const three = [charge({ id: 'ch_kept' }), charge({ id: 'ch_x2', created: daysAgo(29), amount: 4200 }), charge({ id: 'ch_x3', created: daysAgo(28), amount: 990 })];
-  ids.duplicate = await store(judged(identity({ claim: claim({ responseChargeId: 'ch_kept' }), charges: three }), 'duplicate_charge'), NOW);
+  const three = [
+    charge({ id: 'ch_kept' }),
+    charge({ id: 'ch_x2', created: daysAgo(29), amount: 4200 }),
+    charge({ id: 'ch_x3', created: daysAgo(28), amount: 990 }),
+  ];
+  ids.duplicate = await store(
+    judged(identity({ claim: claim({ responseChargeId: 'ch_kept' }), charges: three }), 'duplicate_charge'),
+    NOW,
+  );
   // Money no one can attribute, created 12 days ago, found today.
-  ids.unattributed = await store(judged(identity({ tenantId: 'ghost', tenantKnown: false, charges: [charge({ id: 'ch_ghost', created: daysAgo(12), tenantId: 'ghost' })] }), 'unattributed_charge'), NOW);
+  ids.unattributed = await store(
+    judged(
+      identity({
+        tenantId: 'ghost',
+        tenantKnown: false,
+        charges: [charge({ id: 'ch_ghost', created: daysAgo(12), tenantId: 'ghost' })],
+      }),
+      'unattributed_charge',
+    ),
+    NOW,
+  );
   // A stored success with no charge and no payment row: only the claim's own time.
   ids.lost = await store(
-    judged(identity({ key: 'order-9', claim: claim({ key: 'order-9', createdAt: daysAgo(5), updatedAt: daysAgo(5), responseChargeId: null }) }), 'lost_effect'),
+    judged(
+      identity({
+        key: 'order-9',
+        claim: claim({ key: 'order-9', createdAt: daysAgo(5), updatedAt: daysAgo(5), responseChargeId: null }),
+      }),
+      'lost_effect',
+    ),
     NOW,
   );
   // A charge Stripe returned unreadable has no time of its own.
@@ -138,12 +178,22 @@ afterAll(async () => {
 describe('report rows', () => {
   it('a duplicate_charge carries the kept charge’s amount and currency and the number of live charges', async () => {
     const row = (await csvRows()).find((r) => Number(r.id) === ids.duplicate)!;
-    expect(row).toMatchObject({ category: 'duplicate_charge', charge_id: 'ch_kept', charge_amount: '4200', currency: 'eur', live_charges: '3', charge_status: 'succeeded' });
+    expect(row).toMatchObject({
+      category: 'duplicate_charge',
+      charge_id: 'ch_kept',
+      charge_amount: '4200',
+      currency: 'eur',
+      live_charges: '3',
+      charge_status: 'succeeded',
+    });
   });
 
   it('evidence_at is the charge’s own creation (the earliest live charge of a duplicate), else the claim’s; first_seen_at stays when the sweep found it', async () => {
     const rows = new Map((await csvRows()).map((r) => [r.id, r]));
-    expect(rows.get(String(ids.duplicate))).toMatchObject({ evidence_at: '2026-10-11T12:00:00Z', first_seen_at: '2026-11-10T12:00:00Z' });
+    expect(rows.get(String(ids.duplicate))).toMatchObject({
+      evidence_at: '2026-10-11T12:00:00Z',
+      first_seen_at: '2026-11-10T12:00:00Z',
+    });
     expect(rows.get(String(ids.unattributed))).toMatchObject({ evidence_at: '2026-10-29T12:00:00Z', live_charges: '' });
     expect(rows.get(String(ids.lost))).toMatchObject({ evidence_at: '2026-11-05T12:00:00Z', charge_id: '' });
     expect([...rows.values()].find((r) => r.charge_id === 'ch_bad')).toMatchObject({ evidence_at: '' });
@@ -153,7 +203,9 @@ describe('report rows', () => {
     let text = '';
     const out = new Writable({ write: (c: Buffer, _e, done) => ((text += c.toString()), done()) });
     await writeReport(db.pool, { account: ACCOUNT, category: 'duplicate_charge' }, 'json', out);
-    expect(JSON.parse(text)).toEqual([expect.objectContaining({ charge_amount: 4200, live_charges: 3, evidence_at: '2026-10-11T12:00:00Z' })]);
+    expect(JSON.parse(text)).toEqual([
+      expect.objectContaining({ charge_amount: 4200, live_charges: 3, evidence_at: '2026-10-11T12:00:00Z' }),
+    ]);
   });
 });
 
@@ -165,7 +217,12 @@ describe('the oldest open finding in alerts', () => {
     const bodies: string[] = [];
     const alerter = createAlerter({
       pool: db.pool,
-      config: { slack: { webhookUrl: 'https://hooks.slack.invalid/services/T0/B0/secretpath' }, pagerduty: undefined, webhook: undefined, repeatMs: 3_600_000 },
+      config: {
+        slack: { webhookUrl: 'https://hooks.slack.invalid/services/T0/B0/secretpath' },
+        pagerduty: undefined,
+        webhook: undefined,
+        repeatMs: 3_600_000,
+      },
       clock: () => NOW,
       logger: silentLogger(),
       fetch: async (_url, init) => {
@@ -174,7 +231,9 @@ describe('the oldest open finding in alerts', () => {
       },
     });
     expect(await alerter.notifyAccount({ runId: 'run_seed', account: ACCOUNT })).toMatchObject({ sent: 1, failed: 0 });
-    expect(JSON.parse(bodies[0]!).text).toContain('Oldest open finding: 30d old (evidence dated 2026-10-11T12:00:00.000Z)');
+    expect(JSON.parse(bodies[0]!).text).toContain(
+      'Oldest open finding: 30d old (evidence dated 2026-10-11T12:00:00.000Z)',
+    );
   });
 });
 
@@ -185,9 +244,15 @@ describe('sweeper report --out', () => {
     for (const out of [dir, `${dir}/`]) {
       const result = await runCli(['report', '--out', out], { DATABASE_URL: db.url });
       expect(result.code).toBe(64);
-      expect(result.stderr.trim()).toBe(`sweeper: --out ${out} is a directory: give the file to write, e.g. --out ${dir}/findings.csv`);
+      expect(result.stderr.trim()).toBe(
+        `sweeper: --out ${out} is a directory: give the file to write, e.g. --out ${dir}/findings.csv`,
+      );
     }
     expect(await readdir(dir)).toEqual([]);
-    expect(await readdir(tmpdir()).then((names) => names.filter((n) => n.startsWith(`sweeper-report-dir-${process.pid}.tmp`)))).toEqual([]);
+    expect(
+      await readdir(tmpdir()).then((names) =>
+        names.filter((n) => n.startsWith(`sweeper-report-dir-${process.pid}.tmp`)),
+      ),
+    ).toEqual([]);
   });
 });

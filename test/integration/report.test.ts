@@ -62,7 +62,19 @@ describe('findings report', () => {
       `SELECT id::text, category, state, account, charge_id, tenant_id, idempotency_key, coalesce(note, '') AS note,
               details #>> '{charge,amount}' AS charge_amount FROM recon_findings f ORDER BY f.id`,
     );
-    expect(rows.map((r) => ({ id: r.id, category: r.category, state: r.state, account: r.account, charge_id: r.charge_id, tenant_id: r.tenant_id, idempotency_key: r.idempotency_key, note: r.note, charge_amount: r.charge_amount }))).toEqual(expected);
+    expect(
+      rows.map((r) => ({
+        id: r.id,
+        category: r.category,
+        state: r.state,
+        account: r.account,
+        charge_id: r.charge_id,
+        tenant_id: r.tenant_id,
+        idempotency_key: r.idempotency_key,
+        note: r.note,
+        charge_amount: r.charge_amount,
+      })),
+    ).toEqual(expected);
   });
 
   it('filters by state, category, account and since', async () => {
@@ -75,7 +87,9 @@ describe('findings report', () => {
     );
     const rows = JSON.parse(out.text()) as Array<Record<string, unknown>>;
     expect(rows).toHaveLength(n);
-    const expected = Array.from({ length: N }, (_, k) => k + 1).filter((i) => i % 3 === 0 && i % 2 === 0 && i % 5 !== 0 && i >= 1800);
+    const expected = Array.from({ length: N }, (_, k) => k + 1).filter(
+      (i) => i % 3 === 0 && i % 2 === 0 && i % 5 !== 0 && i >= 1800,
+    );
     expect(rows.map((r) => r.charge_id)).toEqual(expected.map((i) => `ch_${i}`));
   });
 
@@ -100,16 +114,21 @@ describe('findings report', () => {
     expect((await runCli(['report', '--format', 'xml'], { DATABASE_URL: db.url })).code).toBe(64);
     const nowhere = await runCli(['report', '--out', '/nonexistent-dir/x.csv'], { DATABASE_URL: db.url });
     expect(nowhere.code).toBe(64);
-    expect(nowhere.stderr.trim().split('\n')).toEqual(['sweeper: --out /nonexistent-dir/x.csv: cannot write there (ENOENT)']);
+    expect(nowhere.stderr.trim().split('\n')).toEqual([
+      'sweeper: --out /nonexistent-dir/x.csv: cannot write there (ENOENT)',
+    ]);
   });
 
-  it.each(['csv', 'json'])('a reader that goes away (`sweeper report | head`) ends the %s report quietly', async (format) => {
-    const running = startCli(['report', '--format', format], { DATABASE_URL: db.url, SWEEPER_LOG_LEVEL: 'warn' });
-    running.child.stdout?.once('data', () => running.child.stdout?.destroy());
-    const result = await running.done;
-    expect(result.code).toBe(0);
-    expect(result.stderr).not.toMatch(/Error|EPIPE/);
-  });
+  it.each(['csv', 'json'])(
+    'a reader that goes away (`sweeper report | head`) ends the %s report quietly',
+    async (format) => {
+      const running = startCli(['report', '--format', format], { DATABASE_URL: db.url, SWEEPER_LOG_LEVEL: 'warn' });
+      running.child.stdout?.once('data', () => running.child.stdout?.destroy());
+      const result = await running.done;
+      expect(result.code).toBe(0);
+      expect(result.stderr).not.toMatch(/Error|EPIPE/);
+    },
+  );
 
   it('neutralises formulas in CSV text cells, escapes control characters, and keeps amounts numbers', async () => {
     const hostile = await createTestDatabase();
@@ -147,7 +166,11 @@ describe('findings report', () => {
       for (const char of ['\u001b', '\u009b', '\u202e']) expect(json.text()).not.toContain(char);
       const [parsed] = JSON.parse(json.text()) as Array<Record<string, unknown>>;
       // JSON keeps the values exactly (escaped the JSON way) and the amounts numbers.
-      expect(parsed).toMatchObject({ tenant_id: '=HYPERLINK("https://evil.example","click")', effect_amount: -500, note: '\u001b[31mred\u001b[0m\ttab\u009b2J\u202eevil' });
+      expect(parsed).toMatchObject({
+        tenant_id: '=HYPERLINK("https://evil.example","click")',
+        effect_amount: -500,
+        note: '\u001b[31mred\u001b[0m\ttab\u009b2J\u202eevil',
+      });
     } finally {
       await hostile.drop();
     }

@@ -35,12 +35,18 @@ async function rejection(promise: Promise<unknown>): Promise<InstanceType<typeof
 }
 
 /** Every event the listing gives, following starting_after by hand. */
-async function allEvents(params: Stripe.EventListParams = {}, options?: Stripe.RequestOptions): Promise<Stripe.Event[]> {
+async function allEvents(
+  params: Stripe.EventListParams = {},
+  options?: Stripe.RequestOptions,
+): Promise<Stripe.Event[]> {
   const events: Stripe.Event[] = [];
   let page = await stripe.events.list({ limit: 100, ...params }, options);
   events.push(...page.data);
   while (page.has_more) {
-    page = await stripe.events.list({ limit: 100, ...params, starting_after: page.data[page.data.length - 1]?.id }, options);
+    page = await stripe.events.list(
+      { limit: 100, ...params, starting_after: page.data[page.data.length - 1]?.id },
+      options,
+    );
     events.push(...page.data);
   }
   return events;
@@ -72,20 +78,36 @@ describe('events emitted by changes', () => {
       livemode: false,
       pending_webhooks: 0,
       request: { idempotency_key: 'order-1-key' },
-      data: { object: { object: 'charge', id: intent.latest_charge, status: 'succeeded', amount: 1999, metadata: { tenant_id: 'tenant-a' } } },
+      data: {
+        object: {
+          object: 'charge',
+          id: intent.latest_charge,
+          status: 'succeeded',
+          amount: 1999,
+          metadata: { tenant_id: 'tenant-a' },
+        },
+      },
     });
     expect(charge.id).toMatch(/^evt_/);
     expect(charge.request?.id).toMatch(/^req_/);
     expect('account' in charge).toBe(false);
     expect(object(events[2])).toMatchObject({ object: 'payment_intent', status: 'requires_confirmation' });
-    expect(object(events[0])).toMatchObject({ object: 'payment_intent', status: 'succeeded', latest_charge: intent.latest_charge });
+    expect(object(events[0])).toMatchObject({
+      object: 'payment_intent',
+      status: 'succeeded',
+      latest_charge: intent.latest_charge,
+    });
   });
 
   it('a decline: charge.failed and payment_intent.payment_failed; an idempotent replay emits nothing more', async () => {
     const params = visa({ payment_method: 'pm_card_chargeDeclined' });
     await rejection(stripe.paymentIntents.create(params, { idempotencyKey: 'declined' }));
     await rejection(stripe.paymentIntents.create(params, { idempotencyKey: 'declined' }));
-    expect(types(await allEvents())).toEqual(['payment_intent.payment_failed', 'charge.failed', 'payment_intent.created']);
+    expect(types(await allEvents())).toEqual([
+      'payment_intent.payment_failed',
+      'charge.failed',
+      'payment_intent.created',
+    ]);
   });
 
   it('a refund through the API: charge.refunded with the earlier amounts, and refund.created', async () => {
@@ -96,9 +118,15 @@ describe('events emitted by changes', () => {
     expect(refunded).toMatchObject({
       type: 'charge.refunded',
       created: NOW_S + 60,
-      data: { object: { id: charge.id, amount_refunded: 300, refunded: false }, previous_attributes: { amount_refunded: 0 } },
+      data: {
+        object: { id: charge.id, amount_refunded: 300, refunded: false },
+        previous_attributes: { amount_refunded: 0 },
+      },
     });
-    expect(created).toMatchObject({ type: 'refund.created', data: { object: { object: 'refund', id: refund.id, charge: charge.id, amount: 300 } } });
+    expect(created).toMatchObject({
+      type: 'refund.created',
+      data: { object: { object: 'refund', id: refund.id, charge: charge.id, amount: 300 } },
+    });
   });
 
   it('a full refund made by the control marks refunded in previous_attributes; each event keeps the charge as it was then', async () => {
@@ -121,9 +149,16 @@ describe('events emitted by changes', () => {
     double.clock.advance(DAY_S * 1000);
     double.closeDispute(charge.id, 'won');
     const events = await allEvents({}, { stripeAccount: 'acct_d' });
-    expect(types(events)).toEqual(['charge.dispute.funds_reinstated', 'charge.dispute.closed', 'charge.dispute.funds_withdrawn', 'charge.dispute.created']);
+    expect(types(events)).toEqual([
+      'charge.dispute.funds_reinstated',
+      'charge.dispute.closed',
+      'charge.dispute.funds_withdrawn',
+      'charge.dispute.created',
+    ]);
     expect(events.every((e) => object(e).charge === charge.id && e.account === 'acct_d')).toBe(true);
-    expect(events[1]).toMatchObject({ data: { object: { status: 'won' }, previous_attributes: { status: 'needs_response' } } });
+    expect(events[1]).toMatchObject({
+      data: { object: { status: 'won' }, previous_attributes: { status: 'needs_response' } },
+    });
     expect(() => double.closeDispute(charge.id, 'lost')).toThrow(/no open dispute/);
   });
 
@@ -131,21 +166,34 @@ describe('events emitted by changes', () => {
     const charge = double.createCharge(null, { events: false });
     double.dispute(charge.id);
     double.dispute(charge.id);
-    expect(types(await allEvents({ type: 'charge.dispute.*' }))).toEqual(['charge.dispute.funds_withdrawn', 'charge.dispute.created']);
+    expect(types(await allEvents({ type: 'charge.dispute.*' }))).toEqual([
+      'charge.dispute.funds_withdrawn',
+      'charge.dispute.created',
+    ]);
   });
 
   it('a capture of an authorised charge: charge.captured, then the intent succeeds', async () => {
     const intent = await stripe.paymentIntents.create(visa({ capture_method: 'manual' }));
     const chargeId = intent.latest_charge as string;
-    expect(types(await allEvents())).toEqual(['payment_intent.amount_capturable_updated', 'charge.succeeded', 'payment_intent.created']);
+    expect(types(await allEvents())).toEqual([
+      'payment_intent.amount_capturable_updated',
+      'charge.succeeded',
+      'payment_intent.created',
+    ]);
     double.clock.advance(3_600_000);
     double.capture(chargeId, 1500);
     const [succeeded, captured] = await allEvents({ created: { gt: NOW_S } });
     expect(captured).toMatchObject({
       type: 'charge.captured',
-      data: { object: { id: chargeId, captured: true, amount_captured: 1500, amount_refunded: 499 }, previous_attributes: { captured: false, amount_captured: 0 } },
+      data: {
+        object: { id: chargeId, captured: true, amount_captured: 1500, amount_refunded: 499 },
+        previous_attributes: { captured: false, amount_captured: 0 },
+      },
     });
-    expect(succeeded).toMatchObject({ type: 'payment_intent.succeeded', data: { object: { id: intent.id, status: 'succeeded' } } });
+    expect(succeeded).toMatchObject({
+      type: 'payment_intent.succeeded',
+      data: { object: { id: intent.id, status: 'succeeded' } },
+    });
     expect(() => double.capture(chargeId)).toThrow(/not an uncaptured/);
   });
 
@@ -172,13 +220,18 @@ describe('events emitted by changes', () => {
     expect(double.charge(charge.id)?.amount_refunded).toBe(0);
     const events = await allEvents();
     expect(types(events)).toEqual(['refund.failed', 'refund.updated', 'charge.refund.updated']);
-    expect(events[2]).toMatchObject({ data: { object: { charge: charge.id, status: 'failed' }, previous_attributes: { status: 'succeeded' } } });
+    expect(events[2]).toMatchObject({
+      data: { object: { charge: charge.id, status: 'failed' }, previous_attributes: { status: 'succeeded' } },
+    });
   });
 });
 
 describe('GET /v1/events', () => {
   // Six charges two seconds apart, with their creation events.
-  const history = (account: string | null = null) => [0, 2, 4, 6, 8, 10].map((s) => double.createCharge(account, { created: NOW_S - 100 + s, withPaymentIntent: false }).id);
+  const history = (account: string | null = null) =>
+    [0, 2, 4, 6, 8, 10].map(
+      (s) => double.createCharge(account, { created: NOW_S - 100 + s, withPaymentIntent: false }).id,
+    );
 
   it('lists newest first, pages with starting_after and ending_before, says has_more', async () => {
     const ids = history();
@@ -207,8 +260,14 @@ describe('GET /v1/events', () => {
     const charge = double.createCharge(null, { withPaymentIntent: false });
     double.refund(charge.id, 100);
     double.openDispute(charge.id);
-    expect(types(await allEvents({ types: ['charge.refunded', 'charge.dispute.created'] }))).toEqual(['charge.dispute.created', 'charge.refunded']);
-    expect(types(await allEvents({ type: 'charge.dispute.*' }))).toEqual(['charge.dispute.funds_withdrawn', 'charge.dispute.created']);
+    expect(types(await allEvents({ types: ['charge.refunded', 'charge.dispute.created'] }))).toEqual([
+      'charge.dispute.created',
+      'charge.refunded',
+    ]);
+    expect(types(await allEvents({ type: 'charge.dispute.*' }))).toEqual([
+      'charge.dispute.funds_withdrawn',
+      'charge.dispute.created',
+    ]);
     expect(types(await allEvents({ type: 'charge.*' }))).toHaveLength(4);
     expect(types(await allEvents({ type: 'refund.created' }))).toEqual(['refund.created']);
     for (const params of [
@@ -287,7 +346,9 @@ describe('controls for an events reader', () => {
     double.refund(a.id, 100, { created: NOW_S - 600, visibleAt: NOW_S + 60 });
     double.refund(b.id, 100, { emit: true });
     expect(types(await allEvents())).toEqual(['refund.created', 'charge.refunded']);
-    expect((await rejection(stripe.events.retrieve(double.events(null, 'charge.refunded')[1]?.id as string))).statusCode).toBe(404);
+    expect(
+      (await rejection(stripe.events.retrieve(double.events(null, 'charge.refunded')[1]?.id as string))).statusCode,
+    ).toBe(404);
     double.clock.advance(60_000);
     const events = await allEvents({ type: 'charge.refunded' });
     expect(events.map((e) => [object(e).id, e.created])).toEqual([
@@ -320,25 +381,41 @@ describe('controls for an events reader', () => {
   });
 
   it('emits any event: a type the double never emits, an object of any shape', async () => {
-    const [event] = double.emitEvent('acct_x', 'charge.expired', { id: 'ch_gone', object: 'charge' }, { created: NOW_S - 5 });
+    const [event] = double.emitEvent(
+      'acct_x',
+      'charge.expired',
+      { id: 'ch_gone', object: 'charge' },
+      { created: NOW_S - 5 },
+    );
     expect(event).toMatchObject({ type: 'charge.expired', account: 'acct_x', created: NOW_S - 5 });
-    expect(await stripe.events.retrieve(event?.id as string, {}, { stripeAccount: 'acct_x' })).toMatchObject({ data: { object: { id: 'ch_gone' } } });
+    expect(await stripe.events.retrieve(event?.id as string, {}, { stripeAccount: 'acct_x' })).toMatchObject({
+      data: { object: { id: 'ch_gone' } },
+    });
   });
 
   it('seeds charges in bulk without events by default, with their creation events on request', async () => {
     double.seedCharges(null, 500, { from: NOW_S - 3_600, to: NOW_S });
     expect(double.eventCount()).toBe(0);
-    double.seedCharges('acct_bulk', 500, { from: NOW_S - 3_600, to: NOW_S, events: true, metadata: { tenant_id: 'bulk' } });
+    double.seedCharges('acct_bulk', 500, {
+      from: NOW_S - 3_600,
+      to: NOW_S,
+      events: true,
+      metadata: { tenant_id: 'bulk' },
+    });
     const [changed] = double.chargeIds('acct_bulk');
     double.refund(changed as string, 5, { emit: false });
     double.updateCharge(changed as string, { metadata: { tenant_id: 'edited' } }, { emit: false });
     const events = await allEvents({ types: ['charge.succeeded'] }, { stripeAccount: 'acct_bulk' });
     expect(events).toHaveLength(500);
     // Each creation event shows the charge as created, whatever happened to it since.
-    expect(object(events.find((e) => object(e).id === changed))).toMatchObject({ amount_refunded: 0, metadata: { tenant_id: 'bulk' } });
+    expect(object(events.find((e) => object(e).id === changed))).toMatchObject({
+      amount_refunded: 0,
+      metadata: { tenant_id: 'bulk' },
+    });
     expect(double.charge(changed as string)).toMatchObject({ amount_refunded: 5, metadata: { tenant_id: 'edited' } });
     expect(new Set(events.map((e) => object(e).id))).toEqual(new Set(double.chargeIds('acct_bulk')));
-    for (let i = 1; i < events.length; i += 1) expect((events[i - 1] as Stripe.Event).created).toBeGreaterThanOrEqual((events[i] as Stripe.Event).created);
+    for (let i = 1; i < events.length; i += 1)
+      expect((events[i - 1] as Stripe.Event).created).toBeGreaterThanOrEqual((events[i] as Stripe.Event).created);
   });
 });
 
@@ -349,7 +426,9 @@ describe('late-listed charges', () => {
     expect((await stripe.charges.list({ limit: 100 })).data.map((c) => c.id)).toEqual([listed.id]);
     expect((await stripe.charges.retrieve(late.id)).id).toBe(late.id);
     expect(types(await allEvents())).toEqual(['charge.succeeded', 'charge.succeeded']);
-    expect(double.unlistedCharges()).toEqual([{ id: late.id, account: null, listedAt: new Date((NOW_S + 600) * 1000) }]);
+    expect(double.unlistedCharges()).toEqual([
+      { id: late.id, account: null, listedAt: new Date((NOW_S + 600) * 1000) },
+    ]);
     expect(double.chargeCount(null)).toBe(2);
     double.clock.advance(600_000);
     expect((await stripe.charges.list({ limit: 100 })).data.map((c) => c.id)).toEqual([listed.id, late.id]);
@@ -382,7 +461,11 @@ describe('GET /v1/refunds', () => {
 
 describe('GET /v1/charges/search', () => {
   const attributed = (tenant: string, key: string, amount = 1000) =>
-    double.createCharge('acct_s', { metadata: { tenant_id: tenant, idempotency_key: key }, amount, withPaymentIntent: false }).id;
+    double.createCharge('acct_s', {
+      metadata: { tenant_id: tenant, idempotency_key: key },
+      amount,
+      withPaymentIntent: false,
+    }).id;
 
   it('finds charges by metadata clauses joined by AND, newest first, paged with next_page', async () => {
     const ids = [0, 1, 2].map((i) => {
@@ -408,12 +491,20 @@ describe('GET /v1/charges/search', () => {
     const small = attributed('acme', 'a', 500);
     const big = attributed('acme', 'b', 5000);
     const bare = double.createCharge('acct_s', { withPaymentIntent: false }).id;
-    const search = async (query: string) => (await stripe.charges.search({ query, limit: 100 }, { stripeAccount: 'acct_s' })).data.map((c) => c.id).sort();
-    expect(await search("metadata['idempotency_key']:'a' OR metadata['idempotency_key']:'b'")).toEqual([small, big].sort());
+    const search = async (query: string) =>
+      (await stripe.charges.search({ query, limit: 100 }, { stripeAccount: 'acct_s' })).data.map((c) => c.id).sort();
+    expect(await search("metadata['idempotency_key']:'a' OR metadata['idempotency_key']:'b'")).toEqual(
+      [small, big].sort(),
+    );
     expect(await search("amount>1000 AND status:'succeeded'")).toEqual([big]);
     expect(await search("-metadata['tenant_id']:'acme'")).toEqual([bare]);
     expect(await search("metadata['tenant_id']:null")).toEqual([bare]);
-    for (const query of ["metadata['a']:'x' AND metadata['b']:'y' OR amount:1", 'colour:"red"', "metadata['a':'x'", '']) {
+    for (const query of [
+      "metadata['a']:'x' AND metadata['b']:'y' OR amount:1",
+      'colour:"red"',
+      "metadata['a':'x'",
+      '',
+    ]) {
       const error = await rejection(stripe.charges.search({ query }, { stripeAccount: 'acct_s' }));
       expect([error.statusCode, error.param]).toEqual([400, 'query']);
     }

@@ -54,11 +54,20 @@ describe('POST /_double/charges', () => {
   it(`takes ${N.toLocaleString('en')} charges of JSON lines in one request; the SDK lists and retrieves them`, async () => {
     const body = chargeLines(N, 'http');
     const started = performance.now();
-    const response = await fetch(`${double.url}/_double/charges`, { method: 'POST', headers: { 'Content-Type': 'application/x-ndjson' }, body });
+    const response = await fetch(`${double.url}/_double/charges`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-ndjson' },
+      body,
+    });
     const ms = performance.now() - started;
     console.log(`POST /_double/charges: ${N} charges (${(body.length / 1e6).toFixed(1)} MB) in ${ms.toFixed(0)} ms`);
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ count: N, accounts: { platform: N - N / 10, acct_seeded: N / 10 }, from: FROM, to: expect.any(Number) });
+    expect(await response.json()).toEqual({
+      count: N,
+      accounts: { platform: N - N / 10, acct_seeded: N / 10 },
+      from: FROM,
+      to: expect.any(Number),
+    });
     expect(double.chargeCount(null)).toBe(N - N / 10);
     expect(double.chargeCount('acct_seeded')).toBe(N / 10);
 
@@ -73,7 +82,8 @@ describe('POST /_double/charges', () => {
     });
     // Every connected-account charge, through the SDK's own pagination: 60 pages, newest first.
     const listed: string[] = [];
-    for await (const charge of stripe.charges.list({ limit: 100 }, { stripeAccount: 'acct_seeded' })) listed.push(charge.id);
+    for await (const charge of stripe.charges.list({ limit: 100 }, { stripeAccount: 'acct_seeded' }))
+      listed.push(charge.id);
     expect(listed).toHaveLength(N / 10);
     expect(listed[0]).toBe(`ch_http${(N - 10).toString().padStart(8, '0')}`);
     expect(listed.at(-1)).toBe('ch_http00000000');
@@ -87,15 +97,30 @@ describe('POST /_double/charges', () => {
       'id,account,created,amount,currency,status,metadata.tenant_id,metadata.idempotency_key\n' +
       `ch_csv_1,,${FROM},1200,eur,succeeded,acme,k-1\n` +
       `ch_csv_2,acct_csv,2026-11-02T10:00:00Z,990,usd,failed,,\n`;
-    const response = await fetch(`${double.url}/_double/charges?events=true`, { method: 'POST', headers: { 'Content-Type': 'text/csv' }, body: csv });
+    const response = await fetch(`${double.url}/_double/charges?events=true`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'text/csv' },
+      body: csv,
+    });
     expect(response.status).toBe(200);
     expect(await response.json()).toMatchObject({ count: 2, accounts: { platform: 1, acct_csv: 1 } });
     const stripe = createStripeClient({ apiKey: 'sk_test_seeded', apiBase: double.url, maxNetworkRetries: 0 });
-    expect(await stripe.charges.retrieve('ch_csv_1')).toMatchObject({ amount: 1200, currency: 'eur', metadata: { tenant_id: 'acme', idempotency_key: 'k-1' } });
+    expect(await stripe.charges.retrieve('ch_csv_1')).toMatchObject({
+      amount: 1200,
+      currency: 'eur',
+      metadata: { tenant_id: 'acme', idempotency_key: 'k-1' },
+    });
     const declined = await stripe.charges.retrieve('ch_csv_2', {}, { stripeAccount: 'acct_csv' });
-    expect(declined).toMatchObject({ status: 'failed', captured: false, created: Date.parse('2026-11-02T10:00:00Z') / 1000, metadata: {} });
+    expect(declined).toMatchObject({
+      status: 'failed',
+      captured: false,
+      created: Date.parse('2026-11-02T10:00:00Z') / 1000,
+      metadata: {},
+    });
     const events = await stripe.events.list({ type: 'charge.*' }, { stripeAccount: 'acct_csv' });
-    expect(events.data.map((e) => [e.type, (e.data.object as { id: string }).id])).toEqual([['charge.failed', 'ch_csv_2']]);
+    expect(events.data.map((e) => [e.type, (e.data.object as { id: string }).id])).toEqual([
+      ['charge.failed', 'ch_csv_2'],
+    ]);
   });
 
   it('refuses a bad line with a 400 naming it, and adds nothing (all or none)', async () => {
@@ -103,17 +128,28 @@ describe('POST /_double/charges', () => {
     const body = `${JSON.stringify({ id: 'ch_ok_1', amount: 100 })}\n${JSON.stringify({ id: 'ch_bad', amount: -1 })}\n`;
     const response = await fetch(`${double.url}/_double/charges`, { method: 'POST', body });
     expect(response.status).toBe(400);
-    expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(/^line 2: amount must be a non-negative integer/);
-    const taken = await fetch(`${double.url}/_double/charges`, { method: 'POST', body: JSON.stringify([{ id: 'ch_csv_1', amount: 5 }]) });
+    expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(
+      /^line 2: amount must be a non-negative integer/,
+    );
+    const taken = await fetch(`${double.url}/_double/charges`, {
+      method: 'POST',
+      body: JSON.stringify([{ id: 'ch_csv_1', amount: 5 }]),
+    });
     expect(taken.status).toBe(400);
-    expect(((await taken.json()) as { error: { message: string } }).error.message).toBe('charge 0: id ch_csv_1 already exists');
+    expect(((await taken.json()) as { error: { message: string } }).error.message).toBe(
+      'charge 0: id ch_csv_1 already exists',
+    );
     expect(double.chargeCount()).toBe(before);
   });
 });
 
 describe('sweeper-stripe-double --charges FILE', () => {
   function startDouble(args: string[]) {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'testkit/stripe-double/main.ts', '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'testkit/stripe-double/main.ts', '--port', '0', ...args],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     return { child, stderr: () => stderr };
@@ -128,13 +164,16 @@ describe('sweeper-stripe-double --charges FILE', () => {
     try {
       const [url] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
       expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-      const seeded = new RegExp(`${N} charges from ${jsonl.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} in (\\d+) ms`).exec(stderr());
+      const seeded = new RegExp(`${N} charges from ${jsonl.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} in (\\d+) ms`).exec(
+        stderr(),
+      );
       expect(seeded, stderr()).not.toBeNull();
       console.log(`--charges: ${N} charges seeded in ${seeded?.[1]} ms (after reading and parsing the file)`);
       expect(stderr()).toMatch(/2 charges from .*more\.csv in \d+ ms \(\{"platform":2\}\)/);
       const stripe = createStripeClient({ apiKey: 'sk_test_seeded', apiBase: url, maxNetworkRetries: 0 });
       const listed: string[] = [];
-      for await (const charge of stripe.charges.list({ limit: 100 }, { stripeAccount: 'acct_seeded' })) listed.push(charge.id);
+      for await (const charge of stripe.charges.list({ limit: 100 }, { stripeAccount: 'acct_seeded' }))
+        listed.push(charge.id);
       expect(listed).toHaveLength(N / 10);
       const fromCsv = await stripe.charges.list({ created: { gte: 1762000000, lt: 1762000002 } });
       expect(fromCsv.data.map((c) => [c.amount, c.metadata])).toEqual([
@@ -153,6 +192,8 @@ describe('sweeper-stripe-double --charges FILE', () => {
     const { child, stderr } = startDouble(['--charges', bad]);
     const [code] = (await once(child, 'exit')) as [number];
     expect(code).toBe(64);
-    expect(stderr()).toBe(`stripe double: ${bad}: line 2: amount must be a non-negative integer (the smallest currency unit)\n`);
+    expect(stderr()).toBe(
+      `stripe double: ${bad}: line 2: amount must be a non-negative integer (the smallest currency unit)\n`,
+    );
   });
 });

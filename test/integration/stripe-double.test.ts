@@ -3,7 +3,12 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { READ_ONLY_PERMISSIONS, startStripeDouble, type ChargeJson, type StripeDouble } from '../../testkit/stripe-double/index.js';
+import {
+  READ_ONLY_PERMISSIONS,
+  startStripeDouble,
+  type ChargeJson,
+  type StripeDouble,
+} from '../../testkit/stripe-double/index.js';
 import { createStripeClient } from '../../src/providers/stripe/client.js';
 
 const NOW = new Date('2026-03-10T12:00:00Z');
@@ -48,7 +53,11 @@ async function rejection(promise: Promise<unknown>): Promise<InstanceType<typeof
 
 async function raw(path: string, init: RequestInit = {}) {
   const response = await fetch(`${double.url}${path}`, init);
-  return { status: response.status, headers: response.headers, body: (await response.json()) as { error?: Record<string, unknown> } };
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: (await response.json()) as { error?: Record<string, unknown> },
+  };
 }
 
 describe('payment intents', () => {
@@ -89,24 +98,31 @@ describe('payment intents', () => {
   it.each([
     ['pm_card_chargeDeclined', 'generic_decline', 'Your card was declined.'],
     ['pm_card_chargeDeclinedInsufficientFunds', 'insufficient_funds', 'Your card has insufficient funds.'],
-  ])('declines %s with card_declined / %s and records the failed charge', async (paymentMethod, declineCode, message) => {
-    const error = await rejection(stripe.paymentIntents.create(visa({ payment_method: paymentMethod })));
-    expect(error).toBeInstanceOf(Stripe.errors.StripeCardError);
-    expect(error.statusCode).toBe(402);
-    expect(error.rawType).toBe('card_error');
-    expect(error.code).toBe('card_declined');
-    expect(error.decline_code).toBe(declineCode);
-    expect(error.message).toBe(message);
-    expect(error.charge).toMatch(/^ch_/);
-    expect(error.payment_intent).toMatchObject({ object: 'payment_intent', status: 'requires_payment_method', latest_charge: error.charge });
-    expect(double.charge(error.charge as string)).toMatchObject({
-      status: 'failed',
-      captured: false,
-      paid: false,
-      failure_code: 'card_declined',
-      metadata: { tenant_id: 'tenant-a', idempotency_key: 'order-1' },
-    });
-  });
+  ])(
+    'declines %s with card_declined / %s and records the failed charge',
+    async (paymentMethod, declineCode, message) => {
+      const error = await rejection(stripe.paymentIntents.create(visa({ payment_method: paymentMethod })));
+      expect(error).toBeInstanceOf(Stripe.errors.StripeCardError);
+      expect(error.statusCode).toBe(402);
+      expect(error.rawType).toBe('card_error');
+      expect(error.code).toBe('card_declined');
+      expect(error.decline_code).toBe(declineCode);
+      expect(error.message).toBe(message);
+      expect(error.charge).toMatch(/^ch_/);
+      expect(error.payment_intent).toMatchObject({
+        object: 'payment_intent',
+        status: 'requires_payment_method',
+        latest_charge: error.charge,
+      });
+      expect(double.charge(error.charge as string)).toMatchObject({
+        status: 'failed',
+        captured: false,
+        paid: false,
+        failure_code: 'card_declined',
+        metadata: { tenant_id: 'tenant-a', idempotency_key: 'order-1' },
+      });
+    },
+  );
 
   it('answers requires_action without a charge for a card that needs authentication', async () => {
     const intent = await stripe.paymentIntents.create(visa({ payment_method: 'pm_card_authenticationRequired' }));
@@ -115,7 +131,9 @@ describe('payment intents', () => {
   });
 
   it('rejects a missing amount and an unknown payment method as Stripe does', async () => {
-    const missing = await rejection(stripe.paymentIntents.create({ currency: 'usd' } as Stripe.PaymentIntentCreateParams));
+    const missing = await rejection(
+      stripe.paymentIntents.create({ currency: 'usd' } as Stripe.PaymentIntentCreateParams),
+    );
     expect([missing.statusCode, missing.code, missing.param]).toEqual([400, 'parameter_missing', 'amount']);
     const unknown = await rejection(stripe.paymentIntents.create(visa({ payment_method: 'pm_nope' })));
     expect([unknown.statusCode, unknown.code]).toEqual([400, 'resource_missing']);
@@ -169,7 +187,11 @@ describe('idempotency keys', () => {
   });
 
   it('does not store requests rejected before execution', async () => {
-    await rejection(stripe.paymentIntents.create({ currency: 'usd' } as Stripe.PaymentIntentCreateParams, { idempotencyKey: 'invalid-first' }));
+    await rejection(
+      stripe.paymentIntents.create({ currency: 'usd' } as Stripe.PaymentIntentCreateParams, {
+        idempotencyKey: 'invalid-first',
+      }),
+    );
     const intent = await stripe.paymentIntents.create(visa(), { idempotencyKey: 'invalid-first' });
     expect(intent.status).toBe('succeeded');
   });
@@ -178,7 +200,9 @@ describe('idempotency keys', () => {
 describe('listing and retrieving charges', () => {
   // Six charges: two seconds with three each, so paging has to cut inside one second.
   const seed = (account: string | null = null) =>
-    [0, 0, 0, 1, 1, 1].map((offset, i) => double.createCharge(account, { created: NOW_S + offset, amount: 100 + i }).id);
+    [0, 0, 0, 1, 1, 1].map(
+      (offset, i) => double.createCharge(account, { created: NOW_S + offset, amount: 100 + i }).id,
+    );
 
   const all = async (params: Stripe.ChargeListParams, options?: Stripe.RequestOptions) => {
     const ids: string[] = [];
@@ -292,7 +316,10 @@ describe('refunds and other changes', () => {
     double.dispute(outside.id);
     const seen = await stripe.charges.retrieve(outside.id, {}, { stripeAccount: 'acct_x' });
     expect(seen).toMatchObject({ amount_refunded: 200, disputed: true });
-    const attributed = double.createCharge(null, { metadata: { tenant_id: 't', idempotency_key: 'k' }, withPaymentIntent: false });
+    const attributed = double.createCharge(null, {
+      metadata: { tenant_id: 't', idempotency_key: 'k' },
+      withPaymentIntent: false,
+    });
     expect(attributed).toMatchObject({ metadata: { tenant_id: 't', idempotency_key: 'k' }, payment_intent: null });
     expect(double.refunds(outside.id)).toHaveLength(1);
   });
@@ -348,7 +375,8 @@ describe('control hooks', () => {
     // So slow a refill that no stall of a loaded machine can earn a third token mid-test.
     double.setRateLimit('GET /v1/charges', { perSecond: 0.001, burst: 2 });
     const answers = [];
-    for (let i = 0; i < 3; i += 1) answers.push(await raw('/v1/charges', { headers: { Authorization: 'Bearer sk_test_x' } }));
+    for (let i = 0; i < 3; i += 1)
+      answers.push(await raw('/v1/charges', { headers: { Authorization: 'Bearer sk_test_x' } }));
     expect(answers.map((a) => a.status)).toEqual([200, 200, 429]);
     const limited = answers[2];
     expect(limited?.body.error).toMatchObject({ type: 'rate_limit_error', code: 'rate_limit' });
@@ -364,7 +392,8 @@ describe('control hooks', () => {
       double.reset();
       double.setFaults({ rate429: 0.3, rate500: 0.3, endpoints: ['GET /v1/charges'], seed: 42 });
       const statuses: number[] = [];
-      for (let i = 0; i < 30; i += 1) statuses.push((await raw('/v1/charges', { headers: { Authorization: 'Bearer sk_test_x' } })).status);
+      for (let i = 0; i < 30; i += 1)
+        statuses.push((await raw('/v1/charges', { headers: { Authorization: 'Bearer sk_test_x' } })).status);
       return statuses;
     };
     const first = await run();
@@ -390,12 +419,18 @@ describe('control hooks', () => {
   });
 
   it('seeds charges in bulk, in list order, inside the window', async () => {
-    const result = double.seedCharges('acct_bulk', 5_000, { from: NOW_S - 3_600, to: NOW_S, metadata: { tenant_id: 'seeded' } });
+    const result = double.seedCharges('acct_bulk', 5_000, {
+      from: NOW_S - 3_600,
+      to: NOW_S,
+      metadata: { tenant_id: 'seeded' },
+    });
     expect(result).toMatchObject({ count: 5_000, from: NOW_S - 3_600, to: NOW_S });
     const charges = double.listCharges('acct_bulk');
     expect(charges).toHaveLength(5_000);
     expect(new Set(charges.map((c) => c.id)).size).toBe(5_000);
-    expect(charges.every((c) => c.created >= NOW_S - 3_600 && c.created < NOW_S && c.metadata.tenant_id === 'seeded')).toBe(true);
+    expect(
+      charges.every((c) => c.created >= NOW_S - 3_600 && c.created < NOW_S && c.metadata.tenant_id === 'seeded'),
+    ).toBe(true);
     for (let i = 1; i < charges.length; i += 1) {
       const [a, b] = [charges[i - 1] as ChargeJson, charges[i] as ChargeJson];
       expect(a.created > b.created || (a.created === b.created && a.id > b.id)).toBe(true);

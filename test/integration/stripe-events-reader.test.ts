@@ -38,7 +38,8 @@ beforeEach(() => {
   double.clock.set(NOW);
 });
 
-const pointers = (listing: Awaited<ReturnType<EventReader['read']>>) => listing.events.map((e) => `${e.type} ${e.chargeId}`);
+const pointers = (listing: Awaited<ReturnType<EventReader['read']>>) =>
+  listing.events.map((e) => `${e.type} ${e.chargeId}`);
 
 describe('reading late changes through the Events API', () => {
   it('finds a refund, a partial refund, a dispute and a capture on charges older than any window, after the cursor', async () => {
@@ -70,8 +71,12 @@ describe('reading late changes through the Events API', () => {
     expect(listing.cursor).toBe(NOW_S + 59);
     // Events are only pointers: the charges are re-read, and show what changed.
     const byId = new Map<string, NormalizedCharge>();
-    for (const reread of await reader.retrieveCharges('acct_1', [...new Set(listing.events.map((e) => e.chargeId as string))])) {
-      const normalized = reread.found ? normalizeCharge(reread.raw, 'acct_1', DEFAULT_METADATA_KEYS, double.clock.nowSeconds()) : undefined;
+    for (const reread of await reader.retrieveCharges('acct_1', [
+      ...new Set(listing.events.map((e) => e.chargeId as string)),
+    ])) {
+      const normalized = reread.found
+        ? normalizeCharge(reread.raw, 'acct_1', DEFAULT_METADATA_KEYS, double.clock.nowSeconds())
+        : undefined;
       if (normalized?.ok) byId.set(normalized.charge.id, normalized.charge);
     }
     expect(byId.size).toBe(4);
@@ -97,7 +102,8 @@ describe('reading late changes through the Events API', () => {
   });
 
   it('cannot see past Stripe’s 30 days: a cursor 40 days back gets only the last 30 days', async () => {
-    for (const age of [35, 31, 29, 1]) double.createCharge(null, { created: NOW_S - age * DAY_S, withPaymentIntent: false });
+    for (const age of [35, 31, 29, 1])
+      double.createCharge(null, { created: NOW_S - age * DAY_S, withPaymentIntent: false });
     const listing = await reader.read(null, { after: NOW_S - 40 * DAY_S, before: NOW_S });
     expect(listing.events.map((e) => (NOW_S - e.created) / DAY_S)).toEqual([1, 29]);
   });
@@ -149,7 +155,9 @@ describe('reading late changes through the Events API', () => {
     expect(double.listCharges(null)).toEqual([]);
     const [reread, unknown] = await reader.retrieveCharges(null, [late.id, 'ch_unknown']);
     expect(unknown).toEqual({ id: 'ch_unknown', found: false });
-    const normalized = reread?.found ? normalizeCharge(reread.raw, null, DEFAULT_METADATA_KEYS, double.clock.nowSeconds()) : undefined;
+    const normalized = reread?.found
+      ? normalizeCharge(reread.raw, null, DEFAULT_METADATA_KEYS, double.clock.nowSeconds())
+      : undefined;
     expect(normalized).toMatchObject({ ok: true, charge: { id: late.id, tenantId: 'acme', idempotencyKey: 'late-1' } });
   });
 
@@ -159,7 +167,10 @@ describe('reading late changes through the Events API', () => {
     const r = newReader();
     const listing = await r.read(null, { after: NOW_S - 601, before: NOW_S });
     expect(listing.events).toHaveLength(300);
-    const reread = await r.retrieveCharges(null, listing.events.slice(0, 20).map((e) => e.chargeId as string));
+    const reread = await r.retrieveCharges(
+      null,
+      listing.events.slice(0, 20).map((e) => e.chargeId as string),
+    );
     expect(reread.every((c) => c.found)).toBe(true);
     expect(r.counters.rateLimited).toBeGreaterThan(0);
     expect(r.counters.rateLimited).toBe(double.injectedFaults['429']);

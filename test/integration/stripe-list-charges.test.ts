@@ -2,7 +2,11 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { READ_ONLY_PERMISSIONS, startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
 import { createStripeClient } from '../../src/providers/stripe/client.js';
 import { StripeListCounters } from '../../src/providers/stripe/counters.js';
-import { IncompleteWindowError, InvalidStripeKeyError, MissingStripePermissionError } from '../../src/providers/stripe/errors.js';
+import {
+  IncompleteWindowError,
+  InvalidStripeKeyError,
+  MissingStripePermissionError,
+} from '../../src/providers/stripe/errors.js';
 import { createChargeLister, type ChargeLister } from '../../src/providers/stripe/list-charges.js';
 import type { RetryPolicy } from '../../src/providers/stripe/backoff.js';
 import { RateBudget } from '../../src/providers/stripe/rate-budget.js';
@@ -24,7 +28,10 @@ let double: StripeDouble;
 beforeAll(async () => {
   double = await startStripeDouble({
     now: '2026-03-05T00:00:00Z',
-    keys: { acceptedKeys: ['sk_test_lister', 'rk_test_no_charges'], permissions: { rk_test_no_charges: ['rak_payment_intent_read'] } },
+    keys: {
+      acceptedKeys: ['sk_test_lister', 'rk_test_no_charges'],
+      permissions: { rk_test_no_charges: ['rak_payment_intent_read'] },
+    },
   });
 });
 afterAll(async () => {
@@ -83,8 +90,11 @@ describe('windowed listing through the SDK against the double', () => {
   });
 
   it('takes charges created exactly at `from` and leaves out those at `to`', async () => {
-    const inside = [FROM_S, FROM_S, FROM_S + 1, TO_S - 1, TO_S - 1].map((created) => double.createCharge('acct_edges', { created }).id);
-    for (const created of [FROM_S - 1, FROM_S - 1, TO_S, TO_S, TO_S + 1]) double.createCharge('acct_edges', { created });
+    const inside = [FROM_S, FROM_S, FROM_S + 1, TO_S - 1, TO_S - 1].map(
+      (created) => double.createCharge('acct_edges', { created }).id,
+    );
+    for (const created of [FROM_S - 1, FROM_S - 1, TO_S, TO_S, TO_S + 1])
+      double.createCharge('acct_edges', { created });
     const { ids } = await listAll(lister(), 'acct_edges');
     expect(ids).toEqual([...inside].sort());
   });
@@ -99,7 +109,9 @@ describe('windowed listing through the SDK against the double', () => {
 
   it('lists several accounts at once under one shared budget, each exactly', async () => {
     const accounts = ['acct_a', 'acct_b', null] as const;
-    accounts.forEach((account, i) => double.seedCharges(account, 1_200 + i * 500, { from: FROM, to: TO, seed: 10 + i }));
+    accounts.forEach((account, i) =>
+      double.seedCharges(account, 1_200 + i * 500, { from: FROM, to: TO, seed: 10 + i }),
+    );
     double.seedCharges('acct_a', 400, { from: FROM_S + 7, to: FROM_S + 8, seed: 20 });
     const budget = new RateBudget({ ratePerSecond: 2_000, burst: 50 });
     const counters = new StripeListCounters();
@@ -161,7 +173,9 @@ describe('windowed listing through the SDK against the double', () => {
     const l = lister({ retry: { maxAttempts: 3 } });
     const error = await failure(listAll(l, 'acct_down'));
     expect(error).toBeInstanceOf(IncompleteWindowError);
-    expect(error.message).toContain('charges of account acct_down in [2026-03-01T00:00:00.000Z, 2026-03-02T00:00:00.000Z) could not be listed completely');
+    expect(error.message).toContain(
+      'charges of account acct_down in [2026-03-01T00:00:00.000Z, 2026-03-02T00:00:00.000Z) could not be listed completely',
+    );
     expect(error.message).toContain('gave up after 3 attempts');
     expect(l.counters.snapshot()).toMatchObject({ requests: 3, serverErrors: 3, retries: 2, pages: 0 });
   });
@@ -173,9 +187,11 @@ describe('windowed listing through the SDK against the double', () => {
     const first = await listing.next();
     expect(first.done).toBe(false);
     double.setFaults({ rate500: 1, endpoints: [LIST] });
-    const error = await failure((async () => {
-      for await (const batch of listing) expect(batch.charges.length).toBeGreaterThan(0);
-    })());
+    const error = await failure(
+      (async () => {
+        for await (const batch of listing) expect(batch.charges.length).toBeGreaterThan(0);
+      })(),
+    );
     expect(error).toBeInstanceOf(IncompleteWindowError);
     expect((error as IncompleteWindowError).window).toEqual({ gte: FROM_S, lt: TO_S });
   });
@@ -192,13 +208,25 @@ describe('windowed listing through the SDK against the double', () => {
     double.clock.set(new Date((FROM_S + 3_600) * 1000));
     const stripe = createStripeClient({ apiKey: 'sk_test_lister', apiBase: double.url });
     const intent = await stripe.paymentIntents.create(
-      { amount: 2500, currency: 'EUR', payment_method: 'pm_card_visa', confirm: true, metadata: { tenant_id: 'tenant-a', idempotency_key: 'order-9' } },
+      {
+        amount: 2500,
+        currency: 'EUR',
+        payment_method: 'pm_card_visa',
+        confirm: true,
+        metadata: { tenant_id: 'tenant-a', idempotency_key: 'order-9' },
+      },
       { stripeAccount: 'acct_meta' },
     );
     double.createCharge('acct_meta', { created: FROM_S + 10 });
     const { charges } = await listAll(lister(), 'acct_meta');
     const byIntent = charges.find((c) => c.paymentIntent === intent.id);
-    expect(byIntent).toMatchObject({ amount: 2500, currency: 'eur', status: 'succeeded', tenantId: 'tenant-a', idempotencyKey: 'order-9' });
+    expect(byIntent).toMatchObject({
+      amount: 2500,
+      currency: 'eur',
+      status: 'succeeded',
+      tenantId: 'tenant-a',
+      idempotencyKey: 'order-9',
+    });
     expect(charges.find((c) => c.paymentIntent !== intent.id)).toMatchObject({ tenantId: null, idempotencyKey: null });
   });
 

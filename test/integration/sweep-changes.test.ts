@@ -6,7 +6,16 @@ import type { NormalizedCharge } from '../../src/sweep/provider.js';
 import { sweep, sweepOptions, type SweepDeps, type SweepOptions, type SweepReport } from '../../src/sweep/sweep.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { normalizedTables } from '../support/normalized-tables.js';
-import { charge, memoryChangeSource, memoryChargeSource, memoryEvidence, seedEffect, truncateSweepTables, type MemoryEvent, IDEMPOTENCY_WINDOW_MS } from '../support/scenario.js';
+import {
+  charge,
+  memoryChangeSource,
+  memoryChargeSource,
+  memoryEvidence,
+  seedEffect,
+  truncateSweepTables,
+  type MemoryEvent,
+  IDEMPOTENCY_WINDOW_MS,
+} from '../support/scenario.js';
 
 /**
  * README "Late changes": every later change to a charge, whatever its age, is judged by
@@ -26,7 +35,11 @@ let stripe: NormalizedCharge[];
 let events: MemoryEvent[];
 const listCalls = { count: 0 };
 
-function run(options: Partial<SweepOptions> = {}, deps: Partial<SweepDeps> = {}, clock = () => NOW): Promise<SweepReport[]> {
+function run(
+  options: Partial<SweepOptions> = {},
+  deps: Partial<SweepDeps> = {},
+  clock = () => NOW,
+): Promise<SweepReport[]> {
   return sweep(
     {
       pool: db.pool,
@@ -44,7 +57,12 @@ function run(options: Partial<SweepOptions> = {}, deps: Partial<SweepDeps> = {},
 
 const q = async (sql: string, args: unknown[] = []) => (await db.pool.query(sql, args)).rows;
 let serial = 0;
-const event = (type: string, chargeId: string, at: Date): MemoryEvent => ({ id: `evt_${++serial}`, type, created: secs(at), chargeId });
+const event = (type: string, chargeId: string, at: Date): MemoryEvent => ({
+  id: `evt_${++serial}`,
+  type,
+  created: secs(at),
+  chargeId,
+});
 
 /** A charge 10 days old, recorded by a payment row long ago: no window will ever list it again. */
 async function oldPayment(id: string, over: Partial<NormalizedCharge> = {}, age = 10 * DAY): Promise<NormalizedCharge> {
@@ -77,15 +95,20 @@ describe('a change to a charge older than any window is judged by the next ordin
   ];
   for (const [what, change, type, row] of cases) {
     it(`${what}: status_drift, repaired on the payment row`, async () => {
-      const before = type === 'charge.captured' ? { status: 'pending' as const, captured: false, amountCaptured: 0 } : {};
+      const before =
+        type === 'charge.captured' ? { status: 'pending' as const, captured: false, amountCaptured: 0 } : {};
       const c = await oldPayment('ch_old', before);
       Object.assign(c, change);
       events.push(event(type, c.id, ago(20 * MIN)));
       const [report] = await run();
       expect(report?.changes).toMatchObject({ events: 1, charges: 1 });
       expect(report?.repaired.status_drift).toBe(1);
-      expect((await q(`SELECT amount_refunded, disputed, status FROM payments WHERE charge_id = 'ch_old'`))[0]).toMatchObject(row);
-      expect(await q(`SELECT category, state FROM recon_findings`)).toEqual([{ category: 'status_drift', state: 'repaired' }]);
+      expect(
+        (await q(`SELECT amount_refunded, disputed, status FROM payments WHERE charge_id = 'ch_old'`))[0],
+      ).toMatchObject(row);
+      expect(await q(`SELECT category, state FROM recon_findings`)).toEqual([
+        { category: 'status_drift', state: 'repaired' },
+      ]);
     });
   }
 
@@ -103,12 +126,20 @@ describe('a change to a charge older than any window is judged by the next ordin
     await seedEffect(db.pool, { chargeId: 'ch_known', tenantId: 'acme', key: 'earlier', createdAt: ago(DAY) });
     stripe.push(charge({ id: 'ch_known', created: secs(ago(DAY)), tenantId: 'acme', idempotencyKey: 'earlier' }));
     // Created three hours ago, but absent from every listing until now.
-    const late = charge({ id: 'ch_late', created: secs(ago(3 * 60 * MIN)), tenantId: 'acme', idempotencyKey: 'order-late', amount: 700 });
+    const late = charge({
+      id: 'ch_late',
+      created: secs(ago(3 * 60 * MIN)),
+      tenantId: 'acme',
+      idempotencyKey: 'order-late',
+      amount: 700,
+    });
     events.push(event('charge.succeeded', late.id, ago(15 * MIN)));
     const evidence = memoryEvidence(() => [...stripe, late]);
     const [report] = await run({}, { evidence });
     expect(report?.findings.orphan_charge).toBe(1);
-    expect(await q(`SELECT charge_id, amount FROM payments WHERE charge_id = 'ch_late'`)).toEqual([{ charge_id: 'ch_late', amount: 700 }]);
+    expect(await q(`SELECT charge_id, amount FROM payments WHERE charge_id = 'ch_late'`)).toEqual([
+      { charge_id: 'ch_late', amount: 700 },
+    ]);
   });
 });
 
@@ -146,8 +177,11 @@ describe('the events cursor', () => {
   });
 
   it('more than 25 days behind: warns, re-lists the charges created since instead, and reads the events Stripe still has', async () => {
-    await db.pool.query(`INSERT INTO recon_runs (id, mode, account, window_from, window_to, status, checkpoint, started_at)
-                         VALUES ('run_old', 'run', 'platform', $1, $2, 'succeeded', $2, $1)`, [ago(41 * DAY), ago(40 * DAY)]);
+    await db.pool.query(
+      `INSERT INTO recon_runs (id, mode, account, window_from, window_to, status, checkpoint, started_at)
+                         VALUES ('run_old', 'run', 'platform', $1, $2, 'succeeded', $2, $1)`,
+      [ago(41 * DAY), ago(40 * DAY)],
+    );
     await db.pool.query(`INSERT INTO recon_event_cursors VALUES ('platform', $1, 'run_old', $1)`, [ago(40 * DAY)]);
     // A charge from 20 days ago the mirror never saw: the re-list finds it.
     stripe.push(charge({ id: 'ch_unseen', created: secs(ago(20 * DAY)) }));
@@ -188,7 +222,10 @@ describe('crashes in the events step', () => {
       a.amountRefunded = 100;
       const b = await oldPayment('ch_b', {}, 12 * DAY);
       b.disputed = true;
-      events = [event('charge.refunded', 'ch_a', ago(12 * MIN)), event('charge.dispute.created', 'ch_b', ago(11 * MIN))];
+      events = [
+        event('charge.refunded', 'ch_a', ago(12 * MIN)),
+        event('charge.dispute.created', 'ch_b', ago(11 * MIN)),
+      ];
     };
     await setup();
     const [uninterrupted] = await run();
@@ -196,11 +233,14 @@ describe('crashes in the events step', () => {
     const expected = await normalizedTables(db.pool);
     for (const phase of ['listed', 'ingested', 'judged', 'repaired', 'before-commit', 'committed']) {
       await setup();
-      const error = await run({}, {
-        faultPoint: (name) => {
-          if (name === `changes:0:${phase}`) throw new Error(`killed at ${name}`);
+      const error = await run(
+        {},
+        {
+          faultPoint: (name) => {
+            if (name === `changes:0:${phase}`) throw new Error(`killed at ${name}`);
+          },
         },
-      }).catch((e: unknown) => e);
+      ).catch((e: unknown) => e);
       expect((error as Error).message, phase).toBe(`killed at changes:0:${phase}`);
       await run();
       expect(await normalizedTables(db.pool), `killed at ${phase}`).toEqual(expected);

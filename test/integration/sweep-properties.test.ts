@@ -7,7 +7,17 @@ import type { Judgement } from '../../src/sweep/judge/index.js';
 import { sweep, sweepOptions, type SweepOptions, type SweepReport } from '../../src/sweep/sweep.js';
 import { tableChecksums } from '../support/checksums.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { ACCOUNTS, describeHistory, historyArb, NOW, SLICE_MS, stripeChargesOf, WINDOW, writeHistory, type History } from '../support/histories.js';
+import {
+  ACCOUNTS,
+  describeHistory,
+  historyArb,
+  NOW,
+  SLICE_MS,
+  stripeChargesOf,
+  WINDOW,
+  writeHistory,
+  type History,
+} from '../support/histories.js';
 import { normalizedTables } from '../support/normalized-tables.js';
 import { memoryChargeSource, memoryEvidence, IDEMPOTENCY_WINDOW_MS } from '../support/scenario.js';
 
@@ -49,10 +59,15 @@ async function reset(h: History): Promise<NormalizedCharge[]> {
 
 type Evidence = ReturnType<typeof memoryEvidence>;
 
-function run(stripe: NormalizedCharge[], evidence: Evidence, options: Partial<SweepOptions> & { accounts: string[] }, extra: {
-  observe?: (j: Judgement) => void;
-  faultPoint?: (name: string) => void;
-} = {}): Promise<SweepReport[]> {
+function run(
+  stripe: NormalizedCharge[],
+  evidence: Evidence,
+  options: Partial<SweepOptions> & { accounts: string[] },
+  extra: {
+    observe?: (j: Judgement) => void;
+    faultPoint?: (name: string) => void;
+  } = {},
+): Promise<SweepReport[]> {
   return sweep(
     {
       pool: db.pool,
@@ -72,15 +87,28 @@ const rowsOf = async (account: string) => {
   const id = account === 'platform' ? null : account;
   const q = async (sql: string) => (await db.pool.query(sql, [id, account])).rows;
   return {
-    claims: await q(`SELECT * FROM idempotency_keys WHERE account_id IS NOT DISTINCT FROM $1 AND $2::text IS NOT NULL ORDER BY tenant_id, key`),
-    payments: await q(`SELECT * FROM payments WHERE account_id IS NOT DISTINCT FROM $1 AND $2::text IS NOT NULL ORDER BY charge_id`),
-    findings: await q(`SELECT * FROM recon_findings WHERE account = $2 AND $1::text IS NOT DISTINCT FROM $1 ORDER BY id`),
-    mirror: await q(`SELECT * FROM stripe_charges WHERE account = $2 AND $1::text IS NOT DISTINCT FROM $1 ORDER BY charge_id`),
+    claims: await q(
+      `SELECT * FROM idempotency_keys WHERE account_id IS NOT DISTINCT FROM $1 AND $2::text IS NOT NULL ORDER BY tenant_id, key`,
+    ),
+    payments: await q(
+      `SELECT * FROM payments WHERE account_id IS NOT DISTINCT FROM $1 AND $2::text IS NOT NULL ORDER BY charge_id`,
+    ),
+    findings: await q(
+      `SELECT * FROM recon_findings WHERE account = $2 AND $1::text IS NOT DISTINCT FROM $1 ORDER BY id`,
+    ),
+    mirror: await q(
+      `SELECT * FROM stripe_charges WHERE account = $2 AND $1::text IS NOT DISTINCT FROM $1 ORDER BY charge_id`,
+    ),
   };
 };
 
 const money = (c: NormalizedCharge) => c.status === 'succeeded' || c.status === 'pending';
-const counts = (r: SweepReport) => ({ findings: r.findings, repaired: r.repaired, unreconciled: r.unreconciled, deferred: r.deferred_keys });
+const counts = (r: SweepReport) => ({
+  findings: r.findings,
+  repaired: r.repaired,
+  unreconciled: r.unreconciled,
+  deferred: r.deferred_keys,
+});
 
 /** (d): within one judgement, every claim, charge and payment row it judged has exactly one home. */
 function assertOneHomeEach(j: Judgement): void {
@@ -94,122 +122,136 @@ function assertOneHomeEach(j: Judgement): void {
     for (const id of f.covers.effects) put(`effect ${id}`, f.category);
     for (const id of f.covers.claims) put(`claim ${id}`, f.category);
   }
-  const twice = [...homes].filter(([, where]) => new Set(where).size > 1 || (where.length > 1 && where[0] !== 'matched' && where[0] !== 'quiet'));
+  const twice = [...homes].filter(
+    ([, where]) => new Set(where).size > 1 || (where.length > 1 && where[0] !== 'matched' && where[0] !== 'quiet'),
+  );
   expect(twice, 'an object judged into two places').toEqual([]);
 }
 
 describe('the sweep over random histories', () => {
-  it(
-    'never releases a claim a succeeded charge names, never touches another account, accounts for everything once, reruns idle, dry runs count alike',
-    async () => {
-      await fc.assert(
-        fc.asyncProperty(historyArb, async (h) => {
-          const stripe = await reset(h);
-          const claimsBefore = (await db.pool.query(`SELECT tenant_id, key, account_id, status FROM idempotency_keys`)).rows;
-          for (const account of ACCOUNTS) {
-            const other = ACCOUNTS.find((a) => a !== account) as string;
-            const evidence = memoryEvidence(() => stripe);
-            // (f) a dry run first: it changes nothing, and counts as the real run then does.
-            const untouched = await tableChecksums(db.pool);
-            const [dry] = await run(stripe, evidence, { accounts: [account], dryRun: true });
-            expect(await tableChecksums(db.pool), 'a dry run changed a table').toEqual(untouched);
-            // (b) account B's rows stay as they are during account A's run.
-            const otherBefore = await rowsOf(other);
-            const judged: Judgement[] = [];
-            const [real] = await run(stripe, evidence, { accounts: [account] }, { observe: (j) => judged.push(j) });
-            expect(await rowsOf(other), `${account}'s run changed a row of ${other}`).toEqual(otherBefore);
-            expect(counts(dry!), 'a dry run counted differently from the real run').toEqual(counts(real!));
-            // (d) every judgement gives every object one home.
-            judged.forEach(assertOneHomeEach);
-            // (e) a rerun repairs nothing and changes no claim, payment or finding state.
-            const settled = await normalizedTables(db.pool);
-            const [again] = await run(stripe, evidence, { accounts: [account] });
-            expect(Object.values(again!.repaired).every((n) => n === 0), 'a rerun repaired something').toBe(true);
-            const rerun = await normalizedTables(db.pool);
-            expect({ claims: rerun.claims, payments: rerun.payments, findings: rerun.findings }).toEqual({
-              claims: settled.claims,
-              payments: settled.payments,
-              findings: settled.findings,
-            });
-          }
-          // (a) no claim released while a succeeded charge in its account names it.
-          const after = (await db.pool.query(`SELECT tenant_id, key, account_id, status FROM idempotency_keys`)).rows;
-          for (const claim of after) {
-            const was = claimsBefore.find((c) => c.tenant_id === claim.tenant_id && c.key === claim.key);
-            if (claim.status !== 'released' || was?.status === 'released') continue;
-            const naming = stripe.filter(
-              (c) => money(c) && c.account === claim.account_id && c.tenantId === claim.tenant_id && c.idempotencyKey === claim.key,
-            );
-            expect(naming, `claim ${claim.tenant_id}/${claim.key} released although Stripe has a charge for it`).toEqual([]);
-          }
-        }),
-        params<[History]>(RUNS),
-      );
-    },
-    600_000,
-  );
-
-  it(
-    '--refund-duplicates never refunds the kept charge nor one differing from it, and POSTs at most once per extra across runs and kills',
-    async () => {
-      const faults = fc.array(
-        fc.record({
-          slice: fc.integer({ min: 0, max: 2 }),
-          phase: fc.constantFrom('listed', 'ingested', 'judged', 'repaired', 'before-commit', 'committed', 'verified'),
-          refundCrash: fc.constantFrom('none', 'before', 'after'),
-        }),
-        { maxLength: 3 },
-      );
-      await fc.assert(
-        fc.asyncProperty(historyArb, faults, async (h, crashes) => {
-          const stripe = await reset(h);
+  it('never releases a claim a succeeded charge names, never touches another account, accounts for everything once, reruns idle, dry runs count alike', async () => {
+    await fc.assert(
+      fc.asyncProperty(historyArb, async (h) => {
+        const stripe = await reset(h);
+        const claimsBefore = (await db.pool.query(`SELECT tenant_id, key, account_id, status FROM idempotency_keys`))
+          .rows;
+        for (const account of ACCOUNTS) {
+          const other = ACCOUNTS.find((a) => a !== account) as string;
           const evidence = memoryEvidence(() => stripe);
-          const posts = new Map<string, number>();
-          const refund = evidence.refund.bind(evidence);
-          evidence.refund = async (account, request) => {
-            posts.set(request.chargeId, (posts.get(request.chargeId) ?? 0) + 1);
-            return refund(account, request);
-          };
-          for (const crash of [...crashes, null]) {
-            if (crash?.refundCrash === 'before') evidence.refundFails.next = 1;
-            evidence.refundFails.afterStripeRefunded = crash?.refundCrash === 'after';
-            if (crash?.refundCrash === 'after') evidence.refundFails.next = 1;
-            await run(stripe, evidence, { accounts: [...ACCOUNTS], refundDuplicates: true }, {
+          // (f) a dry run first: it changes nothing, and counts as the real run then does.
+          const untouched = await tableChecksums(db.pool);
+          const [dry] = await run(stripe, evidence, { accounts: [account], dryRun: true });
+          expect(await tableChecksums(db.pool), 'a dry run changed a table').toEqual(untouched);
+          // (b) account B's rows stay as they are during account A's run.
+          const otherBefore = await rowsOf(other);
+          const judged: Judgement[] = [];
+          const [real] = await run(stripe, evidence, { accounts: [account] }, { observe: (j) => judged.push(j) });
+          expect(await rowsOf(other), `${account}'s run changed a row of ${other}`).toEqual(otherBefore);
+          expect(counts(dry!), 'a dry run counted differently from the real run').toEqual(counts(real!));
+          // (d) every judgement gives every object one home.
+          judged.forEach(assertOneHomeEach);
+          // (e) a rerun repairs nothing and changes no claim, payment or finding state.
+          const settled = await normalizedTables(db.pool);
+          const [again] = await run(stripe, evidence, { accounts: [account] });
+          expect(
+            Object.values(again!.repaired).every((n) => n === 0),
+            'a rerun repaired something',
+          ).toBe(true);
+          const rerun = await normalizedTables(db.pool);
+          expect({ claims: rerun.claims, payments: rerun.payments, findings: rerun.findings }).toEqual({
+            claims: settled.claims,
+            payments: settled.payments,
+            findings: settled.findings,
+          });
+        }
+        // (a) no claim released while a succeeded charge in its account names it.
+        const after = (await db.pool.query(`SELECT tenant_id, key, account_id, status FROM idempotency_keys`)).rows;
+        for (const claim of after) {
+          const was = claimsBefore.find((c) => c.tenant_id === claim.tenant_id && c.key === claim.key);
+          if (claim.status !== 'released' || was?.status === 'released') continue;
+          const naming = stripe.filter(
+            (c) =>
+              money(c) &&
+              c.account === claim.account_id &&
+              c.tenantId === claim.tenant_id &&
+              c.idempotencyKey === claim.key,
+          );
+          expect(naming, `claim ${claim.tenant_id}/${claim.key} released although Stripe has a charge for it`).toEqual(
+            [],
+          );
+        }
+      }),
+      params<[History]>(RUNS),
+    );
+  }, 600_000);
+
+  it('--refund-duplicates never refunds the kept charge nor one differing from it, and POSTs at most once per extra across runs and kills', async () => {
+    const faults = fc.array(
+      fc.record({
+        slice: fc.integer({ min: 0, max: 2 }),
+        phase: fc.constantFrom('listed', 'ingested', 'judged', 'repaired', 'before-commit', 'committed', 'verified'),
+        refundCrash: fc.constantFrom('none', 'before', 'after'),
+      }),
+      { maxLength: 3 },
+    );
+    await fc.assert(
+      fc.asyncProperty(historyArb, faults, async (h, crashes) => {
+        const stripe = await reset(h);
+        const evidence = memoryEvidence(() => stripe);
+        const posts = new Map<string, number>();
+        const refund = evidence.refund.bind(evidence);
+        evidence.refund = async (account, request) => {
+          posts.set(request.chargeId, (posts.get(request.chargeId) ?? 0) + 1);
+          return refund(account, request);
+        };
+        for (const crash of [...crashes, null]) {
+          if (crash?.refundCrash === 'before') evidence.refundFails.next = 1;
+          evidence.refundFails.afterStripeRefunded = crash?.refundCrash === 'after';
+          if (crash?.refundCrash === 'after') evidence.refundFails.next = 1;
+          await run(
+            stripe,
+            evidence,
+            { accounts: [...ACCOUNTS], refundDuplicates: true },
+            {
               faultPoint: (name) => {
                 if (crash && name === `slice:${crash.slice}:${crash.phase}`) throw new Error(`killed at ${name}`);
               },
-            }).catch((error: unknown) => {
-              if (crash === null) throw error;
-            });
-            evidence.refundFails.next = 0;
-          }
-          const refunded = new Set(evidence.refunds.map((r) => r.chargeId));
-          expect([...posts].filter(([, n]) => n > 1), 'a charge refunded by more than one POST').toEqual([]);
-          expect(evidence.refunds.length).toBe(refunded.size);
-          for (const id of refunded) {
-            const extra = stripe.find((c) => c.id === id) as NormalizedCharge;
-            const kept = stripe.filter(
-              (c) =>
-                c.id !== id &&
-                !refunded.has(c.id) &&
-                c.account === extra.account &&
-                c.tenantId === extra.tenantId &&
-                c.idempotencyKey === extra.idempotencyKey &&
-                c.status === 'succeeded' &&
-                c.amount === extra.amount &&
-                c.currency === extra.currency &&
-                c.customer === extra.customer &&
-                c.paymentMethod === extra.paymentMethod &&
-                (c.created < extra.created || (c.created === extra.created && c.id < extra.id)),
-            );
-            expect(kept.length, `refunded ${id} without an identical, earlier charge kept for its key`).toBeGreaterThan(0);
-          }
-        }),
-        params(Math.max(10, Math.floor(RUNS / 2))),
-      );
-    },
-    600_000,
-  );
+            },
+          ).catch((error: unknown) => {
+            if (crash === null) throw error;
+          });
+          evidence.refundFails.next = 0;
+        }
+        const refunded = new Set(evidence.refunds.map((r) => r.chargeId));
+        expect(
+          [...posts].filter(([, n]) => n > 1),
+          'a charge refunded by more than one POST',
+        ).toEqual([]);
+        expect(evidence.refunds.length).toBe(refunded.size);
+        for (const id of refunded) {
+          const extra = stripe.find((c) => c.id === id) as NormalizedCharge;
+          const kept = stripe.filter(
+            (c) =>
+              c.id !== id &&
+              !refunded.has(c.id) &&
+              c.account === extra.account &&
+              c.tenantId === extra.tenantId &&
+              c.idempotencyKey === extra.idempotencyKey &&
+              c.status === 'succeeded' &&
+              c.amount === extra.amount &&
+              c.currency === extra.currency &&
+              c.customer === extra.customer &&
+              c.paymentMethod === extra.paymentMethod &&
+              (c.created < extra.created || (c.created === extra.created && c.id < extra.id)),
+          );
+          expect(kept.length, `refunded ${id} without an identical, earlier charge kept for its key`).toBeGreaterThan(
+            0,
+          );
+        }
+      }),
+      params(Math.max(10, Math.floor(RUNS / 2))),
+    );
+  }, 600_000);
 });
 
 export { describeHistory };

@@ -5,7 +5,14 @@ import type { NormalizedCharge } from '../../src/sweep/provider.js';
 import { lockAccounts, SweepLockedError } from '../../src/sweep/lock.js';
 import { sweep, SweepFailedError, sweepOptions, type SweepDeps, type SweepOptions } from '../../src/sweep/sweep.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { charge, memoryChargeSource, memoryEvidence, seedClaim, seedEffect, IDEMPOTENCY_WINDOW_MS } from '../support/scenario.js';
+import {
+  charge,
+  memoryChargeSource,
+  memoryEvidence,
+  seedClaim,
+  seedEffect,
+  IDEMPOTENCY_WINDOW_MS,
+} from '../support/scenario.js';
 import { tableChecksums } from '../support/checksums.js';
 
 const NOW = new Date('2026-11-10T12:00:00Z');
@@ -36,7 +43,15 @@ let evidence: ReturnType<typeof memoryEvidence>;
 /** A sweep of the scenario's Stripe at NOW, with any dependency or option replaced. */
 function sweepWith(deps: Partial<SweepDeps> = {}, options: Partial<SweepOptions> = {}) {
   return sweep(
-    { pool: db.pool, listCharges: memoryChargeSource(() => stripe, listCalls), evidence, clock: () => NOW, logger: silentLogger(), idempotencyWindowMs: IDEMPOTENCY_WINDOW_MS, ...deps },
+    {
+      pool: db.pool,
+      listCharges: memoryChargeSource(() => stripe, listCalls),
+      evidence,
+      clock: () => NOW,
+      logger: silentLogger(),
+      idempotencyWindowMs: IDEMPOTENCY_WINDOW_MS,
+      ...deps,
+    },
     { ...baseOptions, ...options },
   );
 }
@@ -85,7 +100,9 @@ async function buildScenario(): Promise<void> {
   // status_drift: refunded and disputed at Stripe
   await seedClaim(q, { tenantId: 'acme', key: 'k-drift', status: 'completed', createdAt: at('10T10:30:00') });
   await seedEffect(q, { chargeId: 'ch_drift', tenantId: 'acme', key: 'k-drift', createdAt: at('10T10:30:01') });
-  stripe.push(charge({ id: 'ch_drift', created: secs('10T10:30:01'), amountRefunded: 400, disputed: true, ...meta('k-drift') }));
+  stripe.push(
+    charge({ id: 'ch_drift', created: secs('10T10:30:01'), amountRefunded: 400, disputed: true, ...meta('k-drift') }),
+  );
   // duplicate_charge
   await seedClaim(q, { tenantId: 'acme', key: 'k-dup', status: 'completed', createdAt: at('10T10:40:00') });
   await seedEffect(q, { chargeId: 'ch_dup1', tenantId: 'acme', key: 'k-dup', createdAt: at('10T10:40:01') });
@@ -142,9 +159,11 @@ describe('a sweep over every category', () => {
     });
 
     const claims = Object.fromEntries(
-      (await query<{ key: string; status: string; response_status: number | null; request_fingerprint: string }>(
-        'SELECT key, status, response_status, request_fingerprint FROM idempotency_keys',
-      )).map((c) => [c.key, c]),
+      (
+        await query<{ key: string; status: string; response_status: number | null; request_fingerprint: string }>(
+          'SELECT key, status, response_status, request_fingerprint FROM idempotency_keys',
+        )
+      ).map((c) => [c.key, c]),
     );
     expect(claims['k-cwe']).toMatchObject({ status: 'completed', response_status: 200 });
     expect(claims['k-cwf']).toMatchObject({ status: 'completed', response_status: 402 });
@@ -155,9 +174,11 @@ describe('a sweep over every category', () => {
     expect(claims['k-live']).toMatchObject({ status: 'in_flight' });
 
     const payments = Object.fromEntries(
-      (await query<{ charge_id: string; status: string; amount: number; amount_refunded: number; disputed: boolean }>(
-        'SELECT charge_id, status, amount, amount_refunded, disputed FROM payments',
-      )).map((p) => [p.charge_id, p]),
+      (
+        await query<{ charge_id: string; status: string; amount: number; amount_refunded: number; disputed: boolean }>(
+          'SELECT charge_id, status, amount, amount_refunded, disputed FROM payments',
+        )
+      ).map((p) => [p.charge_id, p]),
     );
     expect(payments.ch_cwe).toMatchObject({ status: 'succeeded', amount: 1000 });
     expect(payments.ch_cwf).toMatchObject({ status: 'failed' });
@@ -166,7 +187,9 @@ describe('a sweep over every category', () => {
     expect(payments.ch_dup2).toBeUndefined();
     expect(payments.ch_unattributed).toBeUndefined();
 
-    const open = await query<{ category: string }>(`SELECT category FROM recon_findings WHERE state = 'open' ORDER BY category`);
+    const open = await query<{ category: string }>(
+      `SELECT category FROM recon_findings WHERE state = 'open' ORDER BY category`,
+    );
     expect(open.map((f) => f.category)).toEqual([
       'amount_mismatch',
       'duplicate_charge',
@@ -207,7 +230,11 @@ describe('a sweep over every category', () => {
   it('--dry-run leaves every table byte for byte as it was and reports what it would do', async () => {
     const before = await tableChecksums(db.pool);
     const [report] = await run({ dryRun: true });
-    expect(report).toMatchObject({ dry_run: true, repaired: { claim_without_effect: 2, stale_claim: 1 }, unreconciled: 6 });
+    expect(report).toMatchObject({
+      dry_run: true,
+      repaired: { claim_without_effect: 2, stale_claim: 1 },
+      unreconciled: 6,
+    });
     expect(await tableChecksums(db.pool)).toEqual(before);
   });
 
@@ -221,8 +248,12 @@ describe('a sweep over every category', () => {
           faultPoint: async (name) => {
             if (name !== 'slice:26:judged') return;
             await other.query('BEGIN');
-            const row = await other.query(`SELECT status FROM idempotency_keys WHERE key = 'k-stale' FOR UPDATE NOWAIT`);
-            const lock = await other.query(`SELECT pg_try_advisory_xact_lock(sweeper_claim_lock_key('acme', 'k-ewc')) AS free`);
+            const row = await other.query(
+              `SELECT status FROM idempotency_keys WHERE key = 'k-stale' FOR UPDATE NOWAIT`,
+            );
+            const lock = await other.query(
+              `SELECT pg_try_advisory_xact_lock(sweeper_claim_lock_key('acme', 'k-ewc')) AS free`,
+            );
             await other.query('ROLLBACK');
             seen.push(row.rows[0], lock.rows[0]);
           },
@@ -263,34 +294,50 @@ describe('a sweep over every category', () => {
 describe('--refund-duplicates', () => {
   it('refunds the extra charge through the outbox after the slice committed, with a key derived from the charge, once', async () => {
     const [report] = await sweepWith({}, { refundDuplicates: true });
-    expect(evidence.refunds).toMatchObject([{ chargeId: 'ch_dup2', metadata: { sweeper_refund_key: 'sweeper_refund_v1_ch_dup2' } }]);
+    expect(evidence.refunds).toMatchObject([
+      { chargeId: 'ch_dup2', metadata: { sweeper_refund_key: 'sweeper_refund_v1_ch_dup2' } },
+    ]);
     expect(report).toMatchObject({ repaired: { duplicate_charge: 1 }, unreconciled: 5 });
-    expect(await query(`SELECT state FROM recon_findings WHERE category = 'duplicate_charge'`)).toEqual([{ state: 'repaired' }]);
+    expect(await query(`SELECT state FROM recon_findings WHERE category = 'duplicate_charge'`)).toEqual([
+      { state: 'repaired' },
+    ]);
     expect(await query(`SELECT charge_id, kept_charge_id, state FROM recon_refunds`)).toEqual([
       { charge_id: 'ch_dup2', kept_charge_id: 'ch_dup1', state: 'refunded' },
     ]);
-    expect(await query(`SELECT r.action FROM recon_repairs r JOIN recon_findings f ON f.id = r.finding_id WHERE f.category = 'duplicate_charge'`)).toEqual([
-      { action: 'refund_duplicate' },
-    ]);
+    expect(
+      await query(
+        `SELECT r.action FROM recon_repairs r JOIN recon_findings f ON f.id = r.finding_id WHERE f.category = 'duplicate_charge'`,
+      ),
+    ).toEqual([{ action: 'refund_duplicate' }]);
     // The mirror holds Stripe's answer after the refund.
-    expect(await query(`SELECT refunded, amount_refunded FROM stripe_charges WHERE charge_id = 'ch_dup2'`)).toEqual([{ refunded: true, amount_refunded: 1000 }]);
+    expect(await query(`SELECT refunded, amount_refunded FROM stripe_charges WHERE charge_id = 'ch_dup2'`)).toEqual([
+      { refunded: true, amount_refunded: 1000 },
+    ]);
 
     // A rerun of the range: the duplicate is settled, no POST, no new audit row.
     const [again] = await sweepWith({}, { refundDuplicates: true });
     expect(evidence.calls.refundPosts).toBe(1);
     expect(again?.findings.duplicate_charge).toBe(0);
-    expect(await query(`SELECT state FROM recon_findings WHERE category = 'duplicate_charge'`)).toEqual([{ state: 'repaired' }]);
-    expect(await query(`SELECT count(*)::int AS n FROM recon_repairs WHERE action = 'refund_duplicate'`)).toEqual([{ n: 1 }]);
+    expect(await query(`SELECT state FROM recon_findings WHERE category = 'duplicate_charge'`)).toEqual([
+      { state: 'repaired' },
+    ]);
+    expect(await query(`SELECT count(*)::int AS n FROM recon_repairs WHERE action = 'refund_duplicate'`)).toEqual([
+      { n: 1 },
+    ]);
   });
 
   it('a refund that Stripe refuses ends the run with the duplicate open and the intent kept; the next run finishes it', async () => {
     evidence.refundFails.next = 1;
     await expect(sweepWith({}, { refundDuplicates: true })).rejects.toThrow(/could not be reached/);
-    expect(await query(`SELECT state FROM recon_findings WHERE category = 'duplicate_charge'`)).toEqual([{ state: 'open' }]);
+    expect(await query(`SELECT state FROM recon_findings WHERE category = 'duplicate_charge'`)).toEqual([
+      { state: 'open' },
+    ]);
     expect(await query(`SELECT state FROM recon_refunds`)).toEqual([{ state: 'intent' }]);
     const [next] = await sweepWith({}, { refundDuplicates: true });
     expect(next?.repaired.duplicate_charge).toBe(1);
-    expect(await query(`SELECT state FROM recon_findings WHERE category = 'duplicate_charge'`)).toEqual([{ state: 'repaired' }]);
+    expect(await query(`SELECT state FROM recon_findings WHERE category = 'duplicate_charge'`)).toEqual([
+      { state: 'repaired' },
+    ]);
     expect(evidence.refunds).toHaveLength(1);
   });
 
@@ -311,30 +358,51 @@ describe('charges Stripe returned malformed', () => {
   it('become open findings that say why, and are counted', async () => {
     const withMalformed = async function* (account: string, window: { from: Date; to: Date }) {
       yield* memoryChargeSource(() => stripe)(account, window);
-      yield { charges: [], malformed: [{ id: 'ch_broken', account: null, problem: 'amount is missing' }, { id: null, account: null, problem: 'id is missing' }] };
+      yield {
+        charges: [],
+        malformed: [
+          { id: 'ch_broken', account: null, problem: 'amount is missing' },
+          { id: null, account: null, problem: 'id is missing' },
+        ],
+      };
     };
-    const [report] = await sweepWith(
-      { listCharges: withMalformed },
-      {},
-    );
+    const [report] = await sweepWith({ listCharges: withMalformed }, {});
     expect(report!.malformed_charges).toBeGreaterThanOrEqual(2);
-    expect(await query(`SELECT state, details->>'reason' AS reason FROM recon_findings WHERE subject = 'ch_broken'`)).toEqual([
-      { state: 'open', reason: "Stripe returned this charge without what the sweep needs (amount is missing); it cannot be judged" },
+    expect(
+      await query(`SELECT state, details->>'reason' AS reason FROM recon_findings WHERE subject = 'ch_broken'`),
+    ).toEqual([
+      {
+        state: 'open',
+        reason: 'Stripe returned this charge without what the sweep needs (amount is missing); it cannot be judged',
+      },
     ]);
   });
 });
 
 describe('Stripe Connect', () => {
-  it('judges each account on its own: a connected account\'s crashed charge is repaired there, with its own watermark', async () => {
-    await seedClaim(db.pool, { tenantId: 'acme', key: 'k-connect', status: 'in_flight', createdAt: at('10T09:05:00'), accountId: 'acct_1Connected' });
-    stripe.push(charge({ id: 'ch_connect', account: 'acct_1Connected', created: secs('10T09:05:01'), ...meta('k-connect') }));
+  it("judges each account on its own: a connected account's crashed charge is repaired there, with its own watermark", async () => {
+    await seedClaim(db.pool, {
+      tenantId: 'acme',
+      key: 'k-connect',
+      status: 'in_flight',
+      createdAt: at('10T09:05:00'),
+      accountId: 'acct_1Connected',
+    });
+    stripe.push(
+      charge({ id: 'ch_connect', account: 'acct_1Connected', created: secs('10T09:05:01'), ...meta('k-connect') }),
+    );
     const reports = await run({ mode: 'run', window: undefined, accounts: ['platform', 'acct_1Connected'] });
     expect(reports.map((r) => [r.account, r.repaired.claim_without_effect])).toEqual([
       ['platform', 2],
       ['acct_1Connected', 1],
     ]);
-    expect(await query(`SELECT account_id FROM payments WHERE charge_id = 'ch_connect'`)).toEqual([{ account_id: 'acct_1Connected' }]);
-    expect(await query(`SELECT account FROM recon_watermarks ORDER BY account`)).toEqual([{ account: 'acct_1Connected' }, { account: 'platform' }]);
+    expect(await query(`SELECT account_id FROM payments WHERE charge_id = 'ch_connect'`)).toEqual([
+      { account_id: 'acct_1Connected' },
+    ]);
+    expect(await query(`SELECT account FROM recon_watermarks ORDER BY account`)).toEqual([
+      { account: 'acct_1Connected' },
+      { account: 'platform' },
+    ]);
   });
 });
 
@@ -350,7 +418,9 @@ describe('claims written by other clients', () => {
     const [report] = await run();
     expect(report!.repaired.claim_without_effect).toBe(3);
     expect(await query(`SELECT status FROM idempotency_keys WHERE key = 'k-micro'`)).toEqual([{ status: 'completed' }]);
-    expect(await query(`SELECT charge_id FROM payments WHERE idempotency_key = 'k-micro'`)).toEqual([{ charge_id: 'ch_micro' }]);
+    expect(await query(`SELECT charge_id FROM payments WHERE idempotency_key = 'k-micro'`)).toEqual([
+      { charge_id: 'ch_micro' },
+    ]);
   });
 });
 
@@ -359,7 +429,8 @@ describe('runs, watermarks and locks', () => {
     await db.pool.query(`DELETE FROM idempotency_keys WHERE key = 'k-live'`); // see the next test
     const [scheduled] = await run({ mode: 'run', window: undefined });
     expect(scheduled?.window).toEqual({ from: '2026-11-09T12:00:00.000Z', to: '2026-11-10T11:50:00.000Z' });
-    const watermark = async () => (await query<{ watermark: Date }>('SELECT watermark FROM recon_watermarks'))[0]?.watermark;
+    const watermark = async () =>
+      (await query<{ watermark: Date }>('SELECT watermark FROM recon_watermarks'))[0]?.watermark;
     expect(await watermark()).toEqual(new Date('2026-11-10T11:50:00Z'));
     await run({ mode: 'backfill', window: { from: at('01T00:00:00'), to: at('02T00:00:00') } });
     expect(await watermark()).toEqual(new Date('2026-11-10T11:50:00Z'));
@@ -370,14 +441,17 @@ describe('runs, watermarks and locks', () => {
   it('a key in a live lease inside the settled window holds the watermark at its slice until the lease ends', async () => {
     // k-live (10:50, lease until NOW + 1 min) is settled by time but still leased: a
     // claim library with a longer lease than the sweeper's, or a clock behind.
-    const watermark = async () => (await query<{ watermark: Date }>('SELECT watermark FROM recon_watermarks'))[0]?.watermark;
+    const watermark = async () =>
+      (await query<{ watermark: Date }>('SELECT watermark FROM recon_watermarks'))[0]?.watermark;
     const live = `SELECT status FROM idempotency_keys WHERE key = 'k-live'`;
     const [first] = await run({ mode: 'run', window: undefined });
     expect(first?.window?.to).toBe('2026-11-10T11:50:00.000Z');
     expect(first?.deferred_keys).toBe(1);
     expect(await watermark()).toEqual(new Date('2026-11-10T10:00:00Z')); // the start of k-live's slice
     expect(await query(live)).toEqual([{ status: 'in_flight' }]);
-    expect(await query(`SELECT count(*)::int AS n FROM recon_findings WHERE idempotency_key = 'k-live'`)).toEqual([{ n: 0 }]);
+    expect(await query(`SELECT count(*)::int AS n FROM recon_findings WHERE idempotency_key = 'k-live'`)).toEqual([
+      { n: 0 },
+    ]);
 
     // The lease has ended and nobody finished the attempt: the next run judges it.
     const later = () => new Date(NOW.getTime() + 2 * MIN);
@@ -385,7 +459,9 @@ describe('runs, watermarks and locks', () => {
     expect(second?.window).toEqual({ from: '2026-11-10T09:45:00.000Z', to: '2026-11-10T11:52:00.000Z' });
     expect(second?.deferred_keys).toBe(0);
     expect(await query(live)).toEqual([{ status: 'released' }]);
-    expect(await query(`SELECT category FROM recon_findings WHERE idempotency_key = 'k-live'`)).toEqual([{ category: 'stale_claim' }]);
+    expect(await query(`SELECT category FROM recon_findings WHERE idempotency_key = 'k-live'`)).toEqual([
+      { category: 'stale_claim' },
+    ]);
     expect(await watermark()).toEqual(new Date('2026-11-10T11:52:00Z'));
   });
 
@@ -422,8 +498,14 @@ describe('runs, watermarks and locks', () => {
       { mode: 'run', window: undefined, firstRunLookbackMs: 4 * 60 * MIN },
     ).catch((e: unknown) => e);
     expect((error as Error).message).toBe('Stripe is down');
-    const [runRow] = await query<{ status: string; checkpoint: Date; error: string }>('SELECT status, checkpoint, error FROM recon_runs');
-    expect(runRow).toMatchObject({ status: 'failed', error: 'Stripe is down', checkpoint: new Date('2026-11-10T10:00:00Z') });
+    const [runRow] = await query<{ status: string; checkpoint: Date; error: string }>(
+      'SELECT status, checkpoint, error FROM recon_runs',
+    );
+    expect(runRow).toMatchObject({
+      status: 'failed',
+      error: 'Stripe is down',
+      checkpoint: new Date('2026-11-10T10:00:00Z'),
+    });
     expect((await query<{ watermark: Date }>('SELECT watermark FROM recon_watermarks'))[0]?.watermark).toEqual(
       new Date('2026-11-10T10:00:00Z'),
     );
@@ -434,10 +516,9 @@ describe('runs, watermarks and locks', () => {
       if (account === 'acct_1Broken') throw new Error('The provided key does not have access to account acct_1Broken');
       yield* memoryChargeSource(() => stripe)(account, window);
     };
-    const error = await sweepWith(
-      { listCharges: source },
-      { accounts: ['acct_1Broken', 'platform'] },
-    ).catch((e: unknown) => e);
+    const error = await sweepWith({ listCharges: source }, { accounts: ['acct_1Broken', 'platform'] }).catch(
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(SweepFailedError);
     const reports = (error as SweepFailedError).reports;
     expect(reports.map((r) => [r.account, r.status])).toEqual([
@@ -472,7 +553,9 @@ describe('runs, watermarks and locks', () => {
         new Date('2026-11-10T10:00:00Z'),
       );
       // Slice 2 (10:00–11:00) rolled back: nothing it judged was recorded.
-      expect(await query(`SELECT count(*)::int AS n FROM recon_findings WHERE subject IN ('ch_amount', 'ch_drift')`)).toEqual([{ n: 0 }]);
+      expect(
+        await query(`SELECT count(*)::int AS n FROM recon_findings WHERE subject IN ('ch_amount', 'ch_drift')`),
+      ).toEqual([{ n: 0 }]);
       const next = await run({ mode: 'run', window: undefined });
       expect(next[0]?.findings.amount_mismatch).toBe(1); // the next run does that slice again
     } finally {
@@ -517,15 +600,14 @@ describe('runs, watermarks and locks', () => {
       if (slices === 27) throw new Error('connection reset');
       yield* memoryChargeSource(() => stripe)(account, window);
     };
-    await sweepWith(
-      { listCharges: failOnce },
-      { resume: true },
-    ).catch(() => undefined);
+    await sweepWith({ listCharges: failOnce }, { resume: true }).catch(() => undefined);
     const [failed] = await query<{ checkpoint: Date }>(`SELECT checkpoint FROM recon_runs WHERE status = 'failed'`);
     expect(failed?.checkpoint).toEqual(at('10T10:00:00'));
     const [resumed] = await run({ resume: true });
     expect(resumed?.resumed_from).toBeDefined();
-    expect(await query(`SELECT count(*)::int AS n FROM recon_findings WHERE category = 'duplicate_charge'`)).toEqual([{ n: 1 }]);
+    expect(await query(`SELECT count(*)::int AS n FROM recon_findings WHERE category = 'duplicate_charge'`)).toEqual([
+      { n: 1 },
+    ]);
   });
 });
 

@@ -50,7 +50,8 @@ export async function createEmptyDatabase(): Promise<{ url: string; drop(): Prom
   await withAdmin(adminUrl, (admin) => admin.query(`CREATE DATABASE ${name}`));
   return {
     url: withDatabase(adminUrl, name),
-    drop: () => withAdmin(adminUrl, (admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined),
+    drop: () =>
+      withAdmin(adminUrl, (admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined),
   };
 }
 
@@ -63,4 +64,3 @@ async function withAdmin<T>(adminUrl: string, fn: (admin: pg.Client) => Promise<
     await admin.end();
   }
 }
-

@@ -10,14 +10,32 @@ import type { NormalizedCharge } from '../../src/sweep/provider.js';
 export function fuzzParameters(defaultRuns: number): fc.Parameters<unknown> {
   const runs = Number(process.env.SWEEPER_FUZZ_RUNS ?? defaultRuns);
   const seed = process.env.SWEEPER_FUZZ_SEED;
-  return { numRuns: Number.isSafeInteger(runs) && runs > 0 ? runs : defaultRuns, ...(seed ? { seed: Number(seed) } : {}), verbose: 1 };
+  return {
+    numRuns: Number.isSafeInteger(runs) && runs > 0 ? runs : defaultRuns,
+    ...(seed ? { seed: Number(seed) } : {}),
+    verbose: 1,
+  };
 }
 
 /** Strings as a hostile upstream would send them: any code point, NULs, lone surrogates, escapes. */
 export const hostileString = fc.oneof(
   { weight: 4, arbitrary: fc.string({ unit: 'binary', maxLength: 20 }) },
   { weight: 2, arbitrary: fc.string({ unit: 'binary-ascii', maxLength: 20 }) },
-  { weight: 1, arbitrary: fc.constantFrom('\u0000', 'a\u0000b', '\ud800', 'x\udfff', '\u001b[2J', '=HYPERLINK("x")', '', ' ', 'usdt', 'USD') },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      '\u0000',
+      'a\u0000b',
+      '\ud800',
+      'x\udfff',
+      '\u001b[2J',
+      '=HYPERLINK("x")',
+      '',
+      ' ',
+      'usdt',
+      'USD',
+    ),
+  },
   { weight: 1, arbitrary: fc.string({ maxLength: 300 }) },
 );
 
@@ -63,7 +81,21 @@ const FIELDS = [
 const wrongValue = fc.oneof(
   { weight: 3, arbitrary: hostileJson },
   { weight: 1, arbitrary: fc.constant(undefined) },
-  { weight: 2, arbitrary: fc.constantFrom(0, -1, -500, 1_000_000_000, NOW + 2 * 86_400, WINDOW_FROM * 1000, 'usdt', 'refunded', 'yes', '') },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom(
+      0,
+      -1,
+      -500,
+      1_000_000_000,
+      NOW + 2 * 86_400,
+      WINDOW_FROM * 1000,
+      'usdt',
+      'refunded',
+      'yes',
+      '',
+    ),
+  },
 );
 
 const attribution = fc.oneof(
@@ -76,7 +108,9 @@ const attribution = fc.oneof(
  * Charges as Stripe sends them, then 0 to 3 fields replaced by something wrong: most
  * are valid (the normaliser's ok path is exercised), every field is broken now and then.
  */
-export function chargeObject(created: fc.Arbitrary<number> = fc.integer({ min: WINDOW_FROM, max: WINDOW_TO - 1 })): fc.Arbitrary<Record<string, unknown>> {
+export function chargeObject(
+  created: fc.Arbitrary<number> = fc.integer({ min: WINDOW_FROM, max: WINDOW_TO - 1 }),
+): fc.Arbitrary<Record<string, unknown>> {
   const valid = fc
     .record({
       id: fc.stringMatching(/^ch_[A-Za-z0-9]{1,24}$/),
@@ -91,24 +125,34 @@ export function chargeObject(created: fc.Arbitrary<number> = fc.integer({ min: W
       refunded: fc.boolean(),
       disputed: fc.boolean(),
       livemode: fc.boolean(),
-      payment_intent: fc.oneof(fc.constant(null), fc.stringMatching(/^pi_[A-Za-z0-9]{1,24}$/), fc.record({ id: fc.stringMatching(/^pi_[A-Za-z0-9]{1,10}$/) })),
+      payment_intent: fc.oneof(
+        fc.constant(null),
+        fc.stringMatching(/^pi_[A-Za-z0-9]{1,24}$/),
+        fc.record({ id: fc.stringMatching(/^pi_[A-Za-z0-9]{1,10}$/) }),
+      ),
       customer: fc.oneof(fc.constant(null), fc.stringMatching(/^cus_[A-Za-z0-9]{1,24}$/)),
       payment_method: fc.oneof(fc.constant(null), fc.stringMatching(/^pm_[A-Za-z0-9]{1,24}$/)),
-      metadata: fc.record({ tenant_id: attribution, idempotency_key: attribution, other: hostileString }, { requiredKeys: [] }),
+      metadata: fc.record(
+        { tenant_id: attribution, idempotency_key: attribution, other: hostileString },
+        { requiredKeys: [] },
+      ),
     })
     .map((c) => c as Record<string, unknown>);
   const mutations = fc.array(fc.tuple(fc.constantFrom(...FIELDS), wrongValue), { maxLength: 3 });
-  return fc.tuple(valid, fc.oneof({ weight: 3, arbitrary: fc.constant([]) }, { weight: 2, arbitrary: mutations })).map(([charge, changes]) => {
-    const out = { ...charge };
-    for (const [name, value] of changes) {
-      if (value === undefined) delete out[name];
-      else out[name] = value;
-    }
-    return out;
-  });
+  return fc
+    .tuple(valid, fc.oneof({ weight: 3, arbitrary: fc.constant([]) }, { weight: 2, arbitrary: mutations }))
+    .map(([charge, changes]) => {
+      const out = { ...charge };
+      for (const [name, value] of changes) {
+        if (value === undefined) delete out[name];
+        else out[name] = value;
+      }
+      return out;
+    });
 }
 
-const isWellFormed = (text: string) => !/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(text);
+const isWellFormed = (text: string) =>
+  !/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(text);
 
 /**
  * Why PostgreSQL would refuse this charge as a `stripe_charges` row (migrations 002 and
@@ -127,14 +171,16 @@ export function schemaProblems(charge: NormalizedCharge): string[] {
     else if (value.includes('\u0000') || !isWellFormed(value)) problems.push(`${name} holds a NUL or a lone surrogate`);
   };
   const bigint = (name: string, value: unknown) => {
-    if (typeof value !== 'number' || !Number.isSafeInteger(value)) problems.push(`${name} is not a bigint JavaScript holds exactly`);
+    if (typeof value !== 'number' || !Number.isSafeInteger(value))
+      problems.push(`${name} is not a bigint JavaScript holds exactly`);
   };
   const bool = (name: string, value: unknown) => {
     if (typeof value !== 'boolean') problems.push(`${name} is not a boolean`);
   };
   text('charge_id', charge.id, false);
   text('currency', charge.currency, false);
-  if (typeof charge.currency === 'string' && charge.currency.length > 3) problems.push('currency is longer than char(3)');
+  if (typeof charge.currency === 'string' && charge.currency.length > 3)
+    problems.push('currency is longer than char(3)');
   text('status', charge.status, false);
   for (const [name, value] of [
     ['payment_intent_id', charge.paymentIntent],

@@ -107,30 +107,40 @@ const claimSeed = (chargeCount: number) =>
   }) as fc.Arbitrary<ClaimSeedH>;
 
 const keyHistory = (tenantId: string, key: string) =>
-  fc.integer({ min: 0, max: 3 }).chain((n) => {
-    const ids = Array.from({ length: n }, (_, i) => `ch_${tenantId}_${key}_${i}`);
-    return fc.record({
-      tenantId: fc.constant(tenantId),
-      key: fc.constant(key),
-      claim: fc.option(claimSeed(n), { freq: 3 }),
-      charges: fc.tuple(...ids.map(chargeSeed)),
-      payments: fc.tuple(
-        ...ids.map((id) => fc.option(paymentSeed(id, 'platform'), { freq: 2 })),
-        fc.option(paymentSeed(`ch_ghost_${tenantId}_${key}`, 'platform'), { freq: 6 }),
-      ),
-    });
-  }).map((k) => ({
-    ...k,
-    // A payment row records its charge in the charge's account unless the seed says otherwise.
-    payments: (k.payments.filter(Boolean) as PaymentSeed[]).map((p) => {
-      const c = (k.charges as ChargeSeed[]).find((x) => x.id === p.chargeId);
-      return c && p.account === 'platform' ? { ...p, account: c.account } : p;
-    }),
-  })) as fc.Arbitrary<KeyHistory>;
+  fc
+    .integer({ min: 0, max: 3 })
+    .chain((n) => {
+      const ids = Array.from({ length: n }, (_, i) => `ch_${tenantId}_${key}_${i}`);
+      return fc.record({
+        tenantId: fc.constant(tenantId),
+        key: fc.constant(key),
+        claim: fc.option(claimSeed(n), { freq: 3 }),
+        charges: fc.tuple(...ids.map(chargeSeed)),
+        payments: fc.tuple(
+          ...ids.map((id) => fc.option(paymentSeed(id, 'platform'), { freq: 2 })),
+          fc.option(paymentSeed(`ch_ghost_${tenantId}_${key}`, 'platform'), { freq: 6 }),
+        ),
+      });
+    })
+    .map((k) => ({
+      ...k,
+      // A payment row records its charge in the charge's account unless the seed says otherwise.
+      payments: (k.payments.filter(Boolean) as PaymentSeed[]).map((p) => {
+        const c = (k.charges as ChargeSeed[]).find((x) => x.id === p.chargeId);
+        return c && p.account === 'platform' ? { ...p, account: c.account } : p;
+      }),
+    })) as fc.Arbitrary<KeyHistory>;
 
 export const historyArb: fc.Arbitrary<History> = fc.record({
-  keys: fc.tuple(...TENANTS.flatMap((t) => KEYS.map((k) => fc.option(keyHistory(t, k), { freq: 2 })))).map((ks) => ks.filter(Boolean) as KeyHistory[]),
-  loose: fc.array(chargeSeed('x').map((c) => ({ ...c, metadata: false })), { maxLength: 2 }).map((cs) => cs.map((c, i) => ({ ...c, id: `ch_loose_${i}` }))),
+  keys: fc
+    .tuple(...TENANTS.flatMap((t) => KEYS.map((k) => fc.option(keyHistory(t, k), { freq: 2 }))))
+    .map((ks) => ks.filter(Boolean) as KeyHistory[]),
+  loose: fc
+    .array(
+      chargeSeed('x').map((c) => ({ ...c, metadata: false })),
+      { maxLength: 2 },
+    )
+    .map((cs) => cs.map((c, i) => ({ ...c, id: `ch_loose_${i}` }))),
 });
 
 /** The history's charges as Stripe holds them (the memory sources list and search these). */
@@ -175,7 +185,11 @@ async function insertClaim(db: Queryable, k: KeyHistory, c: ClaimSeedH): Promise
   const created = new Date(NOW.getTime() - c.minutesAgo * MIN);
   const status = c.status === 'in_flight_live' ? 'in_flight' : c.status;
   const lockedUntil =
-    status !== 'in_flight' ? null : c.status === 'in_flight_live' ? new Date(NOW.getTime() + 5 * MIN) : new Date(created.getTime() + 2 * MIN);
+    status !== 'in_flight'
+      ? null
+      : c.status === 'in_flight_live'
+        ? new Date(NOW.getTime() + 5 * MIN)
+        : new Date(created.getTime() + 2 * MIN);
   const named = c.namesCharge === null ? null : (k.charges[c.namesCharge]?.id ?? null);
   let responseStatus: number | null = null;
   let body: unknown = null;
@@ -183,7 +197,11 @@ async function insertClaim(db: Queryable, k: KeyHistory, c: ClaimSeedH): Promise
   if (status === 'completed') {
     switch (c.outcome) {
       case 'success':
-        [responseStatus, body, outcome] = [200, { object: 'charge_result', charge: named ?? `ch_named_${k.key}` }, 'success'];
+        [responseStatus, body, outcome] = [
+          200,
+          { object: 'charge_result', charge: named ?? `ch_named_${k.key}` },
+          'success',
+        ];
         break;
       case 'declined':
         [responseStatus, body, outcome] = [402, { error: { type: 'card_error', charge: named } }, 'declined'];
@@ -221,7 +239,13 @@ async function insertClaim(db: Queryable, k: KeyHistory, c: ClaimSeedH): Promise
   );
 }
 
-async function insertPayment(db: Queryable, p: PaymentSeed, c: NormalizedCharge | null, tenantId: string, key: string): Promise<void> {
+async function insertPayment(
+  db: Queryable,
+  p: PaymentSeed,
+  c: NormalizedCharge | null,
+  tenantId: string,
+  key: string,
+): Promise<void> {
   const status = p.status === 'as_charge' ? (c?.status ?? 'succeeded') : p.status;
   await db.query(
     `INSERT INTO payments (charge_id, tenant_id, idempotency_key, payment_intent_id, account_id, amount, currency, status,

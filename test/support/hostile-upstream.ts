@@ -41,17 +41,32 @@ export const POISONS = {
     metadata: { tenant_id: 'acme\u0000evil', idempotency_key: 'poison-nul' },
     problem: /metadata\[tenant_id\] is not 1-255 printable ASCII/,
   },
-  negative_amount: { apply: (c: Charge) => Object.assign(c, { amount: -500, amount_captured: 0 }), problem: /amount -500 is negative/ },
-  currency_usdt: { apply: (c: Charge) => Object.assign(c, { currency: 'usdt' }), problem: /currency "usdt" is not three letters/ },
-  negative_refunded: { apply: (c: Charge) => Object.assign(c, { amount_refunded: -100 }), problem: /amount_refunded -100 is negative/ },
-  created_ms: { apply: (c: Charge) => Object.assign(c, { created: (c.created as number) * 1000 }), problem: /milliseconds, not seconds/ },
+  negative_amount: {
+    apply: (c: Charge) => Object.assign(c, { amount: -500, amount_captured: 0 }),
+    problem: /amount -500 is negative/,
+  },
+  currency_usdt: {
+    apply: (c: Charge) => Object.assign(c, { currency: 'usdt' }),
+    problem: /currency "usdt" is not three letters/,
+  },
+  negative_refunded: {
+    apply: (c: Charge) => Object.assign(c, { amount_refunded: -100 }),
+    problem: /amount_refunded -100 is negative/,
+  },
+  created_ms: {
+    apply: (c: Charge) => Object.assign(c, { created: (c.created as number) * 1000 }),
+    problem: /milliseconds, not seconds/,
+  },
   created_zero: { apply: (c: Charge) => Object.assign(c, { created: 0 }), problem: /created 0 is not after 1970/ },
   no_id: { apply: (c: Charge) => delete c.id, problem: /missing id/ },
   created_year_ahead: {
     apply: (c: Charge, now: number) => Object.assign(c, { created: now + 365 * 86_400 }),
     problem: /more than a day ahead of now/,
   },
-} as const satisfies Record<string, { apply: (c: Charge, now: number) => unknown; problem: RegExp; metadata?: Record<string, string> }>;
+} as const satisfies Record<
+  string,
+  { apply: (c: Charge, now: number) => unknown; problem: RegExp; metadata?: Record<string, string> }
+>;
 export type Poison = keyof typeof POISONS;
 
 export interface HostileUpstream {
@@ -62,7 +77,10 @@ export interface HostileUpstream {
   close(): Promise<void>;
 }
 
-export async function startHostileUpstream(target: string, options: { mode?: HostileMode; dripMs?: number } = {}): Promise<HostileUpstream> {
+export async function startHostileUpstream(
+  target: string,
+  options: { mode?: HostileMode; dripMs?: number } = {},
+): Promise<HostileUpstream> {
   const upstream = new URL(target);
   const dripMs = options.dripMs ?? 2_000;
   const open = new Set<ServerResponse>();
@@ -82,16 +100,28 @@ export async function startHostileUpstream(target: string, options: { mode?: Hos
       }),
   };
 
-  const forward = (req: IncomingMessage, path: string): Promise<{ status: number; headers: IncomingMessage['headers']; body: string }> =>
+  const forward = (
+    req: IncomingMessage,
+    path: string,
+  ): Promise<{ status: number; headers: IncomingMessage['headers']; body: string }> =>
     new Promise((resolve, reject) => {
       const headers = { ...req.headers, host: upstream.host };
       delete headers['accept-encoding'];
-      const out = request({ host: upstream.hostname, port: upstream.port, path, method: req.method, headers }, (answer) => {
-        const chunks: Buffer[] = [];
-        answer.on('data', (c: Buffer) => chunks.push(c));
-        answer.on('end', () => resolve({ status: answer.statusCode ?? 502, headers: answer.headers, body: Buffer.concat(chunks).toString('utf8') }));
-        answer.on('error', reject);
-      });
+      const out = request(
+        { host: upstream.hostname, port: upstream.port, path, method: req.method, headers },
+        (answer) => {
+          const chunks: Buffer[] = [];
+          answer.on('data', (c: Buffer) => chunks.push(c));
+          answer.on('end', () =>
+            resolve({
+              status: answer.statusCode ?? 502,
+              headers: answer.headers,
+              body: Buffer.concat(chunks).toString('utf8'),
+            }),
+          );
+          answer.on('error', reject);
+        },
+      );
       out.on('error', reject);
       // A GET has no body, and may be forwarded twice (the charge a cursor names).
       if (req.method === 'GET') out.end();
@@ -118,7 +148,11 @@ export async function startHostileUpstream(target: string, options: { mode?: Hos
 
     if (mode === 'echo-key-401') {
       const key = (req.headers.authorization ?? '').replace(/^Bearer\s+/i, '');
-      return send(res, 401, JSON.stringify({ error: { type: 'invalid_request_error', message: `Invalid API Key provided: ${key}` } }));
+      return send(
+        res,
+        401,
+        JSON.stringify({ error: { type: 'invalid_request_error', message: `Invalid API Key provided: ${key}` } }),
+      );
     }
     if (!listing || mode === 'pass') {
       const answer = await forward(req, path);
@@ -135,7 +169,11 @@ export async function startHostileUpstream(target: string, options: { mode?: Hos
       case 'data-null':
         return send(res, 200, JSON.stringify({ object: 'list', data: null, has_more: false, url: '/v1/charges' }));
       case 'data-string':
-        return send(res, 200, JSON.stringify({ object: 'list', data: 'ch_1,ch_2', has_more: false, url: '/v1/charges' }));
+        return send(
+          res,
+          200,
+          JSON.stringify({ object: 'list', data: 'ch_1,ch_2', has_more: false, url: '/v1/charges' }),
+        );
       case 'has-more-missing': {
         const answer = await forward(req, path);
         const page = JSON.parse(answer.body) as Record<string, unknown>;
@@ -184,7 +222,8 @@ export async function startHostileUpstream(target: string, options: { mode?: Hos
     open.add(res);
     res.on('close', () => open.delete(res));
     handle(req, res).catch((error: unknown) => {
-      if (!res.headersSent) send(res, 502, JSON.stringify({ error: { type: 'api_error', message: `hostile proxy: ${String(error)}` } }));
+      if (!res.headersSent)
+        send(res, 502, JSON.stringify({ error: { type: 'api_error', message: `hostile proxy: ${String(error)}` } }));
       else res.destroy();
     });
   });

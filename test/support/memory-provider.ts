@@ -26,7 +26,9 @@ export interface MemoryChargeSpec {
   idempotencyKey?: string;
 }
 
-export function createMemoryProvider(options: { pageSize?: number; now?: number; idempotencyWindowMs?: number } = {}): MemoryProvider {
+export function createMemoryProvider(
+  options: { pageSize?: number; now?: number; idempotencyWindowMs?: number } = {},
+): MemoryProvider {
   const pageSize = options.pageSize ?? 100;
   const charges: NormalizedCharge[] = [];
   const events: MemoryEvent[] = [];
@@ -36,7 +38,11 @@ export function createMemoryProvider(options: { pageSize?: number; now?: number;
     events.push({ id: `evt_mem_${(ids += 1)}`, type, created, chargeId, account });
   const provider: MemoryProvider = {
     name: 'memory',
-    facts: { idempotencyWindowMs: options.idempotencyWindowMs ?? 24 * 3_600_000, pageSize, ratePerSecond: Number.POSITIVE_INFINITY },
+    facts: {
+      idempotencyWindowMs: options.idempotencyWindowMs ?? 24 * 3_600_000,
+      pageSize,
+      ratePerSecond: Number.POSITIVE_INFINITY,
+    },
     charges,
     events,
     now: options.now ?? Math.floor(Date.now() / 1000),
@@ -73,7 +79,8 @@ export function createMemoryProvider(options: { pageSize?: number; now?: number;
       async refund(account, request, signal) {
         const before = evidence.refunds.length;
         const made = await evidence.refund(account, request, signal);
-        if (evidence.refunds.length > before) event('charge.refunded', request.chargeId, account === 'platform' ? null : account, provider.now);
+        if (evidence.refunds.length > before)
+          event('charge.refunded', request.chargeId, account === 'platform' ? null : account, provider.now);
         return made;
       },
     },

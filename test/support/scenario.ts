@@ -30,7 +30,9 @@ export interface ClaimSeed {
 export async function seedClaim(db: Queryable, c: ClaimSeed): Promise<void> {
   const completed = c.status === 'completed';
   const status = completed ? (c.responseStatus ?? 200) : null;
-  const body = completed ? (c.responseBody ?? (c.responseCharge ? { object: 'charge_result', charge: c.responseCharge } : { seeded: true })) : null;
+  const body = completed
+    ? (c.responseBody ?? (c.responseCharge ? { object: 'charge_result', charge: c.responseCharge } : { seeded: true }))
+    : null;
   await db.query(
     `INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, locked_until, attempt, downstream_key,
                                    account_id, response_status, response_body, created_at, completed_at, updated_at,
@@ -48,7 +50,13 @@ export async function seedClaim(db: Queryable, c: ClaimSeed): Promise<void> {
       body === null ? null : JSON.stringify(body),
       c.createdAt,
       completed ? c.createdAt : null,
-      completed ? (c.responseOutcome === undefined ? (status !== null && status < 300 ? 'success' : 'declined') : c.responseOutcome) : null,
+      completed
+        ? c.responseOutcome === undefined
+          ? status !== null && status < 300
+            ? 'success'
+            : 'declined'
+          : c.responseOutcome
+        : null,
       c.amount === undefined ? 1000 : c.amount,
       c.currency === undefined ? 'usd' : c.currency,
     ],
@@ -142,11 +150,15 @@ export function memoryEvidence(charges: () => NormalizedCharge[]): ProviderEvide
     refundFails,
     async chargesById(account, ids) {
       calls.byId += ids.length;
-      return inAccount(account).filter((c) => ids.includes(c.id)).map((c) => ({ ...c }));
+      return inAccount(account)
+        .filter((c) => ids.includes(c.id))
+        .map((c) => ({ ...c }));
     },
     async chargesNaming(account, tenantId, key) {
       calls.searches += 1;
-      return inAccount(account).filter((c) => c.tenantId === tenantId && c.idempotencyKey === key).map((c) => ({ ...c }));
+      return inAccount(account)
+        .filter((c) => c.tenantId === tenantId && c.idempotencyKey === key)
+        .map((c) => ({ ...c }));
     },
     async refundsOf(_account, chargeId) {
       calls.refundLists += 1;
@@ -163,7 +175,13 @@ export function memoryEvidence(charges: () => NormalizedCharge[]): ProviderEvide
       if (existing) return existing;
       if (!charge) throw new Error(`No such charge: ${request.chargeId}`);
       if (charge.amountRefunded >= charge.amount) throw new Error(`Charge ${charge.id} has already been refunded.`);
-      const refund: RefundFact = { id: `re_${refunds.length + 1}`, chargeId: charge.id, amount: request.amount, status: 'succeeded', metadata: { ...request.metadata } };
+      const refund: RefundFact = {
+        id: `re_${refunds.length + 1}`,
+        chargeId: charge.id,
+        amount: request.amount,
+        status: 'succeeded',
+        metadata: { ...request.metadata },
+      };
       refunds.push(refund);
       charge.amountRefunded += request.amount;
       charge.refunded = charge.amountRefunded >= charge.amount;

@@ -24,10 +24,13 @@ export async function startValveProxy(target: string, shouldHold: (path: string)
     const hold = shouldHold(decodeURIComponent(req.url ?? ''));
     if (hold) holding();
     void (hold ? released : Promise.resolve()).then(() => {
-      const forward = request({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.headers }, (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      });
+      const forward = request(
+        { host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.headers },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
       forward.on('error', () => res.destroy());
       req.pipe(forward);
     });

@@ -16,7 +16,12 @@ function configError(env: Record<string, string>): Error & { exitCode?: number }
 
 describe('alertConfigFromEnv', () => {
   it('enables no sink and repeats hourly when nothing is set', () => {
-    expect(alertConfigFromEnv({})).toEqual({ slack: undefined, pagerduty: undefined, webhook: undefined, repeatMs: 3_600_000 });
+    expect(alertConfigFromEnv({})).toEqual({
+      slack: undefined,
+      pagerduty: undefined,
+      webhook: undefined,
+      repeatMs: 3_600_000,
+    });
     expect(alertConfigFromEnv({ SWEEPER_SLACK_WEBHOOK_URL: '  ', SWEEPER_ALERT_REPEAT: '' }).slack).toBeUndefined();
   });
 
@@ -34,9 +39,10 @@ describe('alertConfigFromEnv', () => {
       webhook: { url: 'https://receiver.example/hooks/sweeper', secret: SECRET },
       repeatMs: 900_000,
     });
-    expect(alertConfigFromEnv({ SWEEPER_PAGERDUTY_ROUTING_KEY: KEY, SWEEPER_PAGERDUTY_URL: 'http://127.0.0.1:9/enqueue' }).pagerduty?.url).toBe(
-      'http://127.0.0.1:9/enqueue',
-    );
+    expect(
+      alertConfigFromEnv({ SWEEPER_PAGERDUTY_ROUTING_KEY: KEY, SWEEPER_PAGERDUTY_URL: 'http://127.0.0.1:9/enqueue' })
+        .pagerduty?.url,
+    ).toBe('http://127.0.0.1:9/enqueue');
   });
 
   it.each([
@@ -56,9 +62,13 @@ describe('alertConfigFromEnv', () => {
   });
 
   it('never echoes a credential in an error message', () => {
-    expect(configError({ SWEEPER_SLACK_WEBHOOK_URL: 'hooks.slack.com/services/slacksecrettoken' }).message).not.toContain('slacksecrettoken');
+    expect(
+      configError({ SWEEPER_SLACK_WEBHOOK_URL: 'hooks.slack.com/services/slacksecrettoken' }).message,
+    ).not.toContain('slacksecrettoken');
     expect(configError({ SWEEPER_PAGERDUTY_ROUTING_KEY: 'secret key' }).message).not.toContain('secret key');
-    expect(configError({ SWEEPER_WEBHOOK_URL: 'https://r.example/', SWEEPER_WEBHOOK_SECRET: 'short' }).message).not.toContain('short"');
+    expect(
+      configError({ SWEEPER_WEBHOOK_URL: 'https://r.example/', SWEEPER_WEBHOOK_SECRET: 'short' }).message,
+    ).not.toContain('short"');
   });
 
   it('describes itself for logs without credentials', () => {
@@ -80,9 +90,18 @@ describe('alertConfigFromEnv', () => {
   });
 
   it.each([
-    ['SWEEPER_SLACK_WEBHOOK_URL', { SWEEPER_SLACK_WEBHOOK_URL: 'https://ops:pa55word-secret@hooks.slack.com/services/T/B/x' }],
-    ['SWEEPER_WEBHOOK_URL', { SWEEPER_WEBHOOK_URL: 'https://ops:pa55word-secret@receiver.example/hook', SWEEPER_WEBHOOK_SECRET: SECRET }],
-    ['SWEEPER_PAGERDUTY_URL', { SWEEPER_PAGERDUTY_ROUTING_KEY: KEY, SWEEPER_PAGERDUTY_URL: 'https://ops:pa55word-secret@events.example/v2' }],
+    [
+      'SWEEPER_SLACK_WEBHOOK_URL',
+      { SWEEPER_SLACK_WEBHOOK_URL: 'https://ops:pa55word-secret@hooks.slack.com/services/T/B/x' },
+    ],
+    [
+      'SWEEPER_WEBHOOK_URL',
+      { SWEEPER_WEBHOOK_URL: 'https://ops:pa55word-secret@receiver.example/hook', SWEEPER_WEBHOOK_SECRET: SECRET },
+    ],
+    [
+      'SWEEPER_PAGERDUTY_URL',
+      { SWEEPER_PAGERDUTY_ROUTING_KEY: KEY, SWEEPER_PAGERDUTY_URL: 'https://ops:pa55word-secret@events.example/v2' },
+    ],
   ])('refuses %s with credentials in it (they could never be sent), without echoing them', (name, env) => {
     const error = configError(env);
     expect(error.exitCode).toBe(64);
@@ -91,14 +110,20 @@ describe('alertConfigFromEnv', () => {
   });
 
   it('refuses a port outside 1..65535 and an unparseable URL', () => {
-    expect(configError({ SWEEPER_WEBHOOK_URL: 'https://receiver.example:0/hook', SWEEPER_WEBHOOK_SECRET: SECRET }).message).toMatch(
-      /^SWEEPER_WEBHOOK_URL has a port outside 1\.\.65535/,
+    expect(
+      configError({ SWEEPER_WEBHOOK_URL: 'https://receiver.example:0/hook', SWEEPER_WEBHOOK_SECRET: SECRET }).message,
+    ).toMatch(/^SWEEPER_WEBHOOK_URL has a port outside 1\.\.65535/);
+    expect(configError({ SWEEPER_SLACK_WEBHOOK_URL: 'https://hooks.slack.com:99999/x' }).message).toMatch(
+      /^SWEEPER_SLACK_WEBHOOK_URL is not a URL that can be parsed/,
     );
-    expect(configError({ SWEEPER_SLACK_WEBHOOK_URL: 'https://hooks.slack.com:99999/x' }).message).toMatch(/^SWEEPER_SLACK_WEBHOOK_URL is not a URL that can be parsed/);
   });
 
   it('bounds SWEEPER_ALERT_REPEAT between 1m and 7d', () => {
-    expect(configError({ SWEEPER_ALERT_REPEAT: '10s' }).message).toMatch(/^SWEEPER_ALERT_REPEAT must be between 1m and 7d \(got 10s\)/);
-    expect(configError({ SWEEPER_ALERT_REPEAT: '30d' }).message).toMatch(/^SWEEPER_ALERT_REPEAT must be between 1m and 7d/);
+    expect(configError({ SWEEPER_ALERT_REPEAT: '10s' }).message).toMatch(
+      /^SWEEPER_ALERT_REPEAT must be between 1m and 7d \(got 10s\)/,
+    );
+    expect(configError({ SWEEPER_ALERT_REPEAT: '30d' }).message).toMatch(
+      /^SWEEPER_ALERT_REPEAT must be between 1m and 7d/,
+    );
   });
 });

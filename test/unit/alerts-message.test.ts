@@ -9,7 +9,12 @@ const NOW = new Date('2026-11-10T12:00:00Z');
 
 function context(entries: Array<[AlertCategory, number, number, Change]>, oldestOpenAt: Date | null): AlertContext {
   const counts = Object.fromEntries(ALERT_CATEGORIES.map((c) => [c, 0])) as Record<AlertCategory, number>;
-  const changes: CategoryChange[] = ALERT_CATEGORIES.map((category) => ({ category, previous: 0, current: 0, change: 'none' }));
+  const changes: CategoryChange[] = ALERT_CATEGORIES.map((category) => ({
+    category,
+    previous: 0,
+    current: 0,
+    change: 'none',
+  }));
   for (const [category, previous, current, change] of entries) {
     counts[category] = current;
     const row = changes.find((c) => c.category === category);
@@ -42,9 +47,12 @@ describe('formatAge', () => {
 
 describe('severity', () => {
   it('is critical exactly for the categories where money may be wrong', () => {
-    expect(ALERT_CATEGORIES.filter((c) => severityOf(c) === 'critical').sort()).toEqual(
-      ['amount_mismatch', 'duplicate_charge', 'effect_without_charge', 'lost_effect'],
-    );
+    expect(ALERT_CATEGORIES.filter((c) => severityOf(c) === 'critical').sort()).toEqual([
+      'amount_mismatch',
+      'duplicate_charge',
+      'effect_without_charge',
+      'lost_effect',
+    ]);
   });
 });
 

@@ -16,15 +16,27 @@ describe('webhook signature', () => {
   it('verifies with the recipe, for a string or the raw bytes', () => {
     const header = signatureHeader(SECRET, T, BODY);
     expect(verifySignature(SECRET, header, BODY, { now: at(T + 10) })).toEqual({ valid: true, timestamp: T });
-    expect(verifySignature(SECRET, header, Buffer.from(BODY), { now: at(T + 10) })).toEqual({ valid: true, timestamp: T });
+    expect(verifySignature(SECRET, header, Buffer.from(BODY), { now: at(T + 10) })).toEqual({
+      valid: true,
+      timestamp: T,
+    });
   });
 
   it('rejects a tampered body, a wrong secret and a tampered timestamp', () => {
     const header = signatureHeader(SECRET, T, BODY);
     const opts = { now: at(T) };
-    expect(verifySignature(SECRET, header, BODY.replace('"unreconciled":2', '"unreconciled":0'), opts)).toEqual({ valid: false, reason: 'signature' });
-    expect(verifySignature('whsec_another_secret_x', header, BODY, opts)).toEqual({ valid: false, reason: 'signature' });
-    expect(verifySignature(SECRET, header.replace(`t=${T}`, `t=${T + 1}`), BODY, { now: at(T + 1) })).toEqual({ valid: false, reason: 'signature' });
+    expect(verifySignature(SECRET, header, BODY.replace('"unreconciled":2', '"unreconciled":0'), opts)).toEqual({
+      valid: false,
+      reason: 'signature',
+    });
+    expect(verifySignature('whsec_another_secret_x', header, BODY, opts)).toEqual({
+      valid: false,
+      reason: 'signature',
+    });
+    expect(verifySignature(SECRET, header.replace(`t=${T}`, `t=${T + 1}`), BODY, { now: at(T + 1) })).toEqual({
+      valid: false,
+      reason: 'signature',
+    });
   });
 
   it('rejects a replay older than the tolerance, and a timestamp too far ahead', () => {
@@ -42,7 +54,10 @@ describe('webhook signature', () => {
     expect(verifySignature('whsec_the_old_secret_', header, BODY, { now: at(T) }).valid).toBe(true);
   });
 
-  it.each([undefined, '', 'v1=abc', `t=${T}`, `t=soon,v1=${'0'.repeat(64)}`, `t=${T},v1=nothex`])('rejects a malformed header %j', (header) => {
-    expect(verifySignature(SECRET, header, BODY, { now: at(T) })).toEqual({ valid: false, reason: 'malformed' });
-  });
+  it.each([undefined, '', 'v1=abc', `t=${T}`, `t=soon,v1=${'0'.repeat(64)}`, `t=${T},v1=nothex`])(
+    'rejects a malformed header %j',
+    (header) => {
+      expect(verifySignature(SECRET, header, BODY, { now: at(T) })).toEqual({ valid: false, reason: 'malformed' });
+    },
+  );
 });

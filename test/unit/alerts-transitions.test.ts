@@ -3,7 +3,10 @@ import { changeOf, isNews } from '../../src/alerts/transitions.js';
 
 const HOUR = 3_600_000;
 const NOW = new Date('2026-11-10T12:00:00Z');
-const sent = (lastCount: number, minutesAgo: number) => ({ lastCount, lastSentAt: new Date(NOW.getTime() - minutesAgo * 60_000) });
+const sent = (lastCount: number, minutesAgo: number) => ({
+  lastCount,
+  lastSentAt: new Date(NOW.getTime() - minutesAgo * 60_000),
+});
 
 describe('changeOf', () => {
   it.each([
@@ -22,11 +25,8 @@ describe('changeOf', () => {
   });
 
   it('sends state changes and repeats, records decreases quietly', () => {
-    expect(['opened', 'increased', 'resolved', 'repeat', 'decreased', 'none'].filter((c) => isNews(c as never))).toEqual([
-      'opened',
-      'increased',
-      'resolved',
-      'repeat',
-    ]);
+    expect(
+      ['opened', 'increased', 'resolved', 'repeat', 'decreased', 'none'].filter((c) => isNews(c as never)),
+    ).toEqual(['opened', 'increased', 'resolved', 'repeat']);
   });
 });

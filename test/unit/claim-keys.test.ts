@@ -20,7 +20,13 @@ describe('downstreamKey', () => {
 describe('requestFingerprint', () => {
   it('ignores property order and undefined fields but not values', () => {
     const a = requestFingerprint({ amount: 100, currency: 'usd', paymentMethod: 'pm_x', metadata: { a: '1', b: '2' } });
-    const b = requestFingerprint({ metadata: { b: '2', a: '1' }, paymentMethod: 'pm_x', currency: 'usd', amount: 100, customer: undefined });
+    const b = requestFingerprint({
+      metadata: { b: '2', a: '1' },
+      paymentMethod: 'pm_x',
+      currency: 'usd',
+      amount: 100,
+      customer: undefined,
+    });
     expect(a).toBe(b);
     expect(requestFingerprint({ amount: 101, currency: 'usd', paymentMethod: 'pm_x' })).not.toBe(
       requestFingerprint({ amount: 100, currency: 'usd', paymentMethod: 'pm_x' }),
@@ -58,6 +64,12 @@ describe('ClaimCounters', () => {
     counters.record('in_progress');
     counters.record('fingerprint_mismatch');
     expect(counters.suppressedDuplicates()).toBe(4);
-    expect(counters.snapshot()).toMatchObject({ charged: 1, in_progress: 2, replayed: 1, fingerprint_mismatch: 1, steals: 0 });
+    expect(counters.snapshot()).toMatchObject({
+      charged: 1,
+      in_progress: 2,
+      replayed: 1,
+      fingerprint_mismatch: 1,
+      steals: 0,
+    });
   });
 });

@@ -8,7 +8,9 @@ const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
 /** Relative modules a file imports statically (type-only imports are erased; `import()` is lazy). */
 async function staticImports(file: string): Promise<string[]> {
   const text = await readFile(file, 'utf8');
-  const specifiers = [...text.matchAll(/^\s*(?:import|export)\s+(?!type\b)[^;]*?\bfrom\s+'(\.[^']+)'/gms)].map((m) => m[1]!);
+  const specifiers = [...text.matchAll(/^\s*(?:import|export)\s+(?!type\b)[^;]*?\bfrom\s+'(\.[^']+)'/gms)].map(
+    (m) => m[1]!,
+  );
   return specifiers.map((s) => path.resolve(path.dirname(file), s.replace(/\.js$/, '.ts')));
 }
 
@@ -27,7 +29,9 @@ async function reachable(entry: string): Promise<Set<string>> {
 describe('what the CLI loads', () => {
   it('sweeper run never loads the Stripe double, the simulator or the demo: the demo command imports them lazily', async () => {
     const modules = [...(await reachable(path.join(SRC, 'cli/main.ts')))].map((f) => path.relative(SRC, f));
-    expect(modules).toEqual(expect.arrayContaining(['cli/main.ts', 'cli/commands/sweep.ts', 'cli/commands/demo.ts', 'sweep/sweep.ts']));
+    expect(modules).toEqual(
+      expect.arrayContaining(['cli/main.ts', 'cli/commands/sweep.ts', 'cli/commands/demo.ts', 'sweep/sweep.ts']),
+    );
     expect(modules.filter((m) => m.startsWith('..'))).toEqual([]); // nothing outside src/: no testkit/
   });
 

@@ -10,7 +10,15 @@ const starts = (lines: string[], pattern: RegExp) => lines.map((l) => l.search(p
 
 describe('alignColumns', () => {
   it('pads text left-aligned and counts right-aligned, without trailing spaces', () => {
-    expect(alignColumns([['a', 'bbb', '1'], ['cccc', 'd', '1234']], { right: [2] })).toEqual(['a     bbb     1', 'cccc  d    1234']);
+    expect(
+      alignColumns(
+        [
+          ['a', 'bbb', '1'],
+          ['cccc', 'd', '1234'],
+        ],
+        { right: [2] },
+      ),
+    ).toEqual(['a     bbb     1', 'cccc  d    1234']);
   });
 });
 
@@ -43,8 +51,15 @@ describe('the category tables line up', () => {
         duration_ms: 1,
         status: 'succeeded',
       };
-      const table = formatReport(report).split('\n').filter((l) => /^ {2}\S/.test(l));
-      expect(table.map((l) => l.trim().split(/\s+/)[0])).toEqual(['category', 'matched', 'stale_claim', 'effect_without_charge']);
+      const table = formatReport(report)
+        .split('\n')
+        .filter((l) => /^ {2}\S/.test(l));
+      expect(table.map((l) => l.trim().split(/\s+/)[0])).toEqual([
+        'category',
+        'matched',
+        'stale_claim',
+        'effect_without_charge',
+      ]);
       expect(new Set(table.map((l) => l.length)).size).toBe(1); // the last (repaired) column is right-aligned: all rows end together
       // The found column is right-aligned too: it ends, in every row, one gap before the repaired column.
       const repairedWidth = (dry_run ? 'would repair' : 'repaired').length;

@@ -38,7 +38,10 @@ describe('loadConfig', () => {
     [{ STRIPE_API_BASE: 'http://127.0.0.1:99999' }, /^STRIPE_API_BASE is not a URL that can be parsed/],
     [{ STRIPE_API_BASE: 'http://127.0.0.1:0' }, /^STRIPE_API_BASE has a port outside 1\.\.65535/],
     [{ STRIPE_API_BASE: 'https://user:pass@api.stripe.com' }, /^STRIPE_API_BASE must not contain credentials/],
-    [{ STRIPE_API_BASE: 'https://api.stripe.com/v1' }, /^STRIPE_API_BASE must be a scheme, host and optional port only/],
+    [
+      { STRIPE_API_BASE: 'https://api.stripe.com/v1' },
+      /^STRIPE_API_BASE must be a scheme, host and optional port only/,
+    ],
     [{ SWEEPER_CLAIM_LEASE: '0s' }, /^SWEEPER_CLAIM_LEASE must be a duration/],
     [{ SWEEPER_MAX_AMOUNT: '12.5' }, /^SWEEPER_MAX_AMOUNT must be a positive integer/],
     [{ SWEEPER_METADATA_TENANT_KEY: 'has space' }, /^SWEEPER_METADATA_TENANT_KEY must be a Stripe metadata key/],
@@ -58,7 +61,10 @@ describe('loadConfig', () => {
     [{ SWEEPER_REQUEST_DEADLINE: '10m' }, /^SWEEPER_REQUEST_DEADLINE must be between 1s and 5m/],
     [{ SWEEPER_DB_LOCK_TIMEOUT: '0s' }, /^SWEEPER_DB_LOCK_TIMEOUT must be a duration/],
     [{ SWEEPER_DB_STATEMENT_TIMEOUT: '2h' }, /^SWEEPER_DB_STATEMENT_TIMEOUT must be between 1s and 1h/],
-    [{ SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT: '500ms' }, /^SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT must be between 1s and 1h/],
+    [
+      { SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT: '500ms' },
+      /^SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT must be between 1s and 1h/,
+    ],
     [{ SWEEPER_STRIPE_RATE: '1000' }, /^SWEEPER_STRIPE_RATE must be at most 100 \(got 1000\)/],
   ])('rejects %j with a ConfigError naming the variable', (env, message) => {
     const error = (() => {
@@ -87,17 +93,32 @@ describe('loadConfig', () => {
   });
 
   it('accepts the edges of every bound, and the new settings have their defaults', () => {
-    const config = loadConfig({ SWEEPER_SLICE: '1m', SWEEPER_OVERLAP: '1d', SWEEPER_RETENTION: '366d', SWEEPER_STRIPE_RATE: '100' });
-    expect(config).toMatchObject({ sliceMs: 60_000, overlapMs: 86_400_000, retentionMs: 366 * 86_400_000, stripeRatePerSecond: 100 });
+    const config = loadConfig({
+      SWEEPER_SLICE: '1m',
+      SWEEPER_OVERLAP: '1d',
+      SWEEPER_RETENTION: '366d',
+      SWEEPER_STRIPE_RATE: '100',
+    });
+    expect(config).toMatchObject({
+      sliceMs: 60_000,
+      overlapMs: 86_400_000,
+      retentionMs: 366 * 86_400_000,
+      stripeRatePerSecond: 100,
+    });
     expect(loadConfig({})).toMatchObject({
       runDeadlineMs: 12 * 60_000,
       backfillDeadlineMs: 350 * 60_000,
       requestDeadlineMs: 20_000,
       db: { lockTimeoutMs: 30_000, statementTimeoutMs: 300_000, idleInTransactionTimeoutMs: 300_000 },
     });
-    expect(loadConfig({ DATABASE_URL: 'postgres:///payments?host=/var/run/postgresql' }).databaseUrl).toMatch(/^postgres:/);
+    expect(loadConfig({ DATABASE_URL: 'postgres:///payments?host=/var/run/postgresql' }).databaseUrl).toMatch(
+      /^postgres:/,
+    );
     // Set, the run deadline is every run's; unset, a backfill gets its own, longer one.
-    expect(loadConfig({ SWEEPER_RUN_DEADLINE: '2h' })).toMatchObject({ runDeadlineMs: 7_200_000, backfillDeadlineMs: 7_200_000 });
+    expect(loadConfig({ SWEEPER_RUN_DEADLINE: '2h' })).toMatchObject({
+      runDeadlineMs: 7_200_000,
+      backfillDeadlineMs: 7_200_000,
+    });
   });
 
   it('treats empty variables as unset', () => {
@@ -109,8 +130,17 @@ describe('claimSettingsFromEnv', () => {
   it('gives the claim library the lease, maximum and metadata names the sweeper uses', async () => {
     const { claimSettingsFromEnv } = await import('../../src/claims/index.js');
     expect(
-      claimSettingsFromEnv({ SWEEPER_CLAIM_LEASE: '90s', SWEEPER_MAX_AMOUNT: '5000', SWEEPER_METADATA_TENANT_KEY: 'shop', SWEEPER_SETTLE: '5m' }),
-    ).toEqual({ leaseMs: 90_000, maxAmount: 5000, metadataKeys: { tenantId: 'shop', idempotencyKey: 'idempotency_key' } });
+      claimSettingsFromEnv({
+        SWEEPER_CLAIM_LEASE: '90s',
+        SWEEPER_MAX_AMOUNT: '5000',
+        SWEEPER_METADATA_TENANT_KEY: 'shop',
+        SWEEPER_SETTLE: '5m',
+      }),
+    ).toEqual({
+      leaseMs: 90_000,
+      maxAmount: 5000,
+      metadataKeys: { tenantId: 'shop', idempotencyKey: 'idempotency_key' },
+    });
     expect(() => claimSettingsFromEnv({ SWEEPER_MAX_AMOUNT: 'lots' })).toThrow(/SWEEPER_MAX_AMOUNT/);
   });
 

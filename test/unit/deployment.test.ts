@@ -59,7 +59,8 @@ describe('Kubernetes manifests', () => {
       const env = container!.env as Obj[];
       const secretVars = env.filter((e) => /DATABASE_URL|STRIPE_API_KEY|ROUTING_KEY|SECRET/.test(String(e.name)));
       expect(secretVars.length, file).toBeGreaterThan(0);
-      for (const v of secretVars) expect(get(v, 'valueFrom.secretKeyRef.name'), `${file} ${String(v.name)}`).toBe('sweeper');
+      for (const v of secretVars)
+        expect(get(v, 'valueFrom.secretKeyRef.name'), `${file} ${String(v.name)}`).toBe('sweeper');
       const job = jobSpecOf(doc);
       expect(typeof job.activeDeadlineSeconds, file).toBe('number');
       expect(job.backoffLimit ?? job.backoffLimitPerIndex, file).toBeGreaterThanOrEqual(1);
@@ -87,9 +88,18 @@ describe('Kubernetes manifests', () => {
   it('every Job ignores evictions and fails at once on a configuration error (64); the expiry does not retry it', async () => {
     for (const { file, doc } of (await manifests()).filter(({ doc }) => doc.kind !== 'Secret')) {
       const rules = get(jobSpecOf(doc), 'podFailurePolicy.rules') as Obj[];
-      expect(rules, file).toContainEqual({ action: 'Ignore', onPodConditions: [{ type: 'DisruptionTarget', status: 'True' }] });
-      expect(exitCodeRules(doc).flatMap((r) => r.codes), file).toContain(64);
-      expect(exitCodeRules(doc).flatMap((r) => r.codes), file).not.toContain(1);
+      expect(rules, file).toContainEqual({
+        action: 'Ignore',
+        onPodConditions: [{ type: 'DisruptionTarget', status: 'True' }],
+      });
+      expect(
+        exitCodeRules(doc).flatMap((r) => r.codes),
+        file,
+      ).toContain(64);
+      expect(
+        exitCodeRules(doc).flatMap((r) => r.codes),
+        file,
+      ).not.toContain(1);
     }
     const expire = (await manifests()).find((m) => m.file === 'maintenance-cronjob.yaml')!;
     expect(exitCodeRules(expire.doc)).toEqual([{ action: 'FailJob', codes: [64, 75] }]);
@@ -109,13 +119,27 @@ describe('Kubernetes manifests', () => {
     expect(job.completionMode).toBe('Indexed');
     expect(job.completions).toBe(job.parallelism);
     expect(job.backoffLimitPerIndex).toBeGreaterThanOrEqual(1);
-    expect(argsOf(doc)).toEqual(['run', '--json', '--findings-exit', '0', '--shard', `$(JOB_COMPLETION_INDEX)/${job.completions}`]);
+    expect(argsOf(doc)).toEqual([
+      'run',
+      '--json',
+      '--findings-exit',
+      '0',
+      '--shard',
+      `$(JOB_COMPLETION_INDEX)/${job.completions}`,
+    ]);
     const plain = all.find((m) => m.file === 'cronjob.yaml')!.doc;
     const sinks = envOf(plain).filter((e) => /^SWEEPER_(PAGERDUTY|SLACK|WEBHOOK)_/.test(String(e.name)));
     expect(sinks.map((e) => e.name)).toEqual(
-      expect.arrayContaining(['SWEEPER_PAGERDUTY_ROUTING_KEY', 'SWEEPER_SLACK_WEBHOOK_URL', 'SWEEPER_WEBHOOK_URL', 'SWEEPER_WEBHOOK_SECRET']),
+      expect.arrayContaining([
+        'SWEEPER_PAGERDUTY_ROUTING_KEY',
+        'SWEEPER_SLACK_WEBHOOK_URL',
+        'SWEEPER_WEBHOOK_URL',
+        'SWEEPER_WEBHOOK_SECRET',
+      ]),
     );
-    for (const { file, doc: other } of all.filter((m) => ['sharded-cronjob.yaml', 'backfill-job.yaml'].includes(m.file))) {
+    for (const { file, doc: other } of all.filter((m) =>
+      ['sharded-cronjob.yaml', 'backfill-job.yaml'].includes(m.file),
+    )) {
       expect(envOf(other), file).toEqual(expect.arrayContaining(sinks));
     }
   });
@@ -160,7 +184,10 @@ async function validatorFor(doc: Obj): Promise<ValidateFunction> {
     // strict: false lets the schemas' x-kubernetes-* annotations through; the formats
     // are Kubernetes' own (int32, int64), checked for range rather than ignored.
     const ajv = new Ajv({ allErrors: true, strict: false });
-    ajv.addFormat('int32', { type: 'number', validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31 });
+    ajv.addFormat('int32', {
+      type: 'number',
+      validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31,
+    });
     ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isSafeInteger(n) });
     ajv.addFormat('date-time', { type: 'string', validate: (s: string) => !Number.isNaN(Date.parse(s)) });
     validate = ajv.compile(schema);
@@ -172,8 +199,9 @@ async function validatorFor(doc: Obj): Promise<ValidateFunction> {
 async function schemaErrors(doc: Obj): Promise<string[]> {
   const validate = await validatorFor(doc);
   if (validate(doc)) return [];
-  return (validate.errors ?? []).map((e: ErrorObject) =>
-    `${e.instancePath || '/'} ${e.message ?? e.keyword}${e.keyword === 'additionalProperties' ? `: ${String(e.params.additionalProperty)}` : ''}`,
+  return (validate.errors ?? []).map(
+    (e: ErrorObject) =>
+      `${e.instancePath || '/'} ${e.message ?? e.keyword}${e.keyword === 'additionalProperties' ? `: ${String(e.params.additionalProperty)}` : ''}`,
   );
 }
 
@@ -187,7 +215,9 @@ describe('Kubernetes manifests against the Kubernetes 1.29 JSON schemas', () => 
   it('a misspelled field anywhere is refused, with its path', async () => {
     for (const { file, doc } of await manifests()) {
       if (doc.kind === 'Secret') {
-        expect(await schemaErrors({ ...doc, stringdata: doc.stringData }), file).toContain('/ must NOT have additional properties: stringdata');
+        expect(await schemaErrors({ ...doc, stringdata: doc.stringData }), file).toContain(
+          '/ must NOT have additional properties: stringdata',
+        );
         continue;
       }
       const broken = structuredClone(doc);
@@ -212,8 +242,14 @@ describe('Kubernetes manifests against the Kubernetes 1.29 JSON schemas', () => 
       job.activeDeadlineSeconds = '840';
       podSpecOf(broken).automountServiceAccountToken = 'false';
       const errors = await schemaErrors(broken);
-      expect(errors.some((e) => /\/activeDeadlineSeconds must be (integer|number)/.test(e)), `${file}: ${errors.join('; ')}`).toBe(true);
-      expect(errors.some((e) => /\/automountServiceAccountToken must be boolean/.test(e)), `${file}: ${errors.join('; ')}`).toBe(true);
+      expect(
+        errors.some((e) => /\/activeDeadlineSeconds must be (integer|number)/.test(e)),
+        `${file}: ${errors.join('; ')}`,
+      ).toBe(true);
+      expect(
+        errors.some((e) => /\/automountServiceAccountToken must be boolean/.test(e)),
+        `${file}: ${errors.join('; ')}`,
+      ).toBe(true);
     }
   });
 });
@@ -241,6 +277,8 @@ describe('Docker image', () => {
     expect(context.filter((f) => /^(test|fixtures|bench)\//.test(f))).toEqual([]);
     // Source modules may be about secrets (src/secrets.ts redacts them); data files may not be secrets.
     expect(context.filter((f) => !/^src\/.*\.ts$/.test(f) && /(\.env|\.pem|\.key|secret)/i.test(f))).toEqual([]);
-    expect(context).toEqual(expect.arrayContaining(['package.json', 'package-lock.json', 'src/cli/main.ts', 'jobs/Dockerfile']));
+    expect(context).toEqual(
+      expect.arrayContaining(['package.json', 'package-lock.json', 'src/cli/main.ts', 'jobs/Dockerfile']),
+    );
   });
 });

@@ -57,7 +57,16 @@ describe('exitCodeFor', () => {
             for (const alertsFailed of [0, 1]) {
               for (const interrupted of [false, true]) {
                 for (const findingsExit of [0, 3] as const) {
-                  codes.add(exitCodeFor({ accounts: [{ status, unreconciled }], sweepFailed, unnamedCharges, alertsFailed, interrupted, findingsExit }));
+                  codes.add(
+                    exitCodeFor({
+                      accounts: [{ status, unreconciled }],
+                      sweepFailed,
+                      unnamedCharges,
+                      alertsFailed,
+                      interrupted,
+                      findingsExit,
+                    }),
+                  );
                 }
               }
             }
@@ -80,7 +89,9 @@ describe('findingsExitFrom', () => {
 
   it('refuses anything but 0 or 3 with exit 64, naming the flag or the variable', () => {
     expect(() => findingsExitFrom('1', {})).toThrow(/^--findings-exit must be 0 or 3 \(got "1"\)/);
-    expect(() => findingsExitFrom(undefined, { SWEEPER_FINDINGS_EXIT: 'yes' })).toThrow(/^SWEEPER_FINDINGS_EXIT must be 0 or 3 \(got "yes"\)/);
+    expect(() => findingsExitFrom(undefined, { SWEEPER_FINDINGS_EXIT: 'yes' })).toThrow(
+      /^SWEEPER_FINDINGS_EXIT must be 0 or 3 \(got "yes"\)/,
+    );
     try {
       findingsExitFrom('75', {});
     } catch (error) {

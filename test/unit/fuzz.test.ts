@@ -1,12 +1,27 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { StripeListCounters } from '../../src/providers/stripe/counters.js';
-import { IncompleteWindowError, InvalidStripeKeyError, MissingStripePermissionError, PageFetchError } from '../../src/providers/stripe/errors.js';
+import {
+  IncompleteWindowError,
+  InvalidStripeKeyError,
+  MissingStripePermissionError,
+  PageFetchError,
+} from '../../src/providers/stripe/errors.js';
 import { listChargeWindow } from '../../src/providers/stripe/list-charges.js';
 import { DEFAULT_METADATA_KEYS, normalizeCharge } from '../../src/providers/stripe/normalize.js';
 import { withRetries, type FetchChargePage, type PageQuery } from '../../src/providers/stripe/page-source.js';
 import { RateBudget } from '../../src/providers/stripe/rate-budget.js';
-import { chargeObject, fuzzParameters, hostileJson, hostileString, NOW, ruleProblems, schemaProblems, WINDOW_FROM, WINDOW_TO } from '../support/fuzz.js';
+import {
+  chargeObject,
+  fuzzParameters,
+  hostileJson,
+  hostileString,
+  NOW,
+  ruleProblems,
+  schemaProblems,
+  WINDOW_FROM,
+  WINDOW_TO,
+} from '../support/fuzz.js';
 
 /**
  * Arbitrary charges, pages and error headers against the normaliser and the lister
@@ -37,10 +52,19 @@ describe('normalizeCharge, fuzzed', () => {
 
   it('takes every well-formed charge', () => {
     fc.assert(
-      fc.property(fc.integer({ min: WINDOW_FROM, max: WINDOW_TO }), fc.integer({ min: 0, max: 10_000 }), (created, amount) => {
-        const result = normalizeCharge({ id: 'ch_ok', created, amount, amount_refunded: amount, currency: 'usd', status: 'failed' }, null, keys, NOW);
-        expect(result.ok).toBe(true);
-      }),
+      fc.property(
+        fc.integer({ min: WINDOW_FROM, max: WINDOW_TO }),
+        fc.integer({ min: 0, max: 10_000 }),
+        (created, amount) => {
+          const result = normalizeCharge(
+            { id: 'ch_ok', created, amount, amount_refunded: amount, currency: 'usd', status: 'failed' },
+            null,
+            keys,
+            NOW,
+          );
+          expect(result.ok).toBe(true);
+        },
+      ),
       fuzzParameters(200),
     );
   });
@@ -70,7 +94,11 @@ const page = fc.oneof(
 
 const failure = fc.oneof(
   fc.constant(new Error('socket hang up')),
-  fc.record({ statusCode: fc.oneof(fc.constantFrom(401, 403, 404, 409, 429, 500, 503), hostileJson), headers: hostileJson, message: hostileJson }),
+  fc.record({
+    statusCode: fc.oneof(fc.constantFrom(401, 403, 404, 409, 429, 500, 503), hostileJson),
+    headers: hostileJson,
+    message: hostileJson,
+  }),
   hostileJson,
 );
 
@@ -78,10 +106,16 @@ describe('listChargeWindow, fuzzed pages', () => {
   it('ends with the window read, or an IncompleteWindowError; it reports done only if every page was well-formed', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.oneof({ weight: 6, arbitrary: page.map((p) => ({ page: p })) }, { weight: 1, arbitrary: failure.map((f) => ({ failure: f })) }), {
-          minLength: 1,
-          maxLength: 8,
-        }),
+        fc.array(
+          fc.oneof(
+            { weight: 6, arbitrary: page.map((p) => ({ page: p })) },
+            { weight: 1, arbitrary: failure.map((f) => ({ failure: f })) },
+          ),
+          {
+            minLength: 1,
+            maxLength: 8,
+          },
+        ),
         fc.integer({ min: 1, max: 4 }),
         async (answers, concurrency) => {
           const served: unknown[] = [];
@@ -96,7 +130,12 @@ describe('listChargeWindow, fuzzed pages', () => {
           const counters = new StripeListCounters();
           let yielded = 0;
           try {
-            for await (const batch of listChargeWindow(fetchPage, null, { from: WINDOW_FROM, to: WINDOW_TO }, { concurrency, limit: 5, maxPages: 40, counters, now: () => NOW })) {
+            for await (const batch of listChargeWindow(
+              fetchPage,
+              null,
+              { from: WINDOW_FROM, to: WINDOW_TO },
+              { concurrency, limit: 5, maxPages: 40, counters, now: () => NOW },
+            )) {
               for (const charge of batch.charges) {
                 expect(schemaProblems(charge)).toEqual([]);
                 expect(charge.created >= WINDOW_FROM && charge.created < WINDOW_TO).toBe(true);
@@ -110,7 +149,7 @@ describe('listChargeWindow, fuzzed pages', () => {
           // Done: then every page served was well-formed, and nothing was made up.
           const seen = new Set<string>();
           for (const p of served) expect(wellFormed(p, 5, seen)).toBe(true);
-          expect(yielded).toBe(served.reduce((n: number, p) => n + ((p as { data: unknown[] }).data.length), 0));
+          expect(yielded).toBe(served.reduce((n: number, p) => n + (p as { data: unknown[] }).data.length, 0));
         },
       ),
       fuzzParameters(3_000),
@@ -143,8 +182,12 @@ describe('withRetries, fuzzed failures and headers', () => {
           },
           { budget: fakeBudget(), counters: new StripeListCounters(), sleep: async (ms) => void waits.push(ms) },
         );
-        const error = await fetch({ account: null, gte: 0, lt: 1, limit: 1 }, new AbortController().signal).catch((e: unknown) => e);
-        expect([InvalidStripeKeyError, MissingStripePermissionError, PageFetchError].some((type) => error instanceof type)).toBe(true);
+        const error = await fetch({ account: null, gte: 0, lt: 1, limit: 1 }, new AbortController().signal).catch(
+          (e: unknown) => e,
+        );
+        expect(
+          [InvalidStripeKeyError, MissingStripePermissionError, PageFetchError].some((type) => error instanceof type),
+        ).toBe(true);
         for (const ms of waits) expect(Number.isFinite(ms) && ms >= 0 && ms <= 61_000).toBe(true);
       }),
       fuzzParameters(2_000),
@@ -153,18 +196,26 @@ describe('withRetries, fuzzed failures and headers', () => {
 
   it('reads any header value without throwing', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.dictionary(fc.constantFrom('retry-after', 'stripe-should-retry', 'x'), fc.oneof(hostileString, hostileJson)), (headers) => {
-        const fetch = withRetries<PageQuery, unknown>(
-          async () => {
-            throw { statusCode: 429, headers };
-          },
-          { budget: fakeBudget(), counters: new StripeListCounters(), sleep: async () => undefined, policy: { maxAttempts: 2 } },
-        );
-        return fetch({ account: null, gte: 0, lt: 1, limit: 1 }, new AbortController().signal).then(
-          () => false,
-          (e: unknown) => e instanceof PageFetchError,
-        );
-      }),
+      fc.asyncProperty(
+        fc.dictionary(fc.constantFrom('retry-after', 'stripe-should-retry', 'x'), fc.oneof(hostileString, hostileJson)),
+        (headers) => {
+          const fetch = withRetries<PageQuery, unknown>(
+            async () => {
+              throw { statusCode: 429, headers };
+            },
+            {
+              budget: fakeBudget(),
+              counters: new StripeListCounters(),
+              sleep: async () => undefined,
+              policy: { maxAttempts: 2 },
+            },
+          );
+          return fetch({ account: null, gte: 0, lt: 1, limit: 1 }, new AbortController().signal).then(
+            () => false,
+            (e: unknown) => e instanceof PageFetchError,
+          );
+        },
+      ),
       fuzzParameters(500),
     );
   });

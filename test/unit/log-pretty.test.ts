@@ -32,7 +32,10 @@ describe('log format', () => {
   it('secrets are redacted in pretty output, by field and by value inside text', () => {
     registerSecret('sk_test_prettysecret42');
     const out = capture('pretty');
-    out.logger.warn({ stripeApiKey: 'sk_test_prettysecret42', error: 'Stripe said: invalid key sk_test_prettysecret42' }, 'Stripe refused sk_test_prettysecret42');
+    out.logger.warn(
+      { stripeApiKey: 'sk_test_prettysecret42', error: 'Stripe said: invalid key sk_test_prettysecret42' },
+      'Stripe refused sk_test_prettysecret42',
+    );
     const text = out.text();
     expect(text).not.toContain('prettysecret42');
     expect(text.match(/\[redacted\]/g)).toHaveLength(3);

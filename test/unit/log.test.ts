@@ -10,7 +10,15 @@ function capture(): { stream: Writable; lines: () => Array<Record<string, unknow
       done();
     },
   });
-  return { stream, lines: () => chunks.join('').trim().split('\n').map((l) => JSON.parse(l)) };
+  return {
+    stream,
+    lines: () =>
+      chunks
+        .join('')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l)),
+  };
 }
 
 describe('logger', () => {

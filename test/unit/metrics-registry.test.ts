@@ -10,7 +10,17 @@ const NOW = new Date('2026-11-10T12:00:00Z');
 const ACCT = 'acct_1Nv0FGQ9RKHgCVdK';
 
 function report(over: Partial<SweepReportLike>): SweepReportLike {
-  return { account: 'platform', mode: 'run', dry_run: false, status: 'succeeded', charges_scanned: 0, deferred_keys: 0, repaired: emptyCounts(), duration_ms: 0, ...over };
+  return {
+    account: 'platform',
+    mode: 'run',
+    dry_run: false,
+    status: 'succeeded',
+    charges_scanned: 0,
+    deferred_keys: 0,
+    repaired: emptyCounts(),
+    duration_ms: 0,
+    ...over,
+  };
 }
 
 function input(over: Partial<MetricsInput> = {}): MetricsInput {
@@ -40,7 +50,13 @@ describe('metrics registry', () => {
       input({
         accounts: ['platform', ACCT],
         reports: [
-          report({ account: ACCT, charges_scanned: 1200, deferred_keys: 2, duration_ms: 4500, repaired: { ...emptyCounts(), stale_claim: 2, orphan_charge: 1 } }),
+          report({
+            account: ACCT,
+            charges_scanned: 1200,
+            deferred_keys: 2,
+            duration_ms: 4500,
+            repaired: { ...emptyCounts(), stale_claim: 2, orphan_charge: 1 },
+          }),
         ],
         status: {
           watermarks: [
@@ -48,11 +64,34 @@ describe('metrics registry', () => {
             { account: 'platform', shard: '', watermark: '2026-11-10T11:50:00.000Z', lag_seconds: 600 },
           ],
           last_runs: [
-            { id: 'run_a', mode: 'run', account: 'platform', status: 'succeeded', started_at: '2026-11-10T11:59:00.000Z', finished_at: '2026-11-10T11:59:30.000Z', unreconciled: 0, error: null },
-            { id: 'run_b', mode: 'backfill', account: 'platform', status: 'succeeded', started_at: '2026-11-10T11:59:40.000Z', finished_at: '2026-11-10T11:59:50.000Z', unreconciled: 0, error: null },
+            {
+              id: 'run_a',
+              mode: 'run',
+              account: 'platform',
+              status: 'succeeded',
+              started_at: '2026-11-10T11:59:00.000Z',
+              finished_at: '2026-11-10T11:59:30.000Z',
+              unreconciled: 0,
+              error: null,
+            },
+            {
+              id: 'run_b',
+              mode: 'backfill',
+              account: 'platform',
+              status: 'succeeded',
+              started_at: '2026-11-10T11:59:40.000Z',
+              finished_at: '2026-11-10T11:59:50.000Z',
+              unreconciled: 0,
+              error: null,
+            },
           ],
           open_findings: { [ACCT]: { duplicate_charge: 1, stale_claim: 3 } },
-          claims: { count: 5000, in_flight: 7, oldest_created_at: '2026-11-03T12:00:00.000Z', oldest_age_seconds: 604_800 },
+          claims: {
+            count: 5000,
+            in_flight: 7,
+            oldest_created_at: '2026-11-03T12:00:00.000Z',
+            oldest_age_seconds: 604_800,
+          },
         },
         stripe429s: 4,
       }),
@@ -70,8 +109,20 @@ describe('metrics registry', () => {
         'status_drift',
         'duplicate_charge',
       ].map((c) => `sweeper_unreconciled{account="${account}",category="${c}"} ${open[c] ?? 0}`);
-    const repairs = ['claim_without_effect', 'stale_claim', 'lost_effect', 'effect_without_claim', 'orphan_charge', 'unattributed_charge', 'effect_without_charge', 'amount_mismatch', 'status_drift', 'duplicate_charge'].map(
-      (c) => `sweeper_repairs_last_run{account="${ACCT}",category="${c}"} ${({ stale_claim: 2, orphan_charge: 1 } as Record<string, number>)[c] ?? 0}`,
+    const repairs = [
+      'claim_without_effect',
+      'stale_claim',
+      'lost_effect',
+      'effect_without_claim',
+      'orphan_charge',
+      'unattributed_charge',
+      'effect_without_charge',
+      'amount_mismatch',
+      'status_drift',
+      'duplicate_charge',
+    ].map(
+      (c) =>
+        `sweeper_repairs_last_run{account="${ACCT}",category="${c}"} ${({ stale_claim: 2, orphan_charge: 1 } as Record<string, number>)[c] ?? 0}`,
     );
     expect(lines).toEqual([
       ...unreconciled(ACCT, { duplicate_charge: 1, stale_claim: 3 }),
@@ -101,7 +152,9 @@ describe('metrics registry', () => {
         ],
       }),
     );
-    expect(lines.filter((l) => l.startsWith('sweeper_charges_scanned_last_run'))).toEqual([`sweeper_charges_scanned_last_run{account="${ACCT}"} 20`]);
+    expect(lines.filter((l) => l.startsWith('sweeper_charges_scanned_last_run'))).toEqual([
+      `sweeper_charges_scanned_last_run{account="${ACCT}"} 20`,
+    ]);
     expect(lines.filter((l) => l.startsWith('sweeper_last_success_timestamp_seconds'))).toEqual([]);
     expect(lines).toContain('sweeper_claim_store_oldest_age_seconds 0');
   });
@@ -116,7 +169,16 @@ describe('metrics registry', () => {
             { account: 'platform', shard: '1/2', watermark: 'y', lag_seconds: 300 },
           ],
           last_runs: [
-            { id: 'r1', mode: 'run', account: ACCT, status: 'failed', started_at: 'x', finished_at: '2026-11-10T11:00:00.000Z', unreconciled: null, error: 'boom' },
+            {
+              id: 'r1',
+              mode: 'run',
+              account: ACCT,
+              status: 'failed',
+              started_at: 'x',
+              finished_at: '2026-11-10T11:00:00.000Z',
+              unreconciled: null,
+              error: 'boom',
+            },
           ],
           open_findings: {},
           claims: { count: 0, in_flight: 0, oldest_created_at: null, oldest_age_seconds: null },
@@ -131,7 +193,9 @@ describe('metrics registry', () => {
   });
 
   it('sweeper_run_skipped: 1 for accounts a scheduled run left to a backfill, 0 for the others; absent for a backfill', async () => {
-    const lines = await samples(input({ accounts: ['platform', ACCT], reports: [report({ account: ACCT })], skipped: ['platform'] }));
+    const lines = await samples(
+      input({ accounts: ['platform', ACCT], reports: [report({ account: ACCT })], skipped: ['platform'] }),
+    );
     expect(lines.filter((l) => l.startsWith('sweeper_run_skipped'))).toEqual([
       `sweeper_run_skipped{account="${ACCT}"} 0`,
       'sweeper_run_skipped{account="platform"} 1',
@@ -143,8 +207,12 @@ describe('metrics registry', () => {
   it('uses a fresh registry each time, not the global one', async () => {
     const a = buildMetricsRegistry(input({ stripe429s: 1 }));
     const b = buildMetricsRegistry(input({ stripe429s: 2 }));
-    expect(await a.getSingleMetricAsString('sweeper_stripe_rate_limited_last_run')).toContain('sweeper_stripe_rate_limited_last_run 1');
-    expect(await b.getSingleMetricAsString('sweeper_stripe_rate_limited_last_run')).toContain('sweeper_stripe_rate_limited_last_run 2');
+    expect(await a.getSingleMetricAsString('sweeper_stripe_rate_limited_last_run')).toContain(
+      'sweeper_stripe_rate_limited_last_run 1',
+    );
+    expect(await b.getSingleMetricAsString('sweeper_stripe_rate_limited_last_run')).toContain(
+      'sweeper_stripe_rate_limited_last_run 2',
+    );
     const { register } = await import('prom-client');
     expect(register.getSingleMetric('sweeper_unreconciled')).toBeUndefined();
   });
@@ -169,9 +237,9 @@ describe('pushgateway', () => {
         expect(scope.isDone(), base).toBe(true);
       }
       nock('https://gw.example').put('/metrics/job/sweeper').replyWithError('socket hang up');
-      await expect(pushToGateway({ url: 'https://u:secret@gw.example', registry: buildMetricsRegistry(input()) })).rejects.toThrow(
-        /^Pushgateway unreachable: socket hang up$/,
-      );
+      await expect(
+        pushToGateway({ url: 'https://u:secret@gw.example', registry: buildMetricsRegistry(input()) }),
+      ).rejects.toThrow(/^Pushgateway unreachable: socket hang up$/);
     } finally {
       nock.cleanAll();
       nock.enableNetConnect();
@@ -182,7 +250,12 @@ describe('pushgateway', () => {
 describe('metricsConfigFromEnv', () => {
   it('reads the Pushgateway URL and the textfile path', () => {
     expect(metricsConfigFromEnv({})).toEqual({ pushgatewayUrl: undefined, file: undefined });
-    expect(metricsConfigFromEnv({ SWEEPER_PUSHGATEWAY_URL: 'http://gw:9091', SWEEPER_METRICS_FILE: '/var/lib/node_exporter/sweeper.prom' })).toEqual({
+    expect(
+      metricsConfigFromEnv({
+        SWEEPER_PUSHGATEWAY_URL: 'http://gw:9091',
+        SWEEPER_METRICS_FILE: '/var/lib/node_exporter/sweeper.prom',
+      }),
+    ).toEqual({
       pushgatewayUrl: 'http://gw:9091',
       file: '/var/lib/node_exporter/sweeper.prom',
     });

@@ -1,7 +1,13 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DURATION_BOUNDS, loadConfig } from '../../src/config.js';
 import { createProgressReporter } from '../../src/cli/progress.js';
-import { formatClock, progressFields, progressFigures, progressLine, progressMessage } from '../../src/cli/progress-format.js';
+import {
+  formatClock,
+  progressFields,
+  progressFigures,
+  progressLine,
+  progressMessage,
+} from '../../src/cli/progress-format.js';
 import { createLogger } from '../../src/log.js';
 import type { SweepProgress } from '../../src/sweep/types.js';
 
@@ -25,8 +31,12 @@ describe('progress figures', () => {
   it('percent of slices, charges per second, and an ETA from the time per slice so far', () => {
     const f = progressFigures(progress(), 60_000);
     expect(f).toMatchObject({ percent: 25, charges: 12_000, ratePerSecond: 200, etaMs: 180_000, elapsedMs: 60_000 });
-    expect(progressLine(f)).toBe('backfill platform [█████░░░░░░░░░░░░░░░]  25%  6/24 slices  12,000 charges  200/s  ETA 3m 00s  elapsed 1m 00s');
-    expect(progressMessage(f)).toBe('progress: backfill platform 25%  6/24 slices  12,000 charges  200/s  ETA 3m 00s  elapsed 1m 00s');
+    expect(progressLine(f)).toBe(
+      'backfill platform [█████░░░░░░░░░░░░░░░]  25%  6/24 slices  12,000 charges  200/s  ETA 3m 00s  elapsed 1m 00s',
+    );
+    expect(progressMessage(f)).toBe(
+      'progress: backfill platform 25%  6/24 slices  12,000 charges  200/s  ETA 3m 00s  elapsed 1m 00s',
+    );
     expect(progressFields(f)).toEqual({
       event: 'progress',
       account: 'platform',
@@ -44,7 +54,11 @@ describe('progress figures', () => {
   });
 
   it('no ETA before the first slice, none while the late changes are read, 0 once every slice is done', () => {
-    expect(progressFigures(progress({ slicesDone: 0, chargesScanned: 0 }), 500)).toMatchObject({ etaMs: null, ratePerSecond: null, percent: 0 });
+    expect(progressFigures(progress({ slicesDone: 0, chargesScanned: 0 }), 500)).toMatchObject({
+      etaMs: null,
+      ratePerSecond: null,
+      percent: 0,
+    });
     expect(progressLine(progressFigures(progress({ slicesDone: 0 }), 500))).toContain('ETA –');
     const changes = progressFigures(progress({ phase: 'changes', slicesDone: 24 }), 90_000);
     expect(changes).toMatchObject({ etaMs: null, percent: 100 });
@@ -58,7 +72,12 @@ describe('progress figures', () => {
   });
 
   it('clock times: seconds, then minutes and seconds, then hours and minutes', () => {
-    expect([formatClock(0), formatClock(45_400), formatClock(185_000), formatClock(7_620_000)]).toEqual(['0s', '45s', '3m 05s', '2h 07m']);
+    expect([formatClock(0), formatClock(45_400), formatClock(185_000), formatClock(7_620_000)]).toEqual([
+      '0s',
+      '45s',
+      '3m 05s',
+      '2h 07m',
+    ]);
   });
 });
 
@@ -68,9 +87,17 @@ describe('the progress log when stderr is not a terminal', () => {
   it('is timer-driven: a line every interval while a slice takes long, with no new progress from the sweep', () => {
     vi.useFakeTimers();
     const lines: Array<Record<string, unknown>> = [];
-    const logger = createLogger({ destination: { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) } });
+    const logger = createLogger({
+      destination: { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) },
+    });
     let now = 0;
-    const reporter = createProgressReporter({ terminal: false, logger, intervalMs: 10_000, accounts: ['platform'], now: () => now });
+    const reporter = createProgressReporter({
+      terminal: false,
+      logger,
+      intervalMs: 10_000,
+      accounts: ['platform'],
+      now: () => now,
+    });
     reporter.onProgress(progress({ slicesDone: 0, chargesScanned: 0 }));
     expect(lines).toHaveLength(0); // the first line comes after one interval, not at once
 
@@ -85,7 +112,13 @@ describe('the progress log when stderr is not a terminal', () => {
     reporter.onProgress(progress({ slicesDone: 1, chargesScanned: 700 }));
     now = 45_000;
     vi.advanceTimersByTime(10_000);
-    expect(lines.at(-1)).toMatchObject({ slices_done: 1, charges_scanned: 700, percent: 4, eta_seconds: 1035, msg: expect.stringMatching(/^progress: backfill platform 4%/) });
+    expect(lines.at(-1)).toMatchObject({
+      slices_done: 1,
+      charges_scanned: 700,
+      percent: 4,
+      eta_seconds: 1035,
+      msg: expect.stringMatching(/^progress: backfill platform 4%/),
+    });
     expect(reporter.last('platform')).toMatchObject({ slicesDone: 1 });
 
     reporter.stop();
@@ -97,15 +130,21 @@ describe('the progress log when stderr is not a terminal', () => {
     expect(DURATION_BOUNDS.SWEEPER_PROGRESS_INTERVAL).toEqual({ fallback: '10s', min: 1_000, max: 15 * 60_000 });
     expect(loadConfig({}).progressIntervalMs).toBe(10_000);
     expect(loadConfig({ SWEEPER_PROGRESS_INTERVAL: '2s' }).progressIntervalMs).toBe(2_000);
-    expect(() => loadConfig({ SWEEPER_PROGRESS_INTERVAL: '500ms' })).toThrow(/^SWEEPER_PROGRESS_INTERVAL must be between 1s and 15m/);
-    expect(() => loadConfig({ SWEEPER_PROGRESS_INTERVAL: 'often' })).toThrow(/^SWEEPER_PROGRESS_INTERVAL must be a duration/);
+    expect(() => loadConfig({ SWEEPER_PROGRESS_INTERVAL: '500ms' })).toThrow(
+      /^SWEEPER_PROGRESS_INTERVAL must be between 1s and 15m/,
+    );
+    expect(() => loadConfig({ SWEEPER_PROGRESS_INTERVAL: 'often' })).toThrow(
+      /^SWEEPER_PROGRESS_INTERVAL must be a duration/,
+    );
   });
 
   it('SWEEPER_LOG_FORMAT is json or pretty; SWEEPER_MAX_LAG must exceed the lag a healthy run leaves', () => {
     expect(loadConfig({ SWEEPER_LOG_FORMAT: 'pretty' }).logFormat).toBe('pretty');
     expect(loadConfig({}).logFormat).toBeUndefined();
     expect(() => loadConfig({ SWEEPER_LOG_FORMAT: 'xml' })).toThrow(/^SWEEPER_LOG_FORMAT must be json or pretty/);
-    expect(() => loadConfig({ SWEEPER_MAX_LAG: '10m', SWEEPER_SETTLE: '10m' })).toThrow(/^SWEEPER_MAX_LAG \(10m\) must be longer than SWEEPER_SETTLE \(10m\) and SWEEPER_EVENTS_LAG/);
+    expect(() => loadConfig({ SWEEPER_MAX_LAG: '10m', SWEEPER_SETTLE: '10m' })).toThrow(
+      /^SWEEPER_MAX_LAG \(10m\) must be longer than SWEEPER_SETTLE \(10m\) and SWEEPER_EVENTS_LAG/,
+    );
     expect(loadConfig({ SWEEPER_MAX_LAG: '11m' }).maxLagMs).toBe(11 * 60_000);
   });
 });

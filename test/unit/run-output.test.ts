@@ -39,21 +39,38 @@ const progress: SweepProgress = {
 
 describe('the text summary of a run', () => {
   it('an interrupted run says so, how far it got and how to go on; it does not look finished', () => {
-    const text = formatReport(report({ status: 'interrupted', charges_scanned: 150 }), { progress, interruptedBy: 'SIGTERM received' });
-    expect(text.split('\n')[0]).toBe('backfill run_2  account platform  INTERRUPTED (SIGTERM received): 3 of 21 slices committed; run the same backfill again to resume');
+    const text = formatReport(report({ status: 'interrupted', charges_scanned: 150 }), {
+      progress,
+      interruptedBy: 'SIGTERM received',
+    });
+    expect(text.split('\n')[0]).toBe(
+      'backfill run_2  account platform  INTERRUPTED (SIGTERM received): 3 of 21 slices committed; run the same backfill again to resume',
+    );
     expect(text).toContain('charges scanned before it stopped 150');
     expect(text).not.toMatch(/charges scanned 150/);
-    const run = formatReport(report({ mode: 'run', status: 'interrupted' }), { interruptedBy: 'the run deadline SWEEPER_RUN_DEADLINE (12m) was reached' });
-    expect(run.split('\n')[0]).toMatch(/INTERRUPTED \(the run deadline .*\); the next run continues from the watermark$/);
+    const run = formatReport(report({ mode: 'run', status: 'interrupted' }), {
+      interruptedBy: 'the run deadline SWEEPER_RUN_DEADLINE (12m) was reached',
+    });
+    expect(run.split('\n')[0]).toMatch(
+      /INTERRUPTED \(the run deadline .*\); the next run continues from the watermark$/,
+    );
   });
 
   it('a resumed backfill says which one it continued, and from where', () => {
     const text = formatReport(report({ resumed_from: 'run_1' }), { progress });
-    expect(text.split('\n')[1]).toBe('resumed backfill run_1: its committed slices were kept; this run continued from 2026-11-01T03:00:00.000Z');
+    expect(text.split('\n')[1]).toBe(
+      'resumed backfill run_1: its committed slices were kept; this run continued from 2026-11-01T03:00:00.000Z',
+    );
   });
 
   it('lists the first open findings by id, how many more, and the next commands', () => {
-    const first = Array.from({ length: 10 }, (_, i) => ({ id: 40 + i, category: i === 0 ? 'stale_claim' : 'unattributed_charge', chargeId: i === 0 ? null : `ch_${i}`, tenantId: i === 0 ? 'acme' : null, idempotencyKey: i === 0 ? 'order-7' : null }));
+    const first = Array.from({ length: 10 }, (_, i) => ({
+      id: 40 + i,
+      category: i === 0 ? 'stale_claim' : 'unattributed_charge',
+      chargeId: i === 0 ? null : `ch_${i}`,
+      tenantId: i === 0 ? 'acme' : null,
+      idempotencyKey: i === 0 ? 'order-7' : null,
+    }));
     const lines = openLines('acct_1', { total: 23, first });
     expect(lines[0]).toBe('open findings (the first 10 of 23):');
     expect(lines[1]).toBe('  #40  stale_claim          acme / order-7');
@@ -67,7 +84,9 @@ describe('the text summary of a run', () => {
     expect(openLines('p', { total: 1, first: first.slice(1, 2) })[0]).toBe('open findings (1):');
     // A dry run's findings were rolled back: none is listed.
     expect(formatReport(report({ dry_run: true }), { open: { total: 2, first } })).not.toContain('open findings (');
-    expect(formatReport(report(), { open: { total: 2, first: first.slice(0, 2) } })).toContain('open findings (2):\n  #40');
+    expect(formatReport(report(), { open: { total: 2, first: first.slice(0, 2) } })).toContain(
+      'open findings (2):\n  #40',
+    );
   });
 
   it('completeness in a line: both lags against the limit, each day’s settled share rounded down', () => {
@@ -84,7 +103,9 @@ describe('the text summary of a run', () => {
         { day: '2026-11-10', charges: 1000, settled: 999, fraction: 0.999 },
       ],
     };
-    expect(completenessLine(c)).toBe('completeness: watermark 12m 00s behind, events not set yet (limit 2h 00m); settled 2026-11-09 100% of 1,203, 2026-11-10 99.9% of 1,000');
+    expect(completenessLine(c)).toBe(
+      'completeness: watermark 12m 00s behind, events not set yet (limit 2h 00m); settled 2026-11-09 100% of 1,203, 2026-11-10 99.9% of 1,000',
+    );
     expect(completenessLine({ ...c, lagging: true })).toMatch(/^completeness: BEHIND \(past SWEEPER_MAX_LAG\): /);
     expect([percent(1), percent(0.99999), percent(0.871), percent(0)]).toEqual(['100%', '99.9%', '87.1%', '0%']);
   });
@@ -105,7 +126,13 @@ describe('the sweeper: line of a non-zero exit', () => {
     expect(exitReason(story({ code: 0 }))).toBeNull();
   });
   it('a failed account: its error first, then what to do', () => {
-    expect(exitReason(story({ accounts: [{ account: 'acct_1', status: 'failed', unreconciled: 0, error: 'Stripe refused the key\nmore' }] }))).toBe(
+    expect(
+      exitReason(
+        story({
+          accounts: [{ account: 'acct_1', status: 'failed', unreconciled: 0, error: 'Stripe refused the key\nmore' }],
+        }),
+      ),
+    ).toBe(
       'Stripe refused the key; fix the cause, then run the same backfill again (it resumes from its last committed slice)',
     );
     expect(
@@ -118,12 +145,22 @@ describe('the sweeper: line of a non-zero exit', () => {
           ],
         }),
       ),
-    ).toBe('boom (1 more account(s) failed: see the reports above); fix the cause; the next run retries from the watermark');
+    ).toBe(
+      'boom (1 more account(s) failed: see the reports above); fix the cause; the next run retries from the watermark',
+    );
   });
   it('interrupted: by what, how far, and how to go on', () => {
     expect(
-      exitReason(story({ interruptedBy: 'SIGTERM received', accounts: [{ account: 'platform', status: 'interrupted', unreconciled: 2 }], slices: { platform: { done: 3, total: 21 } } })),
-    ).toBe('interrupted (SIGTERM received): account platform after 3 of 21 slices; committed slices stand, run the same backfill again: it resumes from its last committed slice');
+      exitReason(
+        story({
+          interruptedBy: 'SIGTERM received',
+          accounts: [{ account: 'platform', status: 'interrupted', unreconciled: 2 }],
+          slices: { platform: { done: 3, total: 21 } },
+        }),
+      ),
+    ).toBe(
+      'interrupted (SIGTERM received): account platform after 3 of 21 slices; committed slices stand, run the same backfill again: it resumes from its last committed slice',
+    );
     expect(exitReason(story({ mode: 'run', interruptedBy: 'SIGINT received', accounts: [] }))).toBe(
       'interrupted (SIGINT received): before any account was swept; committed slices stand, the next run continues from the watermark',
     );
@@ -134,7 +171,17 @@ describe('the sweeper: line of a non-zero exit', () => {
     );
   });
   it('findings open (3): how many where, and the commands', () => {
-    expect(exitReason(story({ code: 3, accounts: [{ account: 'platform', status: 'succeeded', unreconciled: 2 }, { account: 'acct_1', status: 'succeeded', unreconciled: 0 }] }))).toBe(
+    expect(
+      exitReason(
+        story({
+          code: 3,
+          accounts: [
+            { account: 'platform', status: 'succeeded', unreconciled: 2 },
+            { account: 'acct_1', status: 'succeeded', unreconciled: 0 },
+          ],
+        }),
+      ),
+    ).toBe(
       '2 unreconciled finding(s) open (platform: 2): a person decides them. List them with `sweeper report --status open`, close each handled one with `sweeper resolve ID --note "…"`',
     );
   });

@@ -25,10 +25,14 @@ describe('withoutOverlap', () => {
     const { logger, lines } = logLines();
     const g = gate();
     let runs = 0;
-    const job = withoutOverlap('sweep', async () => {
-      runs += 1;
-      await g.promise;
-    }, logger);
+    const job = withoutOverlap(
+      'sweep',
+      async () => {
+        runs += 1;
+        await g.promise;
+      },
+      logger,
+    );
     const first = job.tick();
     await job.tick(); // overlapping: returns at once
     await job.tick();
@@ -43,10 +47,14 @@ describe('withoutOverlap', () => {
   it('a failing run is logged and does not stop later ticks', async () => {
     const { logger, lines } = logLines();
     let runs = 0;
-    const job = withoutOverlap('sweep', async () => {
-      runs += 1;
-      throw new Error('db down');
-    }, logger);
+    const job = withoutOverlap(
+      'sweep',
+      async () => {
+        runs += 1;
+        throw new Error('db down');
+      },
+      logger,
+    );
     await job.tick();
     await job.tick();
     expect(runs).toBe(2);

@@ -27,7 +27,8 @@ describe('the secret registry', () => {
       `basic ${Buffer.from('ops:gw-pass-secret').toString('base64')} and gw-pass-secret`,
     ].join('\n');
     const out = redact(text);
-    for (const secret of ['RECOGNISABLE', 'pass-secret', Buffer.from('ops:gw-pass-secret').toString('base64')]) expect(out).not.toContain(secret);
+    for (const secret of ['RECOGNISABLE', 'pass-secret', Buffer.from('ops:gw-pass-secret').toString('base64')])
+      expect(out).not.toContain(secret);
     expect(out).toContain('Invalid API Key provided: [redacted]');
   });
 
@@ -54,7 +55,10 @@ describe('the secret registry', () => {
       },
     });
     const logger = createLogger({ destination });
-    logger.error({ err: { message: 'Invalid API Key provided: sk_test_RECOGNISABLEkey0001' }, url: ENV.SWEEPER_SLACK_WEBHOOK_URL }, 'failed: whsec_RECOGNISABLE0002');
+    logger.error(
+      { err: { message: 'Invalid API Key provided: sk_test_RECOGNISABLEkey0001' }, url: ENV.SWEEPER_SLACK_WEBHOOK_URL },
+      'failed: whsec_RECOGNISABLE0002',
+    );
     const line = chunks.join('');
     expect(line).not.toMatch(/RECOGNISABLE/);
     expect(JSON.parse(line)).toMatchObject({ msg: 'failed: [redacted]' });
@@ -63,7 +67,9 @@ describe('the secret registry', () => {
 
 describe('text for a terminal', () => {
   it('escapes ANSI escapes, other control characters and bidi overrides', () => {
-    expect(terminalSafe('\u001b[31mred\u001b[0m\ttab\nnext\u0007\u202eevil')).toBe('\\x1b[31mred\\x1b[0m\ttab\nnext\\x07\\u202eevil');
+    expect(terminalSafe('\u001b[31mred\u001b[0m\ttab\nnext\u0007\u202eevil')).toBe(
+      '\\x1b[31mred\\x1b[0m\ttab\nnext\\x07\\u202eevil',
+    );
     expect(terminalSafeLine('one\ntwo\r')).toBe('one\\x0atwo\\x0d');
     expect(terminalSafe('plain, ünïcode ✓')).toBe('plain, ünïcode ✓');
   });

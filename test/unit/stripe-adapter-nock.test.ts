@@ -1,7 +1,11 @@
 import nock from 'nock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createStripeClient } from '../../src/providers/stripe/client.js';
-import { IncompleteWindowError, InvalidStripeKeyError, MissingStripePermissionError } from '../../src/providers/stripe/errors.js';
+import {
+  IncompleteWindowError,
+  InvalidStripeKeyError,
+  MissingStripePermissionError,
+} from '../../src/providers/stripe/errors.js';
 import { createChargeLister } from '../../src/providers/stripe/list-charges.js';
 import { RateBudget } from '../../src/providers/stripe/rate-budget.js';
 import { STRIPE_ORIGIN } from '../support/stripe-nock.js';
@@ -30,7 +34,9 @@ const charge = (id: string) => ({
   livemode: false,
 });
 const page = (...ids: string[]) => ({ object: 'list', data: ids.map(charge), has_more: false, url: '/v1/charges' });
-const errorBody = (type: string, message: string, code?: string) => ({ error: { type, message, ...(code ? { code } : {}) } });
+const errorBody = (type: string, message: string, code?: string) => ({
+  error: { type, message, ...(code ? { code } : {}) },
+});
 const RATE_LIMITED = errorBody('rate_limit_error', 'Too many requests hit the API too quickly.', 'rate_limit');
 
 let sleeps: number[];
@@ -85,7 +91,11 @@ describe('listing charges through the SDK: 429 and other transient failures', ()
     expect(await listAll(lister(), 'acct_42')).toEqual(['ch_1']);
     expect(seen).toEqual([
       {
-        query: { 'created[gte]': String(FROM.getTime() / 1000), 'created[lt]': String(TO.getTime() / 1000), limit: '100' },
+        query: {
+          'created[gte]': String(FROM.getTime() / 1000),
+          'created[lt]': String(TO.getTime() / 1000),
+          limit: '100',
+        },
         account: 'acct_42',
       },
     ]);

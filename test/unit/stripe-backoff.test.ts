@@ -1,7 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelayMs, DEFAULT_RETRY_POLICY, parseRetryAfter, type RetryPolicy } from '../../src/providers/stripe/backoff.js';
+import {
+  backoffDelayMs,
+  DEFAULT_RETRY_POLICY,
+  parseRetryAfter,
+  type RetryPolicy,
+} from '../../src/providers/stripe/backoff.js';
 
-const policy: RetryPolicy = { maxAttempts: 8, baseDelayMs: 100, maxDelayMs: 1_000, maxRetryAfterMs: 5_000, maxDeadlineMisses: 2 };
+const policy: RetryPolicy = {
+  maxAttempts: 8,
+  baseDelayMs: 100,
+  maxDelayMs: 1_000,
+  maxRetryAfterMs: 5_000,
+  maxDeadlineMisses: 2,
+};
 const low = () => 0;
 const high = () => 0.999999;
 

@@ -85,15 +85,23 @@ describe('every Stripe request has a total deadline', () => {
     const { listing, counters } = lister(mode);
     const error = await failureOf(listing);
     expect(error).toBeInstanceOf(IncompleteWindowError);
-    expect((error as Error).message).toMatch(/no complete answer within the request deadline, 2 times \(SWEEPER_REQUEST_DEADLINE\)/);
+    expect((error as Error).message).toMatch(
+      /no complete answer within the request deadline, 2 times \(SWEEPER_REQUEST_DEADLINE\)/,
+    );
     expect(requests - before).toBe(2);
     expect(counters.connectionErrors).toBe(2);
   });
 
   it('classifies a timeout as a deadline miss, other connection failures as connection errors', () => {
-    const timeout = new Stripe.errors.StripeConnectionError({ message: 'Request aborted due to timeout', detail: { code: 'ETIMEDOUT' } } as never);
+    const timeout = new Stripe.errors.StripeConnectionError({
+      message: 'Request aborted due to timeout',
+      detail: { code: 'ETIMEDOUT' },
+    } as never);
     expect(classifyListFailure(timeout)).toMatchObject({ action: 'retry', reason: 'deadline' });
-    const reset = new Stripe.errors.StripeConnectionError({ message: 'socket hang up', detail: { code: 'ECONNRESET' } } as never);
+    const reset = new Stripe.errors.StripeConnectionError({
+      message: 'socket hang up',
+      detail: { code: 'ECONNRESET' },
+    } as never);
     expect(classifyListFailure(reset)).toMatchObject({ action: 'retry', reason: 'connection' });
   });
 

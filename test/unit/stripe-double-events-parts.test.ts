@@ -65,13 +65,20 @@ describe('EventStore', () => {
   it('refuses unknown and foreign cursors', () => {
     const s = store();
     s.add(event('evt_other', NOW_S, { account: 'acct_1' }));
-    expect(s.list(null, { ...ALL, startingAfter: 'evt_zzz' })).toEqual({ ok: false, missingCursor: 'evt_zzz', param: 'starting_after' });
+    expect(s.list(null, { ...ALL, startingAfter: 'evt_zzz' })).toEqual({
+      ok: false,
+      missingCursor: 'evt_zzz',
+      param: 'starting_after',
+    });
     expect(s.list(null, { ...ALL, endingBefore: 'evt_other' })).toMatchObject({ ok: false, param: 'ending_before' });
   });
 
   it('bulk-adds in any order and sorts once', () => {
     const s = new EventStore();
-    s.addMany(null, [event('evt_2', 20), event('evt_1', 10), event('evt_3', 30)].map((e) => ({ ...e, seq: 0 })));
+    s.addMany(
+      null,
+      [event('evt_2', 20), event('evt_1', 10), event('evt_3', 30)].map((e) => ({ ...e, seq: 0 })),
+    );
     expect(ids(s.list(null, { ...ALL, nowMs: 40_000 }))).toEqual(['evt_3', 'evt_2', 'evt_1']);
   });
 });
@@ -114,7 +121,13 @@ describe('ChargeStore late listing', () => {
 });
 
 describe('charge search queries', () => {
-  const charge = { metadata: { tenant_id: 'acme', note: "it's" }, amount: 1500, created: 10, currency: 'usd', status: 'succeeded' } as unknown as ChargeRecord;
+  const charge = {
+    metadata: { tenant_id: 'acme', note: "it's" },
+    amount: 1500,
+    created: 10,
+    currency: 'usd',
+    status: 'succeeded',
+  } as unknown as ChargeRecord;
   const matches = (query: string) => matchesCharge(parseChargeQuery(query), charge);
 
   it('matches clauses as Stripe’s search does', () => {
@@ -129,7 +142,14 @@ describe('charge search queries', () => {
   });
 
   it('refuses malformed queries with a reason', () => {
-    for (const query of ['', "metadata['a']:'x' AND b:1 OR c:2", "status>'x'", "metadata['a']~'ab'", "metadata['a']:'x' AND", 'amount'])
+    for (const query of [
+      '',
+      "metadata['a']:'x' AND b:1 OR c:2",
+      "status>'x'",
+      "metadata['a']~'ab'",
+      "metadata['a']:'x' AND",
+      'amount',
+    ])
       expect(() => parseChargeQuery(query), query).toThrow(SearchQueryError);
   });
 });

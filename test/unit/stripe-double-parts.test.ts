@@ -86,7 +86,11 @@ describe('ChargeStore', () => {
     s.insert(record('ch_other', 10, 'acct_1'));
     expect(ids(s.list(null, { ...ALL, gte: 10, lt: 11, startingAfter: 'ch_f' }))).toEqual(['ch_c', 'ch_b', 'ch_a']);
     expect(ids(s.list(null, { ...ALL, gte: 11, lt: 13, startingAfter: 'ch_a' }))).toEqual([]);
-    expect(s.list(null, { ...ALL, startingAfter: 'ch_zzz' })).toEqual({ ok: false, missingCursor: 'ch_zzz', param: 'starting_after' });
+    expect(s.list(null, { ...ALL, startingAfter: 'ch_zzz' })).toEqual({
+      ok: false,
+      missingCursor: 'ch_zzz',
+      param: 'starting_after',
+    });
     expect(s.list(null, { ...ALL, endingBefore: 'ch_other' })).toMatchObject({ ok: false, param: 'ending_before' });
   });
 
@@ -134,13 +138,19 @@ describe('seedCharges', () => {
       const charge = state.charges.get(c.id) as ChargeRecord;
       expect(charge.created).toBe(c.created);
       expect(charge.amount).toBe(c.amount);
-      expect(charge.metadata).toEqual(c.index % 2 === 0 ? { tenant_id: 't1', idempotency_key: `k-${c.index}` } : { shared: 'yes' });
+      expect(charge.metadata).toEqual(
+        c.index % 2 === 0 ? { tenant_id: 't1', idempotency_key: `k-${c.index}` } : { shared: 'yes' },
+      );
     }
     // Index 0 is the oldest.
     const oldest = told.find((c) => c.index === 0) as SeededCharge;
     expect(charges.at(-1)?.id).toBe(oldest.id);
     const json = renderCharge(charges[0] as ChargeRecord);
-    expect(json).toMatchObject({ object: 'charge', payment_method_details: { type: 'card' }, refunds: { object: 'list' } });
+    expect(json).toMatchObject({
+      object: 'charge',
+      payment_method_details: { type: 'card' },
+      refunds: { object: 'list' },
+    });
     expect(typeof json.customer).toBe('string');
     const size = JSON.stringify(json).length;
     expect(size).toBeGreaterThan(1_800);
@@ -154,7 +164,11 @@ describe('seedCharges', () => {
 
 describe('parseForm', () => {
   it('decodes Stripe bracket encoding', () => {
-    expect(parseForm('amount=100&metadata[tenant_id]=t%201&expand[0]=latest_charge&expand[1]=customer&a[b][c]=d&list[]=x&list[]=y')).toEqual({
+    expect(
+      parseForm(
+        'amount=100&metadata[tenant_id]=t%201&expand[0]=latest_charge&expand[1]=customer&a[b][c]=d&list[]=x&list[]=y',
+      ),
+    ).toEqual({
       amount: '100',
       metadata: { tenant_id: 't 1' },
       expand: ['latest_charge', 'customer'],
@@ -180,7 +194,11 @@ describe('parseListQuery', () => {
   };
 
   it('turns created operators into one [gte, lt) range', () => {
-    expect(parseListQuery(parseForm('created[gt]=10&created[lte]=20&limit=5'))).toMatchObject({ gte: 11, lt: 21, limit: 5 });
+    expect(parseListQuery(parseForm('created[gt]=10&created[lte]=20&limit=5'))).toMatchObject({
+      gte: 11,
+      lt: 21,
+      limit: 5,
+    });
     expect(parseListQuery(parseForm('created=7'))).toMatchObject({ gte: 7, lt: 8, limit: 10 });
   });
 
@@ -189,7 +207,10 @@ describe('parseListQuery', () => {
     expect(status(() => parseListQuery(parseForm('limit=101')))).toEqual([400, 'limit']);
     expect(status(() => parseListQuery(parseForm('limit=ten')))).toEqual([400, 'limit']);
     expect(status(() => parseListQuery(parseForm('created[gte]=soon')))).toEqual([400, 'created[gte]']);
-    expect(status(() => parseListQuery(parseForm('starting_after=a&ending_before=b')))).toEqual([400, 'starting_after']);
+    expect(status(() => parseListQuery(parseForm('starting_after=a&ending_before=b')))).toEqual([
+      400,
+      'starting_after',
+    ]);
     expect(status(() => parseListQuery(parseForm('colour=red')))).toEqual([400, 'colour']);
     expect(status(() => parseListQuery(parseForm('limit=100')))).toBe('accepted');
   });

@@ -1,7 +1,11 @@
 import nock from 'nock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createStripeClient } from '../../src/providers/stripe/client.js';
-import { ChargeRetrievalError, IncompleteEventsError, MissingEventsPermissionError } from '../../src/providers/stripe/event-errors.js';
+import {
+  ChargeRetrievalError,
+  IncompleteEventsError,
+  MissingEventsPermissionError,
+} from '../../src/providers/stripe/event-errors.js';
 import { InvalidStripeKeyError } from '../../src/providers/stripe/errors.js';
 import { CHANGE_EVENT_TYPES, createEventReader, type EventWindow } from '../../src/providers/stripe/events.js';
 import { RateBudget } from '../../src/providers/stripe/rate-budget.js';
@@ -16,7 +20,12 @@ const WINDOW: EventWindow = { after: AFTER, before: BEFORE };
 const POLICY = { maxAttempts: 3, baseDelayMs: 100, maxDelayMs: 1_000, maxRetryAfterMs: 60_000 };
 
 type Json = Record<string, unknown>;
-const charge = (id: string, extra: Json = {}): Json => ({ id, object: 'charge', payment_intent: `pi_${id.slice(3)}`, ...extra });
+const charge = (id: string, extra: Json = {}): Json => ({
+  id,
+  object: 'charge',
+  payment_intent: `pi_${id.slice(3)}`,
+  ...extra,
+});
 const event = (id: string, created: number, type: string, object: Json, extra: Json = {}): Json => ({
   id,
   object: 'event',
@@ -30,7 +39,9 @@ const event = (id: string, created: number, type: string, object: Json, extra: J
   ...extra,
 });
 const list = (data: Json[], hasMore = false) => ({ object: 'list', url: '/v1/events', has_more: hasMore, data });
-const errorBody = (type: string, message: string, code?: string) => ({ error: { type, message, ...(code ? { code } : {}) } });
+const errorBody = (type: string, message: string, code?: string) => ({
+  error: { type, message, ...(code ? { code } : {}) },
+});
 
 let sleeps: number[];
 let seen: Array<{ query: URLSearchParams; account: string | undefined }>;
@@ -57,7 +68,10 @@ function events(...replies: Array<[number, unknown] | [number, unknown, Record<s
       .query(true)
       .reply(function () {
         const path = this.req.path;
-        seen.push({ query: new URLSearchParams(path.slice(path.indexOf('?') + 1)), account: this.req.headers['stripe-account'] as string | undefined });
+        seen.push({
+          query: new URLSearchParams(path.slice(path.indexOf('?') + 1)),
+          account: this.req.headers['stripe-account'] as string | undefined,
+        });
         return reply;
       });
   }
@@ -79,9 +93,25 @@ describe('reading events through the SDK', () => {
     events([
       200,
       list([
-        event('evt_4', AFTER + 40, 'payment_intent.succeeded', { id: 'pi_4', object: 'payment_intent', latest_charge: 'ch_4' }, { account: 'acct_42' }),
-        event('evt_3', AFTER + 30, 'charge.dispute.created', { id: 'dp_1', object: 'dispute', charge: 'ch_3', payment_intent: 'pi_3' }),
-        event('evt_2', AFTER + 20, 'refund.created', { id: 're_1', object: 'refund', charge: { id: 'ch_2', object: 'charge' }, payment_intent: null }),
+        event(
+          'evt_4',
+          AFTER + 40,
+          'payment_intent.succeeded',
+          { id: 'pi_4', object: 'payment_intent', latest_charge: 'ch_4' },
+          { account: 'acct_42' },
+        ),
+        event('evt_3', AFTER + 30, 'charge.dispute.created', {
+          id: 'dp_1',
+          object: 'dispute',
+          charge: 'ch_3',
+          payment_intent: 'pi_3',
+        }),
+        event('evt_2', AFTER + 20, 'refund.created', {
+          id: 're_1',
+          object: 'refund',
+          charge: { id: 'ch_2', object: 'charge' },
+          payment_intent: null,
+        }),
         event('evt_1', AFTER + 10, 'charge.refunded', charge('ch_1')),
       ]),
     ]);
@@ -98,12 +128,45 @@ describe('reading events through the SDK', () => {
     expect(query.get('limit')).toBe('100');
     expect(query.get('starting_after')).toBeNull();
     expect(listing.events).toEqual([
-      { id: 'evt_4', type: 'payment_intent.succeeded', created: AFTER + 40, account: 'acct_42', chargeId: 'ch_4', paymentIntentId: 'pi_4' },
-      { id: 'evt_3', type: 'charge.dispute.created', created: AFTER + 30, account: 'acct_42', chargeId: 'ch_3', paymentIntentId: 'pi_3' },
-      { id: 'evt_2', type: 'refund.created', created: AFTER + 20, account: 'acct_42', chargeId: 'ch_2', paymentIntentId: null },
-      { id: 'evt_1', type: 'charge.refunded', created: AFTER + 10, account: 'acct_42', chargeId: 'ch_1', paymentIntentId: 'pi_1' },
+      {
+        id: 'evt_4',
+        type: 'payment_intent.succeeded',
+        created: AFTER + 40,
+        account: 'acct_42',
+        chargeId: 'ch_4',
+        paymentIntentId: 'pi_4',
+      },
+      {
+        id: 'evt_3',
+        type: 'charge.dispute.created',
+        created: AFTER + 30,
+        account: 'acct_42',
+        chargeId: 'ch_3',
+        paymentIntentId: 'pi_3',
+      },
+      {
+        id: 'evt_2',
+        type: 'refund.created',
+        created: AFTER + 20,
+        account: 'acct_42',
+        chargeId: 'ch_2',
+        paymentIntentId: null,
+      },
+      {
+        id: 'evt_1',
+        type: 'charge.refunded',
+        created: AFTER + 10,
+        account: 'acct_42',
+        chargeId: 'ch_1',
+        paymentIntentId: 'pi_1',
+      },
     ]);
-    expect(listing).toMatchObject({ pages: 1, newestCreated: AFTER + 40, cursor: BEFORE - 1, range: { gte: AFTER + 1, lt: BEFORE } });
+    expect(listing).toMatchObject({
+      pages: 1,
+      newestCreated: AFTER + 40,
+      cursor: BEFORE - 1,
+      range: { gte: AFTER + 1, lt: BEFORE },
+    });
   });
 
   it('re-reads an overlap with created[gte], and sends no Stripe-Account for the platform', async () => {
@@ -119,7 +182,16 @@ describe('reading events through the SDK', () => {
 
   it('follows starting_after from the last event of each page until has_more is false', async () => {
     events(
-      [200, list([event('evt_c', AFTER + 30, 'charge.succeeded', charge('ch_c')), event('evt_b', AFTER + 20, 'charge.succeeded', charge('ch_b'))], true)],
+      [
+        200,
+        list(
+          [
+            event('evt_c', AFTER + 30, 'charge.succeeded', charge('ch_c')),
+            event('evt_b', AFTER + 20, 'charge.succeeded', charge('ch_b')),
+          ],
+          true,
+        ),
+      ],
       [200, list([event('evt_a', AFTER + 10, 'charge.captured', charge('ch_a'))], false)],
     );
     const r = reader();
@@ -132,7 +204,14 @@ describe('reading events through the SDK', () => {
   });
 
   it('retries a 429, honouring Retry-After, and holds back the whole process through the budget', async () => {
-    events([429, errorBody('rate_limit_error', 'Too many requests hit the API too quickly.', 'rate_limit'), { 'Retry-After': '7' }], [200, list([])]);
+    events(
+      [
+        429,
+        errorBody('rate_limit_error', 'Too many requests hit the API too quickly.', 'rate_limit'),
+        { 'Retry-After': '7' },
+      ],
+      [200, list([])],
+    );
     const r = reader();
     await r.read(null, WINDOW);
     expect(sleeps).toHaveLength(1);
@@ -143,7 +222,10 @@ describe('reading events through the SDK', () => {
   });
 
   it('retries a 429 marked Stripe-Should-Retry: true itself, never through the SDK (whose sleeps would escape the budget)', async () => {
-    events([429, errorBody('rate_limit_error', 'Too many requests.', 'rate_limit'), { 'Stripe-Should-Retry': 'true' }], [200, list([])]);
+    events(
+      [429, errorBody('rate_limit_error', 'Too many requests.', 'rate_limit'), { 'Stripe-Should-Retry': 'true' }],
+      [200, list([])],
+    );
     const r = reader();
     await r.read(null, WINDOW);
     // Had the SDK retried on its own, the reader would have counted one request and no retry.
@@ -151,11 +233,18 @@ describe('reading events through the SDK', () => {
   });
 
   it('gives up after the attempt bound with IncompleteEventsError naming the account and range', async () => {
-    events(...Array.from({ length: POLICY.maxAttempts }, () => [500, errorBody('api_error', 'An unknown error occurred.')] as [number, unknown]));
+    events(
+      ...Array.from(
+        { length: POLICY.maxAttempts },
+        () => [500, errorBody('api_error', 'An unknown error occurred.')] as [number, unknown],
+      ),
+    );
     const error = await failure(reader().read('acct_7', WINDOW));
     expect(error).toBeInstanceOf(IncompleteEventsError);
     expect((error as IncompleteEventsError).exitCode).toBe(1);
-    expect(error.message).toContain('events of account acct_7 created in [2026-03-09T23:46:41.000Z, 2026-03-10T00:46:40.000Z)');
+    expect(error.message).toContain(
+      'events of account acct_7 created in [2026-03-09T23:46:41.000Z, 2026-03-10T00:46:40.000Z)',
+    );
     expect(error.message).toContain(`gave up after ${POLICY.maxAttempts} attempts`);
   });
 
@@ -175,7 +264,13 @@ describe('reading events through the SDK', () => {
   });
 
   it('fails when the cursor does not advance: the next page repeats an event', async () => {
-    const page = list([event('evt_b', AFTER + 20, 'charge.succeeded', charge('ch_b')), event('evt_a', AFTER + 10, 'charge.succeeded', charge('ch_a'))], true);
+    const page = list(
+      [
+        event('evt_b', AFTER + 20, 'charge.succeeded', charge('ch_b')),
+        event('evt_a', AFTER + 10, 'charge.succeeded', charge('ch_a')),
+      ],
+      true,
+    );
     events([200, page], [200, page]);
     const error = await failure(reader().read(null, WINDOW));
     expect(error).toBeInstanceOf(IncompleteEventsError);
@@ -184,11 +279,27 @@ describe('reading events through the SDK', () => {
   });
 
   it.each([
-    ['a type not asked for', event('evt_x', AFTER + 5, 'customer.created', { id: 'cus_1', object: 'customer' }), 'type customer.created was not asked for'],
-    ['a time outside the range', event('evt_x', AFTER, 'charge.succeeded', charge('ch_1')), `created ${AFTER} is outside the range`],
-    ['another account', event('evt_x', AFTER + 5, 'charge.succeeded', charge('ch_1'), { account: 'acct_other' }), 'belongs to acct_other'],
+    [
+      'a type not asked for',
+      event('evt_x', AFTER + 5, 'customer.created', { id: 'cus_1', object: 'customer' }),
+      'type customer.created was not asked for',
+    ],
+    [
+      'a time outside the range',
+      event('evt_x', AFTER, 'charge.succeeded', charge('ch_1')),
+      `created ${AFTER} is outside the range`,
+    ],
+    [
+      'another account',
+      event('evt_x', AFTER + 5, 'charge.succeeded', charge('ch_1'), { account: 'acct_other' }),
+      'belongs to acct_other',
+    ],
     ['no id', { ...event('evt_x', AFTER + 5, 'charge.succeeded', charge('ch_1')), id: 7 }, 'missing or unusable id'],
-    ['no data.object', { ...event('evt_x', AFTER + 5, 'charge.succeeded', charge('ch_1')), data: null }, 'data.object is not an object'],
+    [
+      'no data.object',
+      { ...event('evt_x', AFTER + 5, 'charge.succeeded', charge('ch_1')), data: null },
+      'data.object is not an object',
+    ],
   ])('fails on an event that contradicts the request: %s', async (_name, body, message) => {
     events([200, list([body])]);
     const error = await failure(reader().read(null, WINDOW));
@@ -197,19 +308,37 @@ describe('reading events through the SDK', () => {
   });
 
   it('a charge event naming no charge is one lost pointer, reported apart; the rest of the listing is read', async () => {
-    events([200, list([event('evt_y', AFTER + 9, 'charge.succeeded', charge('ch_1')), event('evt_x', AFTER + 5, 'charge.refunded', { object: 'charge' })])]);
+    events([
+      200,
+      list([
+        event('evt_y', AFTER + 9, 'charge.succeeded', charge('ch_1')),
+        event('evt_x', AFTER + 5, 'charge.refunded', { object: 'charge' }),
+      ]),
+    ]);
     const listing = await reader().read(null, WINDOW);
     expect(listing.events.map((e) => e.id)).toEqual(['evt_y']);
     expect(listing.malformed).toEqual([{ id: 'evt_x', problem: expect.stringContaining('names no charge') }]);
   });
 
   it('fails on events out of order (newest first is what makes the cursor safe)', async () => {
-    events([200, list([event('evt_a', AFTER + 10, 'charge.succeeded', charge('ch_a')), event('evt_b', AFTER + 20, 'charge.succeeded', charge('ch_b'))])]);
+    events([
+      200,
+      list([
+        event('evt_a', AFTER + 10, 'charge.succeeded', charge('ch_a')),
+        event('evt_b', AFTER + 20, 'charge.succeeded', charge('ch_b')),
+      ]),
+    ]);
     expect((await failure(reader().read(null, WINDOW))).message).toContain('events out of order');
   });
 
   it('403: names the Events read permission (exit 64); 401: the key is invalid (exit 64)', async () => {
-    events([403, errorBody('invalid_request_error', "The provided key 'rk_test_****1234' does not have the required permissions. Having the 'rak_event_read' permission would allow this request to continue.")]);
+    events([
+      403,
+      errorBody(
+        'invalid_request_error',
+        "The provided key 'rk_test_****1234' does not have the required permissions. Having the 'rak_event_read' permission would allow this request to continue.",
+      ),
+    ]);
     const forbidden = await failure(reader().read('acct_1', WINDOW));
     expect(forbidden).toBeInstanceOf(MissingEventsPermissionError);
     expect((forbidden as MissingEventsPermissionError).exitCode).toBe(64);
@@ -222,7 +351,9 @@ describe('reading events through the SDK', () => {
 
   it('refuses types[] it cannot send: more than 20, a wildcard, none', async () => {
     const r = reader();
-    await expect(r.read(null, WINDOW, { types: Array.from({ length: 21 }, (_, i) => `charge.t${i}`) })).rejects.toThrow(RangeError);
+    await expect(r.read(null, WINDOW, { types: Array.from({ length: 21 }, (_, i) => `charge.t${i}`) })).rejects.toThrow(
+      RangeError,
+    );
     await expect(r.read(null, WINDOW, { types: ['charge.dispute.*'] })).rejects.toThrow(/spell out charge.dispute.\*/);
     await expect(r.read(null, WINDOW, { types: [] })).rejects.toThrow(RangeError);
     await expect(r.read(null, { after: AFTER, before: AFTER - 1 })).rejects.toThrow(RangeError);
@@ -231,12 +362,17 @@ describe('reading events through the SDK', () => {
 });
 
 describe('re-reading charges by id', () => {
-  const retrieve = (id: string, status: number, body: unknown) => nock(STRIPE_ORIGIN).get(`/v1/charges/${id}`).reply(status, body as Json);
+  const retrieve = (id: string, status: number, body: unknown) =>
+    nock(STRIPE_ORIGIN)
+      .get(`/v1/charges/${id}`)
+      .reply(status, body as Json);
 
   it('answers raw charges and missing ones, once per id, in order; 429 retried', async () => {
     retrieve('ch_1', 200, charge('ch_1', { amount: 100 }));
     retrieve('ch_2', 404, errorBody('invalid_request_error', "No such charge: 'ch_2'", 'resource_missing'));
-    nock(STRIPE_ORIGIN).get('/v1/charges/ch_3').reply(429, errorBody('rate_limit_error', 'Too many requests.', 'rate_limit'), { 'Stripe-Should-Retry': 'true' });
+    nock(STRIPE_ORIGIN)
+      .get('/v1/charges/ch_3')
+      .reply(429, errorBody('rate_limit_error', 'Too many requests.', 'rate_limit'), { 'Stripe-Should-Retry': 'true' });
     retrieve('ch_3', 200, charge('ch_3'));
     const r = reader();
     const answers = await r.retrieveCharges('acct_1', ['ch_1', 'ch_2', 'ch_1', 'ch_3']);
@@ -249,12 +385,15 @@ describe('re-reading charges by id', () => {
   });
 
   it('fails the whole re-read when one charge cannot be read, or the answer is another charge', async () => {
-    for (let i = 0; i < POLICY.maxAttempts; i += 1) retrieve('ch_1', 500, errorBody('api_error', 'An unknown error occurred.'));
+    for (let i = 0; i < POLICY.maxAttempts; i += 1)
+      retrieve('ch_1', 500, errorBody('api_error', 'An unknown error occurred.'));
     const error = await failure(reader().retrieveCharges(null, ['ch_1']));
     expect(error).toBeInstanceOf(ChargeRetrievalError);
     expect(error.message).toContain('charge ch_1 of the platform account could not be re-read');
     retrieve('ch_9', 200, charge('ch_8'));
-    expect((await failure(reader().retrieveCharges(null, ['ch_9']))).message).toContain('the answer is not that charge');
+    expect((await failure(reader().retrieveCharges(null, ['ch_9']))).message).toContain(
+      'the answer is not that charge',
+    );
     // A 404 that is not resource_missing (an unknown URL) is not "missing".
     retrieve('ch_5', 404, errorBody('invalid_request_error', 'Unrecognized request URL'));
     expect(await failure(reader().retrieveCharges(null, ['ch_5']))).toBeInstanceOf(ChargeRetrievalError);

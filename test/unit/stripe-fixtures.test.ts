@@ -7,7 +7,9 @@ const NOW = 1_796_083_200;
 
 describe('a full Stripe charge object', () => {
   it('normalises: expanded payment_intent, upper-level fields ignored, metadata read by name', async () => {
-    const raw = JSON.parse(await readFile(new URL('../../fixtures/stripe/charge-partially-refunded-disputed.json', import.meta.url), 'utf8'));
+    const raw = JSON.parse(
+      await readFile(new URL('../../fixtures/stripe/charge-partially-refunded-disputed.json', import.meta.url), 'utf8'),
+    );
     expect(normalizeCharge(raw, 'acct_1Fixture', DEFAULT_METADATA_KEYS, NOW)).toEqual({
       ok: true,
       charge: {

@@ -71,7 +71,10 @@ function dataset(seed: number, parts: Array<{ n: number; from: number; to: numbe
   const out: RawCharge[] = [];
   for (const part of parts) {
     for (let i = 0; i < part.n; i += 1) {
-      out.push({ id: `ch_${seed}_${out.length}_${Math.floor(next() * 1e9)}`, created: at(part.from + Math.floor(next() * (part.to - part.from))) });
+      out.push({
+        id: `ch_${seed}_${out.length}_${Math.floor(next() * 1e9)}`,
+        created: at(part.from + Math.floor(next() * (part.to - part.from))),
+      });
     }
   }
   return out;
@@ -88,14 +91,30 @@ async function collect(listing: AsyncIterable<ChargeBatch>) {
 }
 
 const expectedIds = (charges: RawCharge[], from: number, to: number) =>
-  charges.filter((c) => c.created >= at(from) && c.created < at(to)).map((c) => c.id).sort();
+  charges
+    .filter((c) => c.created >= at(from) && c.created < at(to))
+    .map((c) => c.id)
+    .sort();
 
 describe('listChargeWindow against an in-memory list', () => {
   const cases = [
     { name: 'uniform', parts: [{ n: 5_000, from: 0, to: 86_400 }] },
-    { name: 'a burst of 1,000 in one second amid sparse charges', parts: [{ n: 300, from: 0, to: 86_400 }, { n: 1_000, from: 40_000, to: 40_001 }] },
+    {
+      name: 'a burst of 1,000 in one second amid sparse charges',
+      parts: [
+        { n: 300, from: 0, to: 86_400 },
+        { n: 1_000, from: 40_000, to: 40_001 },
+      ],
+    },
     { name: 'everything in one second', parts: [{ n: 777, from: 5, to: 6 }] },
-    { name: 'several bursts at the edges', parts: [{ n: 250, from: 0, to: 1 }, { n: 250, from: 86_399, to: 86_400 }, { n: 101, from: 100, to: 101 }] },
+    {
+      name: 'several bursts at the edges',
+      parts: [
+        { n: 250, from: 0, to: 1 },
+        { n: 250, from: 86_399, to: 86_400 },
+        { n: 101, from: 100, to: 101 },
+      ],
+    },
     { name: 'a few charges', parts: [{ n: 7, from: 0, to: 86_400 }] },
   ];
   for (const { name, parts } of cases) {
@@ -108,7 +127,9 @@ describe('listChargeWindow against an in-memory list', () => {
       it(`lists exactly the window (${name}; concurrency ${concurrency}, pages of ${limit})`, async () => {
         const charges = dataset(concurrency * 31 + limit, parts);
         const stripe = memoryStripe(charges);
-        const { ids } = await collect(listChargeWindow(stripe.fetchPage, null, span(0, 86_400), { concurrency, limit }));
+        const { ids } = await collect(
+          listChargeWindow(stripe.fetchPage, null, span(0, 86_400), { concurrency, limit }),
+        );
         expect(ids.length).toBe(new Set(ids).size); // no duplicates
         expect(ids.sort()).toEqual(expectedIds(charges, 0, 86_400)); // no loss
         expect(stripe.maxInFlight()).toBeLessThanOrEqual(concurrency);
@@ -149,7 +170,9 @@ describe('listChargeWindow against an in-memory list', () => {
     const stripe = memoryStripe([]);
     expect((await collect(listChargeWindow(stripe.fetchPage, null, span(100, 100)))).ids).toEqual([]);
     expect(stripe.queries).toHaveLength(0);
-    await expect(collect(listChargeWindow(stripe.fetchPage, null, span(200, 100)))).rejects.toThrow(/ends before it starts/);
+    await expect(collect(listChargeWindow(stripe.fetchPage, null, span(200, 100)))).rejects.toThrow(
+      /ends before it starts/,
+    );
   });
 
   it('reports malformed charges and keeps paging past them', async () => {
@@ -158,7 +181,12 @@ describe('listChargeWindow against an in-memory list', () => {
     const stripe = memoryStripe(charges);
     const fetchPage: FetchChargePage = async (query, signal) => {
       const page = await stripe.fetchPage(query, signal);
-      return { ...page, data: page.data.map((c) => ((c as RawCharge).id === broken.id ? { id: broken.id, created: broken.created } : c)) };
+      return {
+        ...page,
+        data: page.data.map((c) =>
+          (c as RawCharge).id === broken.id ? { id: broken.id, created: broken.created } : c,
+        ),
+      };
     };
     const { ids, malformed } = await collect(listChargeWindow(fetchPage, null, span(0, 1_000), { limit: 10 }));
     expect(malformed).toEqual([`${broken.id}: missing amount, missing currency, missing status`]);
@@ -204,7 +232,9 @@ describe('listChargeWindow against an in-memory list', () => {
 
   it('fails rather than loop when Stripe says has_more with an empty page', async () => {
     const fetchPage: FetchChargePage = async () => ({ data: [], hasMore: true });
-    await expect(collect(listChargeWindow(fetchPage, null, span(0, 10)))).rejects.toThrow(/has_more with an empty page/);
+    await expect(collect(listChargeWindow(fetchPage, null, span(0, 10)))).rejects.toThrow(
+      /has_more with an empty page/,
+    );
   });
 
   it('stops asking when the consumer stops reading', async () => {
@@ -251,13 +281,19 @@ describe('a broken listing never counts as a clean window', () => {
     ['has_more missing', { data: [good('ch_1')] }, /has_more is missing, not a boolean/],
     ['has_more a string', { data: [good('ch_1')], hasMore: 'false' }, /has_more is a string, not a boolean/],
     ['no page at all', null, /the page is not an object \(null\)/],
-    ['more charges than asked for', { data: Array.from({ length: 101 }, (_, i) => good(`ch_${i}`)), hasMore: false }, /holds 101 charges, more than the 100/],
+    [
+      'more charges than asked for',
+      { data: Array.from({ length: 101 }, (_, i) => good(`ch_${i}`)), hasMore: false },
+      /holds 101 charges, more than the 100/,
+    ],
   ])('%s → IncompleteWindowError naming the window and the problem', async (_name, page, problem) => {
     const fetchPage = (async () => page) as unknown as FetchChargePage;
     const { ids, error } = await outcome(listChargeWindow(fetchPage, 'acct_1', span(0, 100)));
     expect(error).toBeInstanceOf(IncompleteWindowError);
     expect((error as Error).message).toMatch(problem);
-    expect((error as Error).message).toContain('account acct_1 in [2026-01-01T00:00:00.000Z, 2026-01-01T00:01:40.000Z)');
+    expect((error as Error).message).toContain(
+      'account acct_1 in [2026-01-01T00:00:00.000Z, 2026-01-01T00:01:40.000Z)',
+    );
     expect(ids).toEqual([]);
   });
 
@@ -301,11 +337,16 @@ describe('a broken listing never counts as a clean window', () => {
 
   it('a charge dated outside the range asked for is reported as malformed, and the rest is listed', async () => {
     const counters = new StripeListCounters();
-    const fetchPage: FetchChargePage = async () => ({ data: [good('ch_in', at(50)), good('ch_out', at(5_000)), { created: at(10) }], hasMore: false });
+    const fetchPage: FetchChargePage = async () => ({
+      data: [good('ch_in', at(50)), good('ch_out', at(5_000)), { created: at(10) }],
+      hasMore: false,
+    });
     const { ids, malformed } = await collect(listChargeWindow(fetchPage, null, span(0, 100), { counters }));
     expect(ids).toEqual(['ch_in']);
     expect(malformed).toEqual([
-      expect.stringMatching(/^ch_out: created \d+ is outside the range listed, \[2026-01-01T00:00:00\.000Z, 2026-01-01T00:01:40\.000Z\)$/),
+      expect.stringMatching(
+        /^ch_out: created \d+ is outside the range listed, \[2026-01-01T00:00:00\.000Z, 2026-01-01T00:01:40\.000Z\)$/,
+      ),
       'null: missing id, missing amount, missing currency, missing status',
     ]);
     expect(counters.snapshot()).toMatchObject({ pages: 1, charges: 1, malformed: 2, unnamed: 1 });

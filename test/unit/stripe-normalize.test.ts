@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_METADATA_KEYS, normalizeCharge, pageCursorOf, type MetadataKeys } from '../../src/providers/stripe/normalize.js';
+import {
+  DEFAULT_METADATA_KEYS,
+  normalizeCharge,
+  pageCursorOf,
+  type MetadataKeys,
+} from '../../src/providers/stripe/normalize.js';
 
 /** 2026-03-10T12:00:00Z, the charge's own time; "now" is an hour later. */
 const CREATED = 1_773_144_000;
@@ -67,22 +72,36 @@ describe('normalizeCharge', () => {
   });
 
   it('uses the configured metadata names', () => {
-    const result = normalize(charge({ metadata: { t: 'tenant-b', k: 'key-b' } }), null, { tenantId: 't', idempotencyKey: 'k' });
+    const result = normalize(charge({ metadata: { t: 'tenant-b', k: 'key-b' } }), null, {
+      tenantId: 't',
+      idempotencyKey: 'k',
+    });
     expect(result.ok && [result.charge.tenantId, result.charge.idempotencyKey]).toEqual(['tenant-b', 'key-b']);
   });
 
   it('gives null attribution when metadata is absent or empty, and never reads inherited names', () => {
     const none = normalize(charge({ metadata: undefined, payment_intent: null }));
-    expect(none.ok && [none.charge.tenantId, none.charge.idempotencyKey, none.charge.paymentIntent]).toEqual([null, null, null]);
+    expect(none.ok && [none.charge.tenantId, none.charge.idempotencyKey, none.charge.paymentIntent]).toEqual([
+      null,
+      null,
+      null,
+    ]);
     const empty = normalize(charge({ metadata: { tenant_id: '' } }));
     expect(empty.ok && empty.charge.tenantId).toBeNull();
-    const inherited = normalize(charge({ metadata: {} }), null, { tenantId: '__proto__', idempotencyKey: 'constructor' });
+    const inherited = normalize(charge({ metadata: {} }), null, {
+      tenantId: '__proto__',
+      idempotencyKey: 'constructor',
+    });
     expect(inherited.ok && [inherited.charge.tenantId, inherited.charge.idempotencyKey]).toEqual([null, null]);
   });
 
   it('fills fields older API versions lack', () => {
     const result = normalize(charge({ amount_captured: undefined, amount_refunded: undefined, livemode: undefined }));
-    expect(result.ok && [result.charge.amountCaptured, result.charge.amountRefunded, result.charge.livemode]).toEqual([1999, 0, false]);
+    expect(result.ok && [result.charge.amountCaptured, result.charge.amountRefunded, result.charge.livemode]).toEqual([
+      1999,
+      0,
+      false,
+    ]);
   });
 
   it.each([
@@ -109,28 +128,67 @@ describe('normalizeCharge', () => {
       malformed: {
         id: 'ch_2',
         account: null,
-        problem: 'created is not a whole number of seconds ("yesterday"), missing amount, missing currency, unknown status "refunded"',
+        problem:
+          'created is not a whole number of seconds ("yesterday"), missing amount, missing currency, unknown status "refunded"',
       },
     });
   });
 
   it('reports something that is not an object', () => {
-    expect(normalize(null)).toEqual({ ok: false, malformed: { id: null, account: null, problem: 'not an object (null)' } });
-    expect(normalize([charge()])).toEqual({ ok: false, malformed: { id: null, account: null, problem: 'not an object (an array)' } });
+    expect(normalize(null)).toEqual({
+      ok: false,
+      malformed: { id: null, account: null, problem: 'not an object (null)' },
+    });
+    expect(normalize([charge()])).toEqual({
+      ok: false,
+      malformed: { id: null, account: null, problem: 'not an object (an array)' },
+    });
   });
 });
 
 describe('normalizeCharge refuses what the mirror would refuse, naming the charge and why', () => {
   it.each<[string, Record<string, unknown>, RegExp]>([
-    ['a NUL in the tenant', { metadata: { tenant_id: 'acme\u0000', idempotency_key: 'k' } }, /metadata\[tenant_id\] is not 1-255 printable ASCII characters without spaces/],
-    ['a NUL in the key', { metadata: { tenant_id: 'acme', idempotency_key: 'order\u00001' } }, /metadata\[idempotency_key\] is not 1-255 printable ASCII/],
-    ['an ANSI escape in the key', { metadata: { tenant_id: 'acme', idempotency_key: '\u001b[31mred' } }, /metadata\[idempotency_key\]/],
+    [
+      'a NUL in the tenant',
+      { metadata: { tenant_id: 'acme\u0000', idempotency_key: 'k' } },
+      /metadata\[tenant_id\] is not 1-255 printable ASCII characters without spaces/,
+    ],
+    [
+      'a NUL in the key',
+      { metadata: { tenant_id: 'acme', idempotency_key: 'order\u00001' } },
+      /metadata\[idempotency_key\] is not 1-255 printable ASCII/,
+    ],
+    [
+      'an ANSI escape in the key',
+      { metadata: { tenant_id: 'acme', idempotency_key: '\u001b[31mred' } },
+      /metadata\[idempotency_key\]/,
+    ],
     ['a tenant with a space', { metadata: { tenant_id: 'ac me', idempotency_key: 'k' } }, /metadata\[tenant_id\]/],
-    ['a tenant of 256 characters', { metadata: { tenant_id: 't'.repeat(256), idempotency_key: 'k' } }, /metadata\[tenant_id\]/],
-    ['a key of 256 characters', { metadata: { tenant_id: 't', idempotency_key: 'k'.repeat(256) } }, /metadata\[idempotency_key\]/],
-    ['a tenant that is not text', { metadata: { tenant_id: 42, idempotency_key: 'k' } }, /metadata\[tenant_id\] is not a string \(number\)/],
-    ['metadata that is not an object', { metadata: 'tenant=acme' }, /metadata is not an object \(a string of 11 characters\)/],
-    ['a lone surrogate in the key', { metadata: { tenant_id: 't', idempotency_key: 'k\ud800' } }, /metadata\[idempotency_key\]/],
+    [
+      'a tenant of 256 characters',
+      { metadata: { tenant_id: 't'.repeat(256), idempotency_key: 'k' } },
+      /metadata\[tenant_id\]/,
+    ],
+    [
+      'a key of 256 characters',
+      { metadata: { tenant_id: 't', idempotency_key: 'k'.repeat(256) } },
+      /metadata\[idempotency_key\]/,
+    ],
+    [
+      'a tenant that is not text',
+      { metadata: { tenant_id: 42, idempotency_key: 'k' } },
+      /metadata\[tenant_id\] is not a string \(number\)/,
+    ],
+    [
+      'metadata that is not an object',
+      { metadata: 'tenant=acme' },
+      /metadata is not an object \(a string of 11 characters\)/,
+    ],
+    [
+      'a lone surrogate in the key',
+      { metadata: { tenant_id: 't', idempotency_key: 'k\ud800' } },
+      /metadata\[idempotency_key\]/,
+    ],
     ['a negative amount', { amount: -500 }, /amount -500 is negative/],
     ['a fractional amount', { amount: 19.99 }, /amount is not a whole number of minor units \(19\.99\)/],
     ['an amount beyond 2^53', { amount: 2 ** 60 }, /amount is not a whole number/],
@@ -144,7 +202,11 @@ describe('normalizeCharge refuses what the mirror would refuse, naming the charg
     ['created 0', { created: 0 }, /created 0 is not after 1970/],
     ['created negative', { created: -86_400 }, /created -86400 is not after 1970/],
     ['created in milliseconds', { created: CREATED * 1000 }, /beyond the year 3000: milliseconds, not seconds/],
-    ['created a year ahead', { created: NOW + 365 * 86_400 }, /more than a day ahead of now \(2026-03-10T13:00:00\.000Z\)/],
+    [
+      'created a year ahead',
+      { created: NOW + 365 * 86_400 },
+      /more than a day ahead of now \(2026-03-10T13:00:00\.000Z\)/,
+    ],
     ['created before Stripe existed', { created: 1_000_000_000 }, /before Stripe existed/],
     ['an id with a NUL', { id: 'ch_\u00001' }, /id is not 1-255 printable ASCII characters without spaces/],
     ['an id that is a number', { id: 12 }, /id is not a string \(number\)/],
@@ -164,9 +226,16 @@ describe('normalizeCharge refuses what the mirror would refuse, naming the charg
   });
 
   it('accepts the edges of every range', () => {
-    const edges = normalize(charge({ amount: 0, amount_captured: 0, amount_refunded: 0, created: NOW + 86_400, currency: 'EUR' }));
+    const edges = normalize(
+      charge({ amount: 0, amount_captured: 0, amount_refunded: 0, created: NOW + 86_400, currency: 'EUR' }),
+    );
     expect(edges.ok).toBe(true);
-    const full = normalize(charge({ amount_refunded: 1999, metadata: { tenant_id: 't'.repeat(255), idempotency_key: ' ~'.repeat(127) + 'k' } }));
+    const full = normalize(
+      charge({
+        amount_refunded: 1999,
+        metadata: { tenant_id: 't'.repeat(255), idempotency_key: ' ~'.repeat(127) + 'k' },
+      }),
+    );
     expect(full.ok).toBe(true);
   });
 

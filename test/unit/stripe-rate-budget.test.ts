@@ -28,7 +28,9 @@ describe('RateBudget (token bucket)', () => {
   it('lets a burst through at once, then paces', () => {
     const time = fakeTime();
     const budget = new RateBudget({ ratePerSecond: 10, burst: 3, clock: time.clock, sleep: time.sleep });
-    expect([budget.reserve(), budget.reserve(), budget.reserve(), budget.reserve(), budget.reserve()]).toEqual([0, 0, 0, 100, 200]);
+    expect([budget.reserve(), budget.reserve(), budget.reserve(), budget.reserve(), budget.reserve()]).toEqual([
+      0, 0, 0, 100, 200,
+    ]);
   });
 
   it('refills with time but never beyond the burst', () => {

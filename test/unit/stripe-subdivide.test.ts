@@ -10,7 +10,13 @@ const full = (newest: number, oldest: number, id = 'ch_last', count = 100): Page
 
 describe('planNext', () => {
   it('ends a sub-window when Stripe says there is no more', () => {
-    expect(planNext({ gte: 0, lt: 100 }, { hasMore: false, count: 3, newestCreated: 9, last: { id: 'a', created: 1 } }, { wantMore: true, limit: 100 })).toEqual({
+    expect(
+      planNext(
+        { gte: 0, lt: 100 },
+        { hasMore: false, count: 3, newestCreated: 9, last: { id: 'a', created: 1 } },
+        { wantMore: true, limit: 100 },
+      ),
+    ).toEqual({
       ok: true,
       tasks: [],
       split: false,
@@ -60,9 +66,18 @@ describe('planNext', () => {
   });
 
   it('refuses to go on without a cursor', () => {
-    expect(planNext({ gte: 0, lt: 100 }, { hasMore: true, count: 0, newestCreated: null, last: null }, { wantMore: true, limit: 100 }).ok).toBe(false);
+    expect(
+      planNext(
+        { gte: 0, lt: 100 },
+        { hasMore: true, count: 0, newestCreated: null, last: null },
+        { wantMore: true, limit: 100 },
+      ).ok,
+    ).toBe(false);
     const noId: PageOutline = { hasMore: true, count: 1, newestCreated: 5, last: { id: null, created: 5 } };
-    expect(planNext({ gte: 0, lt: 100 }, noId, { wantMore: true, limit: 100 })).toMatchObject({ ok: false, problem: expect.stringContaining('no id') });
+    expect(planNext({ gte: 0, lt: 100 }, noId, { wantMore: true, limit: 100 })).toMatchObject({
+      ok: false,
+      problem: expect.stringContaining('no id'),
+    });
   });
 });
 

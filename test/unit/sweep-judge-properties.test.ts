@@ -61,10 +61,19 @@ const identityArb: fc.Arbitrary<IdentityFacts> = fc
     ),
     claimElsewhere: fc.boolean(),
     tenantKnown: fc.boolean(),
-    charges: fc.integer({ min: 0, max: 4 }).chain((n) => fc.tuple(...Array.from({ length: n }, (_, i) => chargeArb(i)))),
-    effectFor: fc.array(fc.record({ index: fc.integer({ min: 0, max: 5 }), amountDelta: fc.constantFrom(0, 0, 0, 7), status: fc.constantFrom('as', 'failed', 'succeeded') }), {
-      maxLength: 3,
-    }),
+    charges: fc
+      .integer({ min: 0, max: 4 })
+      .chain((n) => fc.tuple(...Array.from({ length: n }, (_, i) => chargeArb(i)))),
+    effectFor: fc.array(
+      fc.record({
+        index: fc.integer({ min: 0, max: 5 }),
+        amountDelta: fc.constantFrom(0, 0, 0, 7),
+        status: fc.constantFrom('as', 'failed', 'succeeded'),
+      }),
+      {
+        maxLength: 3,
+      },
+    ),
   })
   .map((r) => {
     const claim: ClaimFact | null = r.claim
@@ -74,11 +83,17 @@ const identityArb: fc.Arbitrary<IdentityFacts> = fc
           accountId: r.claim.accountId,
           status: r.claim.status as ClaimFact['status'],
           attempt: 1,
-          lockedUntil: r.claim.status === 'in_flight' ? (r.claim.live ? new Date(NOW.getTime() + MIN) : ago(r.claim.createdMinutes - 2)) : null,
+          lockedUntil:
+            r.claim.status === 'in_flight'
+              ? r.claim.live
+                ? new Date(NOW.getTime() + MIN)
+                : ago(r.claim.createdMinutes - 2)
+              : null,
           createdAt: ago(r.claim.createdMinutes),
           updatedAt: ago(r.claim.createdMinutes),
           responseStatus: r.claim.status === 'completed' ? r.claim.responseStatus : null,
-          responseOutcome: r.claim.status === 'completed' ? (r.claim.responseOutcome as ClaimFact['responseOutcome']) : null,
+          responseOutcome:
+            r.claim.status === 'completed' ? (r.claim.responseOutcome as ClaimFact['responseOutcome']) : null,
           responseChargeId: r.claim.responseChargeId,
           amount: r.claim.amount,
           currency: r.claim.amount === null ? null : r.claim.currency,
@@ -115,7 +130,8 @@ const identityArb: fc.Arbitrary<IdentityFacts> = fc
       tenantId: 't',
       key: 'k',
       claim: onAccount,
-      claimAccount: claim && !onAccount ? (claim.accountId ?? 'platform') : r.claimElsewhere && !claim ? 'acct_1Z' : null,
+      claimAccount:
+        claim && !onAccount ? (claim.accountId ?? 'platform') : r.claimElsewhere && !claim ? 'acct_1Z' : null,
       tenantKnown: r.tenantKnown || effects.length > 0 || onAccount !== null,
       charges,
       effects,
@@ -128,7 +144,10 @@ const earlier = (a: ChargeFact, b: ChargeFact) => a.created < b.created || (+a.c
 
 function check(i: IdentityFacts, j: Judgement): void {
   const here = i.charges.filter((c) => c.account === i.account);
-  const request = i.claim && i.claim.amount !== null && i.claim.currency !== null ? { amount: i.claim.amount, currency: i.claim.currency } : null;
+  const request =
+    i.claim && i.claim.amount !== null && i.claim.currency !== null
+      ? { amount: i.claim.amount, currency: i.claim.currency }
+      : null;
   const matches = (c: ChargeFact) => !request || (c.amount === request.amount && c.currency === request.currency);
   if (j.deferred.length > 0) {
     expect(j.findings).toEqual([]);
@@ -144,7 +163,10 @@ function check(i: IdentityFacts, j: Judgement): void {
     f.covers.charges.forEach((id) => put(`charge ${id}`));
     f.covers.claims.forEach((id) => put(`claim ${id}`));
   }
-  expect([...homes].filter(([, n]) => n > 1), 'two homes').toEqual([]);
+  expect(
+    [...homes].filter(([, n]) => n > 1),
+    'two homes',
+  ).toEqual([]);
   for (const c of here) expect(homes.has(`charge ${c.id}`), `${c.id} has no home`).toBe(true);
   if (i.claim) expect(homes.has('claim t\u241fk'), 'the claim has no home').toBe(true);
 
@@ -170,9 +192,17 @@ function check(i: IdentityFacts, j: Judgement): void {
       case 'refund_duplicates': {
         expect(r.refund.map((c) => c.id)).not.toContain(r.keep.id);
         expect(matches(r.keep)).toBe(true);
-        expect(here.filter((c) => live(c) && matches(c) && earlier(c, r.keep)), 'a live matching charge earlier than the kept one').toEqual([]);
+        expect(
+          here.filter((c) => live(c) && matches(c) && earlier(c, r.keep)),
+          'a live matching charge earlier than the kept one',
+        ).toEqual([]);
         for (const x of r.refund) {
-          expect([x.amount, x.currency, x.customer, x.paymentMethod]).toEqual([r.keep.amount, r.keep.currency, r.keep.customer, r.keep.paymentMethod]);
+          expect([x.amount, x.currency, x.customer, x.paymentMethod]).toEqual([
+            r.keep.amount,
+            r.keep.currency,
+            r.keep.customer,
+            r.keep.paymentMethod,
+          ]);
           expect(x.disputed || x.amountRefunded > 0 || x.status !== 'succeeded').toBe(false);
         }
         break;

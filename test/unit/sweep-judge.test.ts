@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { judgeSlice, NOTHING_VERIFIED, identityKey, type JudgeContext, type Judgement } from '../../src/sweep/judge/index.js';
+import {
+  judgeSlice,
+  NOTHING_VERIFIED,
+  identityKey,
+  type JudgeContext,
+  type Judgement,
+} from '../../src/sweep/judge/index.js';
 import type { ChargeFact, ClaimFact, EffectFact, IdentityFacts } from '../../src/sweep/facts.js';
 
 /**
@@ -44,7 +50,14 @@ function claim(over: Partial<ClaimFact> = {}): ClaimFact {
   };
 }
 const inFlight = (over: Partial<ClaimFact> = {}) =>
-  claim({ status: 'in_flight', lockedUntil: minutesAgo(58), responseStatus: null, responseOutcome: null, responseChargeId: null, ...over });
+  claim({
+    status: 'in_flight',
+    lockedUntil: minutesAgo(58),
+    responseStatus: null,
+    responseOutcome: null,
+    responseChargeId: null,
+    ...over,
+  });
 function charge(over: Partial<ChargeFact> = {}): ChargeFact {
   return {
     id: 'ch_1',
@@ -104,7 +117,10 @@ const categories = (j: Judgement) => j.findings.map((f) => [f.category, f.repair
 
 describe('a payment row against its own charge', () => {
   it('agreeing → matched', () => {
-    expect(judge([identity({ claim: claim(), charges: [charge()], effects: [effect()] })])).toMatchObject({ findings: [], matched: ['ch_1'] });
+    expect(judge([identity({ claim: claim(), charges: [charge()], effects: [effect()] })])).toMatchObject({
+      findings: [],
+      matched: ['ch_1'],
+    });
   });
   it('no charge at Stripe → effect_without_charge, once Stripe itself says so', () => {
     const i = identity({ claim: claim(), effects: [effect()] });
@@ -114,23 +130,40 @@ describe('a payment row against its own charge', () => {
     expect(only(i)).toMatchObject({ category: 'effect_without_charge', subject: 'ch_1', repair: null });
   });
   it('a failed row without a charge recorded no money: nothing to say', () => {
-    expect(judge([identity({ claim: claim({ responseOutcome: 'declined', responseStatus: 402 }), effects: [effect({ status: 'failed' })] })]).findings).toEqual([]);
+    expect(
+      judge([
+        identity({
+          claim: claim({ responseOutcome: 'declined', responseStatus: 402 }),
+          effects: [effect({ status: 'failed' })],
+        }),
+      ]).findings,
+    ).toEqual([]);
   });
   it('amount or currency differ → amount_mismatch, nothing repaired', () => {
-    expect(only(identity({ claim: claim(), charges: [charge({ amount: 999 })], effects: [effect({ amount: 999 - 1 })] }))).toMatchObject({
+    expect(
+      only(identity({ claim: claim(), charges: [charge({ amount: 999 })], effects: [effect({ amount: 999 - 1 })] })),
+    ).toMatchObject({
       category: 'amount_mismatch',
       repair: null,
     });
-    expect(only(identity({ claim: claim({ currency: 'eur' }), charges: [charge({ currency: 'eur' })], effects: [effect()] }))).toMatchObject({
+    expect(
+      only(
+        identity({ claim: claim({ currency: 'eur' }), charges: [charge({ currency: 'eur' })], effects: [effect()] }),
+      ),
+    ).toMatchObject({
       category: 'amount_mismatch',
     });
   });
   it('refunded, disputed or another status at Stripe → status_drift, the row updated from Stripe', () => {
-    expect(only(identity({ claim: claim(), charges: [charge({ amountRefunded: 400 })], effects: [effect()] }))).toMatchObject({
+    expect(
+      only(identity({ claim: claim(), charges: [charge({ amountRefunded: 400 })], effects: [effect()] })),
+    ).toMatchObject({
       category: 'status_drift',
       repair: { kind: 'update_effect' },
     });
-    expect(only(identity({ claim: claim(), charges: [charge({ disputed: true })], effects: [effect()] }))).toMatchObject({ category: 'status_drift' });
+    expect(
+      only(identity({ claim: claim(), charges: [charge({ disputed: true })], effects: [effect()] })),
+    ).toMatchObject({ category: 'status_drift' });
   });
 });
 
@@ -145,20 +178,39 @@ describe('a key with its claim on this account', () => {
     }
   });
   it('a charge made before the claim is still its evidence (a dashboard charge, then a worker died): never released', () => {
-    const i = identity({ claim: inFlight({ createdAt: minutesAgo(3 * 24 * 60) }), charges: [charge({ created: minutesAgo(4 * 24 * 60) })] });
+    const i = identity({
+      claim: inFlight({ createdAt: minutesAgo(3 * 24 * 60) }),
+      charges: [charge({ created: minutesAgo(4 * 24 * 60) })],
+    });
     expect(only(i)).toMatchObject({ category: 'claim_without_effect', repair: { kind: 'complete_claim' } });
   });
   it('a payment row written before its claim is its evidence: matched, not repaired again', () => {
-    const i = identity({ claim: claim({ createdAt: minutesAgo(60) }), charges: [charge({ created: minutesAgo(90) })], effects: [effect({ createdAt: minutesAgo(90) })] });
+    const i = identity({
+      claim: claim({ createdAt: minutesAgo(60) }),
+      charges: [charge({ created: minutesAgo(90) })],
+      effects: [effect({ createdAt: minutesAgo(90) })],
+    });
     expect(judge([i])).toMatchObject({ findings: [], matched: ['ch_1'] });
   });
   it('evidence more than one retention before the claim belongs to an earlier use of the key', () => {
     const old = new Date(NOW.getTime() - 60 * 60_000 - 8 * DAY);
-    const i = identity({ claim: claim(), charges: [charge(), charge({ id: 'ch_old', created: old })], effects: [effect(), effect({ chargeId: 'ch_gone', createdAt: old })] });
+    const i = identity({
+      claim: claim(),
+      charges: [charge(), charge({ id: 'ch_old', created: old })],
+      effects: [effect(), effect({ chargeId: 'ch_gone', createdAt: old })],
+    });
     expect(judge([i])).toMatchObject({ findings: [], matched: ['ch_1'] });
   });
   it('a completed claim with another answer than success but a kept charge → completed from Stripe (claim_without_effect)', () => {
-    expect(only(identity({ claim: claim({ responseOutcome: 'pending_action', responseStatus: 202, responseChargeId: null }), charges: [charge()], effects: [effect()] }))).toMatchObject({
+    expect(
+      only(
+        identity({
+          claim: claim({ responseOutcome: 'pending_action', responseStatus: 202, responseChargeId: null }),
+          charges: [charge()],
+          effects: [effect()],
+        }),
+      ),
+    ).toMatchObject({
       category: 'claim_without_effect',
       repair: { kind: 'complete_claim', insertEffect: false },
     });
@@ -170,8 +222,12 @@ describe('a key with its claim on this account', () => {
   });
   it('a claim that records no request is completed only from the only charge naming the key', () => {
     const noRequest = inFlight({ amount: null, currency: null });
-    expect(only(identity({ claim: noRequest, charges: [charge()] }))).toMatchObject({ repair: { kind: 'complete_claim' } });
-    const two = judge([identity({ claim: noRequest, charges: [charge(), charge({ id: 'ch_2', amount: 70, created: minutesAgo(50) })] })]);
+    expect(only(identity({ claim: noRequest, charges: [charge()] }))).toMatchObject({
+      repair: { kind: 'complete_claim' },
+    });
+    const two = judge([
+      identity({ claim: noRequest, charges: [charge(), charge({ id: 'ch_2', amount: 70, created: minutesAgo(50) })] }),
+    ]);
     expect(categories(two)).toEqual([
       ['duplicate_charge', null],
       ['claim_without_effect', null],
@@ -185,7 +241,14 @@ describe('a key with its claim on this account', () => {
     });
   });
   it('a stored decline with its failed charge → matched', () => {
-    expect(judge([identity({ claim: claim({ responseStatus: 402, responseOutcome: 'declined' }), charges: [charge({ status: 'failed' })] })])).toMatchObject({
+    expect(
+      judge([
+        identity({
+          claim: claim({ responseStatus: 402, responseOutcome: 'declined' }),
+          charges: [charge({ status: 'failed' })],
+        }),
+      ]),
+    ).toMatchObject({
       findings: [],
       matched: ['ch_1'],
     });
@@ -193,21 +256,33 @@ describe('a key with its claim on this account', () => {
   it('no charge at all → stale_claim, released only after Stripe’s own search found nothing', () => {
     const i = identity({ claim: inFlight() });
     const before = judge([i], { verified: NOTHING_VERIFIED });
-    expect(before).toMatchObject({ findings: [], deferred: [SUBJECT], needs: { identities: [{ account: 'platform', tenantId: 'acme', key: 'k1' }] } });
+    expect(before).toMatchObject({
+      findings: [],
+      deferred: [SUBJECT],
+      needs: { identities: [{ account: 'platform', tenantId: 'acme', key: 'k1' }] },
+    });
     const verified = { chargeIds: new Set<string>(), identities: new Set([identityKey('platform', 'acme', 'k1')]) };
-    expect(only(i, { verified })).toMatchObject({ category: 'stale_claim', repair: { kind: 'release_claim', claim: { attempt: 1 } } });
+    expect(only(i, { verified })).toMatchObject({
+      category: 'stale_claim',
+      repair: { kind: 'release_claim', claim: { attempt: 1 } },
+    });
   });
   it("older than Stripe's 24 h idempotency window → stale_claim, never released (and no search needed)", () => {
     const f = only(identity({ claim: inFlight({ createdAt: minutesAgo(25 * 60) }) }), { verified: NOTHING_VERIFIED });
     expect(f).toMatchObject({ category: 'stale_claim', repair: null, reason: expect.stringMatching(/24 h/) });
   });
   it('a released claim with no charge needs nothing (the caller retries with the same downstream key)', () => {
-    expect(judge([identity({ claim: claim({ status: 'released', responseStatus: null, responseOutcome: null }) })]).findings).toEqual([]);
+    expect(
+      judge([identity({ claim: claim({ status: 'released', responseStatus: null, responseOutcome: null }) })]).findings,
+    ).toEqual([]);
   });
   it('a stored success with no charge and no payment → lost_effect, after Stripe’s search and a lookup of the named charge', () => {
     const i = identity({ claim: claim() });
     const before = judge([i], { verified: NOTHING_VERIFIED });
-    expect(before.needs).toEqual({ charges: [{ account: 'platform', id: 'ch_1' }], identities: [{ account: 'platform', tenantId: 'acme', key: 'k1' }] });
+    expect(before.needs).toEqual({
+      charges: [{ account: 'platform', id: 'ch_1' }],
+      identities: [{ account: 'platform', tenantId: 'acme', key: 'k1' }],
+    });
     expect(only(i)).toMatchObject({ category: 'lost_effect', repair: null });
   });
   it('success is read from the outcome, not from one status code: any 2xx naming a charge, for rows without one', () => {
@@ -217,7 +292,9 @@ describe('a key with its claim on this account', () => {
     expect(judge([identity({ claim: accepted })]).findings).toEqual([]);
   });
   it('a stored success whose only charge was declined → lost_effect (not matched)', () => {
-    expect(only(identity({ claim: claim(), charges: [charge({ status: 'failed' })] }))).toMatchObject({ category: 'lost_effect' });
+    expect(only(identity({ claim: claim(), charges: [charge({ status: 'failed' })] }))).toMatchObject({
+      category: 'lost_effect',
+    });
   });
   it('a stored success with a payment row Stripe has no charge for → effect_without_charge, which also accounts for the claim', () => {
     const f = only(identity({ claim: claim(), effects: [effect()] }));
@@ -230,14 +307,21 @@ describe('a key with its claim on this account', () => {
       repair: null,
       reason: expect.stringMatching(/recorded under account acct_1Other/),
     });
-    expect(only(identity({ charges: [charge({ recordedIn: 'acct_1Other' })] }))).toMatchObject({ category: 'orphan_charge', repair: null });
+    expect(only(identity({ charges: [charge({ recordedIn: 'acct_1Other' })] }))).toMatchObject({
+      category: 'orphan_charge',
+      repair: null,
+    });
   });
   it('a live lease is not judged at all, and says it deferred', () => {
-    const j = judge([identity({ claim: inFlight({ lockedUntil: new Date(NOW.getTime() + 1000) }), charges: [charge()] })]);
+    const j = judge([
+      identity({ claim: inFlight({ lockedUntil: new Date(NOW.getTime() + 1000) }), charges: [charge()] }),
+    ]);
     expect(j).toMatchObject({ findings: [], matched: [], deferred: [SUBJECT] });
   });
   it('a lease ending exactly now is judged', () => {
-    expect(judge([identity({ claim: inFlight({ lockedUntil: NOW }) })]).findings.map((f) => f.category)).toEqual(['stale_claim']);
+    expect(judge([identity({ claim: inFlight({ lockedUntil: NOW }) })]).findings.map((f) => f.category)).toEqual([
+      'stale_claim',
+    ]);
   });
 });
 
@@ -252,7 +336,10 @@ describe('duplicates', () => {
   });
   it('the kept charge is the earliest that matches the request, not the earliest', () => {
     const forged = charge({ id: 'ch_0', amount: 100, created: minutesAgo(90) });
-    const j = judge([identity({ claim: inFlight({ amount: 5000 }), charges: [forged, charge({ id: 'ch_real', amount: 5000 })] })], { refundDuplicates: true });
+    const j = judge(
+      [identity({ claim: inFlight({ amount: 5000 }), charges: [forged, charge({ id: 'ch_real', amount: 5000 })] })],
+      { refundDuplicates: true },
+    );
     expect(categories(j)).toEqual([
       ['duplicate_charge', null],
       ['claim_without_effect', 'complete_claim'],
@@ -261,19 +348,43 @@ describe('duplicates', () => {
     expect(j.findings[1]).toMatchObject({ repair: { charge: { id: 'ch_real' } } });
   });
   it('--refund-duplicates refunds only extras identical to the kept charge (amount, currency, customer, payment method)', () => {
-    const identical = judge([identity({ claim: claim(), charges: two(), effects: [effect()] })], { refundDuplicates: true });
-    expect(identical.findings[0]).toMatchObject({ repair: { kind: 'refund_duplicates', keep: { id: 'ch_1' }, refund: [{ id: 'ch_2' }] } });
-    for (const differs of [{ amount: 999 }, { currency: 'eur' }, { customer: 'cus_other' }, { paymentMethod: 'pm_other' }, { disputed: true }, { amountRefunded: 10 }]) {
-      const j = judge([identity({ claim: claim({ amount: null, currency: null }), charges: two(differs), effects: [effect()] })], { refundDuplicates: true });
-      expect(j.findings.find((f) => f.category === 'duplicate_charge')).toMatchObject({ repair: null, reason: expect.stringMatching(/differ/) });
+    const identical = judge([identity({ claim: claim(), charges: two(), effects: [effect()] })], {
+      refundDuplicates: true,
+    });
+    expect(identical.findings[0]).toMatchObject({
+      repair: { kind: 'refund_duplicates', keep: { id: 'ch_1' }, refund: [{ id: 'ch_2' }] },
+    });
+    for (const differs of [
+      { amount: 999 },
+      { currency: 'eur' },
+      { customer: 'cus_other' },
+      { paymentMethod: 'pm_other' },
+      { disputed: true },
+      { amountRefunded: 10 },
+    ]) {
+      const j = judge(
+        [identity({ claim: claim({ amount: null, currency: null }), charges: two(differs), effects: [effect()] })],
+        { refundDuplicates: true },
+      );
+      expect(j.findings.find((f) => f.category === 'duplicate_charge')).toMatchObject({
+        repair: null,
+        reason: expect.stringMatching(/differ/),
+      });
     }
   });
   it('no charge matching the request: nothing is kept, nothing refunded, a person decides', () => {
     const j = judge([identity({ claim: claim({ amount: 7 }), charges: two() })], { refundDuplicates: true });
-    expect(j.findings.find((f) => f.category === 'duplicate_charge')).toMatchObject({ repair: null, details: { kept: null } });
+    expect(j.findings.find((f) => f.category === 'duplicate_charge')).toMatchObject({
+      repair: null,
+      details: { kept: null },
+    });
   });
   it('an extra refunded in full settles the duplicate', () => {
-    expect(judge([identity({ claim: claim(), charges: two({ refunded: true, amountRefunded: 1000 }), effects: [effect()] })])).toMatchObject({
+    expect(
+      judge([
+        identity({ claim: claim(), charges: two({ refunded: true, amountRefunded: 1000 }), effects: [effect()] }),
+      ]),
+    ).toMatchObject({
       findings: [],
       matched: ['ch_1'],
     });
@@ -290,7 +401,9 @@ describe('a key without a claim on this account', () => {
   });
   it('an effect older than the retention window has no claim by design: not a finding', () => {
     const old = new Date(NOW.getTime() - 8 * DAY);
-    expect(judge([identity({ charges: [charge({ created: old })], effects: [effect({ createdAt: old })] })]).findings).toEqual([]);
+    expect(
+      judge([identity({ charges: [charge({ created: old })], effects: [effect({ createdAt: old })] })]).findings,
+    ).toEqual([]);
   });
   it('the only charge naming a known tenant’s key → orphan_charge: claim and payment created', () => {
     expect(only(identity({ charges: [charge()] }))).toMatchObject({
@@ -300,7 +413,9 @@ describe('a key without a claim on this account', () => {
   });
   it('an orphan older than the claim retention: payment recorded, claim not re-created', () => {
     const old = new Date(NOW.getTime() - 8 * DAY);
-    expect(only(identity({ charges: [charge({ created: old })] }))).toMatchObject({ repair: { withClaim: false, insertEffect: true } });
+    expect(only(identity({ charges: [charge({ created: old })] }))).toMatchObject({
+      repair: { withClaim: false, insertEffect: true },
+    });
   });
   it('two charges naming the key: duplicate_charge, and no claim is made from either', () => {
     const j = judge([identity({ charges: [charge(), charge({ id: 'ch_2', created: minutesAgo(30) })] })]);
@@ -310,14 +425,18 @@ describe('a key without a claim on this account', () => {
     ]);
   });
   it('metadata alone never creates a claim for a tenant with no claim and no payment on this account', () => {
-    expect(only(identity({ account: 'acct_1Third', tenantKnown: false, charges: [charge({ account: 'acct_1Third' })] }))).toMatchObject({
+    expect(
+      only(identity({ account: 'acct_1Third', tenantKnown: false, charges: [charge({ account: 'acct_1Third' })] })),
+    ).toMatchObject({
       category: 'unattributed_charge',
       repair: null,
       reason: expect.stringMatching(/no claim and no payment on account acct_1Third/),
     });
   });
   it('a charge naming a key whose claim is on another account → unattributed_charge; that claim is not touched', () => {
-    const j = judge([identity({ account: 'acct_1Third', claimAccount: 'platform', charges: [charge({ account: 'acct_1Third' })] })]);
+    const j = judge([
+      identity({ account: 'acct_1Third', claimAccount: 'platform', charges: [charge({ account: 'acct_1Third' })] }),
+    ]);
     expect(categories(j)).toEqual([['unattributed_charge', null]]);
     expect(j.findings[0]?.reason).toMatch(/claim of account platform/);
   });
@@ -330,7 +449,11 @@ describe('a key without a claim on this account', () => {
 describe('every object judged ends in exactly one place', () => {
   it('matched, a finding, or quiet: never two', () => {
     const j = judge([
-      identity({ claim: claim(), charges: [charge({ amountRefunded: 5 }), charge({ id: 'ch_2', created: minutesAgo(30) })], effects: [effect()] }),
+      identity({
+        claim: claim(),
+        charges: [charge({ amountRefunded: 5 }), charge({ id: 'ch_2', created: minutesAgo(30) })],
+        effects: [effect()],
+      }),
     ]);
     const homes = [...j.matched, ...j.quiet.charges, ...j.findings.flatMap((f) => f.covers.charges)];
     expect(homes.sort()).toEqual(['ch_1', 'ch_2']);

@@ -7,19 +7,37 @@ const H = 3_600_000;
 describe('scheduledWindow', () => {
   it('is [watermark − overlap, now − settle)', () => {
     expect(
-      scheduledWindow({ watermark: t('2026-11-01T10:00:00Z'), now: t('2026-11-01T12:00:00Z'), overlapMs: H / 4, settleMs: H / 2, firstRunLookbackMs: 24 * H }),
+      scheduledWindow({
+        watermark: t('2026-11-01T10:00:00Z'),
+        now: t('2026-11-01T12:00:00Z'),
+        overlapMs: H / 4,
+        settleMs: H / 2,
+        firstRunLookbackMs: 24 * H,
+      }),
     ).toEqual({ from: t('2026-11-01T09:45:00Z'), to: t('2026-11-01T11:30:00Z') });
   });
 
   it('starts a first run the lookback before now', () => {
     expect(
-      scheduledWindow({ watermark: null, now: t('2026-11-02T00:00:00Z'), overlapMs: 0, settleMs: H, firstRunLookbackMs: 24 * H }),
+      scheduledWindow({
+        watermark: null,
+        now: t('2026-11-02T00:00:00Z'),
+        overlapMs: 0,
+        settleMs: H,
+        firstRunLookbackMs: 24 * H,
+      }),
     ).toEqual({ from: t('2026-11-01T00:00:00Z'), to: t('2026-11-01T23:00:00Z') });
   });
 
   it('is empty when nothing has settled since the watermark', () => {
     expect(
-      scheduledWindow({ watermark: t('2026-11-01T11:50:00Z'), now: t('2026-11-01T12:00:00Z'), overlapMs: 0, settleMs: H, firstRunLookbackMs: H }),
+      scheduledWindow({
+        watermark: t('2026-11-01T11:50:00Z'),
+        now: t('2026-11-01T12:00:00Z'),
+        overlapMs: 0,
+        settleMs: H,
+        firstRunLookbackMs: H,
+      }),
     ).toBeNull();
   });
 });
@@ -48,7 +66,9 @@ describe('slicesOf', () => {
 
 describe('widen', () => {
   it('adds the margin on both sides but never reads past the cap', () => {
-    expect(widen({ from: t('2026-11-01T10:00:00Z'), to: t('2026-11-01T11:00:00Z') }, 120_000, t('2026-11-01T11:01:00Z'))).toEqual({
+    expect(
+      widen({ from: t('2026-11-01T10:00:00Z'), to: t('2026-11-01T11:00:00Z') }, 120_000, t('2026-11-01T11:01:00Z')),
+    ).toEqual({
       from: t('2026-11-01T09:58:00Z'),
       to: t('2026-11-01T11:01:00Z'),
     });
@@ -57,7 +77,9 @@ describe('widen', () => {
 
 describe('shards', () => {
   it.each(['0/1', '0/4', '3/4'])('parses %s', (text) => expect(parseShard(text)).toBeDefined());
-  it.each(['3/2', '2/2', '1/0', '-1/2', 'a/b', '1', '1/2/3', ''])('rejects %j', (text) => expect(parseShard(text)).toBeUndefined());
+  it.each(['3/2', '2/2', '1/0', '-1/2', 'a/b', '1', '1/2/3', ''])('rejects %j', (text) =>
+    expect(parseShard(text)).toBeUndefined(),
+  );
 
   it('assigns every account to exactly one shard, stably', () => {
     const accounts = Array.from({ length: 200 }, (_, i) => `acct_${i}`);

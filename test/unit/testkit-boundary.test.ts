@@ -41,8 +41,10 @@ interface Specifier {
 function specifiers(text: string): Specifier[] {
   const code = withoutComments(text);
   const found: Specifier[] = [];
-  for (const m of code.matchAll(/(?:^|[;\n}])\s*(?:import|export)\b[^'"`;]*?\bfrom\s*(['"])([^'"]+)\1/g)) found.push({ kind: 'static', text: m[2]! });
-  for (const m of code.matchAll(/(?:^|[;\n])\s*import\s*(['"])([^'"]+)\1/g)) found.push({ kind: 'static', text: m[2]! });
+  for (const m of code.matchAll(/(?:^|[;\n}])\s*(?:import|export)\b[^'"`;]*?\bfrom\s*(['"])([^'"]+)\1/g))
+    found.push({ kind: 'static', text: m[2]! });
+  for (const m of code.matchAll(/(?:^|[;\n])\s*import\s*(['"])([^'"]+)\1/g))
+    found.push({ kind: 'static', text: m[2]! });
   for (const m of code.matchAll(/\bimport\s*\(\s*([^)]*?)\s*\)/g)) {
     const literal = /^(['"`])([^'"`$]+)\1$/.exec(m[1]!);
     found.push(literal ? { kind: 'dynamic', text: literal[2]! } : { kind: 'dynamic-computed', text: m[1]! });
@@ -100,16 +102,26 @@ describe('the test kit stays out of the product', () => {
     const demoCommand = readFileSync(path.join(SRC, 'cli/commands/demo.ts'), 'utf8');
     expect(demoCommand).toContain('const entry = new URL(TESTKIT_DEMO, import.meta.url);');
     // And no other file of src/ names the test kit in a string.
-    const naming = sources.filter((file) => /(['"`])[^'"`\n]*(testkit\/|fakes\/)[^'"`\n]*\1/.test(withoutComments(readFileSync(file, 'utf8'))));
+    const naming = sources.filter((file) =>
+      /(['"`])[^'"`\n]*(testkit\/|fakes\/)[^'"`\n]*\1/.test(withoutComments(readFileSync(file, 'utf8'))),
+    );
     expect(naming.map((f) => path.relative(ROOT, f))).toEqual(['src/cli/commands/demo.ts']);
   });
 
   it('TESTKIT_DEMO names the sources from src/cli/commands and the build (dist-testkit/, beside dist/) from dist/cli/commands', () => {
     expect(TESTKIT_DEMO).toBe('../../../testkit/demo.js'); // this test runs the TypeScript sources
-    expect(existsSync(fileURLToPath(new URL(TESTKIT_DEMO.replace(/\.js$/, '.ts'), new URL('src/cli/commands/demo.ts', `file://${ROOT}`))))).toBe(true);
+    expect(
+      existsSync(
+        fileURLToPath(
+          new URL(TESTKIT_DEMO.replace(/\.js$/, '.ts'), new URL('src/cli/commands/demo.ts', `file://${ROOT}`)),
+        ),
+      ),
+    ).toBe(true);
     const compiled = readFileSync(path.join(SRC, 'cli/commands/demo.ts'), 'utf8');
     expect(compiled).toContain("'../../../dist-testkit/testkit/demo.js'");
-    expect(path.resolve(ROOT, 'dist/cli/commands', '../../../dist-testkit/testkit/demo.js')).toBe(path.join(ROOT, 'dist-testkit/testkit/demo.js'));
+    expect(path.resolve(ROOT, 'dist/cli/commands', '../../../dist-testkit/testkit/demo.js')).toBe(
+      path.join(ROOT, 'dist-testkit/testkit/demo.js'),
+    );
   });
 
   it('the builds: the product compiles src/ alone into dist/; the test kit compiles into dist-testkit/, outside dist/', () => {
@@ -131,11 +143,15 @@ describe('the test kit stays out of the product', () => {
     const dist = path.join(ROOT, 'dist');
     if (!existsSync(dist)) return; // a fresh checkout before `npm run build`: the configuration test above holds
     const files = readdirSync(dist, { recursive: true }).map(String);
-    expect(files.filter((f) => /(^|\/)(fakes|testkit|demo|stripe-double)(\/|$)|simulator|postgres-server/.test(f))).toEqual([]);
+    expect(
+      files.filter((f) => /(^|\/)(fakes|testkit|demo|stripe-double)(\/|$)|simulator|postgres-server/.test(f)),
+    ).toEqual([]);
     const mentions = files
       .filter((f) => f.endsWith('.js'))
       .filter((f) =>
-        /\b(startStripeDouble|DoubleState|buildScenario|startThrowawayPostgres|openScratchDatabase)\b/.test(readFileSync(path.join(dist, f), 'utf8')),
+        /\b(startStripeDouble|DoubleState|buildScenario|startThrowawayPostgres|openScratchDatabase)\b/.test(
+          readFileSync(path.join(dist, f), 'utf8'),
+        ),
       );
     expect(mentions).toEqual([]);
   });
@@ -177,8 +193,15 @@ describe('the provider seam', () => {
       .filter((file) => file.startsWith(PROVIDERS + path.sep))
       .flatMap((file) =>
         specifiers(readFileSync(file, 'utf8'))
-          .map((s) => ({ s, target: path.relative(ROOT, path.resolve(path.dirname(file), s.text)).replace(/\.js$/, '.ts') }))
-          .filter(({ s, target }) => s.text.startsWith('.') && (target.startsWith('src/cli/') || (target.startsWith('src/sweep/') && !allowed.has(target))))
+          .map((s) => ({
+            s,
+            target: path.relative(ROOT, path.resolve(path.dirname(file), s.text)).replace(/\.js$/, '.ts'),
+          }))
+          .filter(
+            ({ s, target }) =>
+              s.text.startsWith('.') &&
+              (target.startsWith('src/cli/') || (target.startsWith('src/sweep/') && !allowed.has(target))),
+          )
           .map(({ target }) => `${path.relative(ROOT, file)} → ${target}`),
       );
     expect(offenders).toEqual([]);

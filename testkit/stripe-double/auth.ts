@@ -11,7 +11,12 @@ export interface KeyPolicy {
 }
 
 /** What a read-only restricted key holds for the endpoints the double serves. */
-export const READ_ONLY_PERMISSIONS = ['rak_charge_read', 'rak_payment_intent_read', 'rak_refund_read', 'rak_event_read'] as const;
+export const READ_ONLY_PERMISSIONS = [
+  'rak_charge_read',
+  'rak_payment_intent_read',
+  'rak_refund_read',
+  'rak_event_read',
+] as const;
 
 const TEST_KEY = /^(sk|rk)_test_[A-Za-z0-9_]+$/;
 
@@ -34,6 +39,7 @@ function keyFromHeader(header: string | undefined): string | undefined {
   const [scheme, value] = header.trim().split(/\s+/, 2);
   if (!value) return undefined;
   if (scheme?.toLowerCase() === 'bearer') return value;
-  if (scheme?.toLowerCase() === 'basic') return Buffer.from(value, 'base64').toString('utf8').split(':')[0] || undefined;
+  if (scheme?.toLowerCase() === 'basic')
+    return Buffer.from(value, 'base64').toString('utf8').split(':')[0] || undefined;
   return undefined;
 }

@@ -10,17 +10,42 @@ export type CardOutcome =
 const DECLINED = 'Your card was declined.';
 
 const OUTCOMES: Record<string, CardOutcome> = {
-  pm_card_chargeDeclined: { kind: 'declined', code: 'card_declined', declineCode: 'generic_decline', message: DECLINED },
+  pm_card_chargeDeclined: {
+    kind: 'declined',
+    code: 'card_declined',
+    declineCode: 'generic_decline',
+    message: DECLINED,
+  },
   pm_card_chargeDeclinedInsufficientFunds: {
     kind: 'declined',
     code: 'card_declined',
     declineCode: 'insufficient_funds',
     message: 'Your card has insufficient funds.',
   },
-  pm_card_chargeDeclinedLostCard: { kind: 'declined', code: 'card_declined', declineCode: 'lost_card', message: DECLINED },
-  pm_card_chargeDeclinedStolenCard: { kind: 'declined', code: 'card_declined', declineCode: 'stolen_card', message: DECLINED },
-  pm_card_chargeDeclinedFraudulent: { kind: 'declined', code: 'card_declined', declineCode: 'fraudulent', message: DECLINED },
-  pm_card_chargeDeclinedExpiredCard: { kind: 'declined', code: 'expired_card', declineCode: 'expired_card', message: 'Your card has expired.' },
+  pm_card_chargeDeclinedLostCard: {
+    kind: 'declined',
+    code: 'card_declined',
+    declineCode: 'lost_card',
+    message: DECLINED,
+  },
+  pm_card_chargeDeclinedStolenCard: {
+    kind: 'declined',
+    code: 'card_declined',
+    declineCode: 'stolen_card',
+    message: DECLINED,
+  },
+  pm_card_chargeDeclinedFraudulent: {
+    kind: 'declined',
+    code: 'card_declined',
+    declineCode: 'fraudulent',
+    message: DECLINED,
+  },
+  pm_card_chargeDeclinedExpiredCard: {
+    kind: 'declined',
+    code: 'expired_card',
+    declineCode: 'expired_card',
+    message: 'Your card has expired.',
+  },
   pm_card_chargeDeclinedIncorrectCvc: {
     kind: 'declined',
     code: 'incorrect_cvc',

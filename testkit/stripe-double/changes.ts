@@ -15,7 +15,10 @@ const json = (object: object) => ({ json: structuredClone(object) as Record<stri
 
 /** `payment_intent.created`, dated like the intent unless told otherwise. */
 export function emitIntentCreated(state: DoubleState, intent: PaymentIntentRecord, context: EmitContext = {}): void {
-  emit(state, intent.account, 'payment_intent.created', json(renderPaymentIntent(intent)), undefined, { created: intent.created, ...context });
+  emit(state, intent.account, 'payment_intent.created', json(renderPaymentIntent(intent)), undefined, {
+    created: intent.created,
+    ...context,
+  });
 }
 
 /**
@@ -23,7 +26,12 @@ export function emitIntentCreated(state: DoubleState, intent: PaymentIntentRecor
  * then its intent's outcome (`payment_intent.succeeded`, `.amount_capturable_updated`,
  * `.payment_failed`). Dated at the charge's `created` unless told otherwise.
  */
-export function emitChargeCreated(state: DoubleState, charge: ChargeRecord, intent: PaymentIntentRecord | undefined, context: EmitContext = {}): void {
+export function emitChargeCreated(
+  state: DoubleState,
+  charge: ChargeRecord,
+  intent: PaymentIntentRecord | undefined,
+  context: EmitContext = {},
+): void {
   const dated: EmitContext = { created: charge.created, ...context };
   emit(state, charge.account, `charge.${charge.status}`, chargeSnapshot(charge), undefined, dated);
   if (intent) emitIntentOutcome(state, intent, dated);
@@ -53,7 +61,14 @@ export function refundCharge(
 ): RefundRecord {
   const before = renderCharge(charge);
   const refund = state.refund(charge, options);
-  emit(state, charge.account, 'charge.refunded', chargeSnapshot(charge), changedAttributes(before, renderCharge(charge)), context);
+  emit(
+    state,
+    charge.account,
+    'charge.refunded',
+    chargeSnapshot(charge),
+    changedAttributes(before, renderCharge(charge)),
+    context,
+  );
   emit(state, charge.account, 'refund.created', json(renderRefund(refund)), undefined, context);
   return refund;
 }
@@ -70,7 +85,8 @@ export function failRefund(state: DoubleState, refund: RefundRecord, context: Em
   refund.status = 'failed';
   if (charge) charge.amountRefunded = Math.max(0, charge.amountRefunded - refund.amount);
   const previous = changedAttributes(before, renderRefund(refund));
-  for (const type of ['charge.refund.updated', 'refund.updated']) emit(state, refund.account, type, json(renderRefund(refund)), previous, context);
+  for (const type of ['charge.refund.updated', 'refund.updated'])
+    emit(state, refund.account, type, json(renderRefund(refund)), previous, context);
   emit(state, refund.account, 'refund.failed', json(renderRefund(refund)), undefined, context);
   return refund;
 }
@@ -80,17 +96,32 @@ export function failRefund(state: DoubleState, refund: RefundRecord, context: Em
  * released, which Stripe reports as refunded. `charge.captured`, and
  * `payment_intent.succeeded` when an intent was waiting for the capture.
  */
-export function captureCharge(state: DoubleState, charge: ChargeRecord, amount: number | undefined, context: EmitContext = {}): void {
-  if (charge.status !== 'succeeded' || charge.captured) throw new Error(`charge ${charge.id} is not an uncaptured, successful charge`);
+export function captureCharge(
+  state: DoubleState,
+  charge: ChargeRecord,
+  amount: number | undefined,
+  context: EmitContext = {},
+): void {
+  if (charge.status !== 'succeeded' || charge.captured)
+    throw new Error(`charge ${charge.id} is not an uncaptured, successful charge`);
   const captured = amount ?? charge.amount;
   if (!Number.isSafeInteger(captured) || captured < 1 || captured > charge.amount) {
-    throw new Error(`capture amount ${captured} is not between 1 and the amount ${charge.amount} of charge ${charge.id}`);
+    throw new Error(
+      `capture amount ${captured} is not between 1 and the amount ${charge.amount} of charge ${charge.id}`,
+    );
   }
   const before = renderCharge(charge);
   charge.captured = true;
   charge.amountCaptured = captured;
   charge.amountRefunded += charge.amount - captured;
-  emit(state, charge.account, 'charge.captured', chargeSnapshot(charge), changedAttributes(before, renderCharge(charge)), context);
+  emit(
+    state,
+    charge.account,
+    'charge.captured',
+    chargeSnapshot(charge),
+    changedAttributes(before, renderCharge(charge)),
+    context,
+  );
   const intent = charge.paymentIntent ? state.intents.get(charge.paymentIntent) : undefined;
   if (intent && intent.status === 'requires_capture') {
     intent.status = 'succeeded';
@@ -135,13 +166,26 @@ export function openDispute(
 }
 
 /** Closes the charge's open dispute: `charge.dispute.closed`, and `charge.dispute.funds_reinstated` when won. */
-export function closeDispute(state: DoubleState, charge: ChargeRecord, outcome: DisputeOutcome, context: EmitContext = {}): DisputeRecord {
+export function closeDispute(
+  state: DoubleState,
+  charge: ChargeRecord,
+  outcome: DisputeOutcome,
+  context: EmitContext = {},
+): DisputeRecord {
   const dispute = openDisputeOf(state, charge.id);
   if (!dispute) throw new Error(`charge ${charge.id} has no open dispute`);
   const before = renderDispute(dispute);
   dispute.status = outcome;
-  emit(state, charge.account, 'charge.dispute.closed', json(renderDispute(dispute)), changedAttributes(before, renderDispute(dispute)), context);
-  if (outcome === 'won') emit(state, charge.account, 'charge.dispute.funds_reinstated', json(renderDispute(dispute)), undefined, context);
+  emit(
+    state,
+    charge.account,
+    'charge.dispute.closed',
+    json(renderDispute(dispute)),
+    changedAttributes(before, renderDispute(dispute)),
+    context,
+  );
+  if (outcome === 'won')
+    emit(state, charge.account, 'charge.dispute.funds_reinstated', json(renderDispute(dispute)), undefined, context);
   return dispute;
 }
 
@@ -152,7 +196,12 @@ export interface ChargeUpdate {
 }
 
 /** Someone edits a charge (the dashboard, another service): `charge.updated` with `previous_attributes`. */
-export function updateCharge(state: DoubleState, charge: ChargeRecord, update: ChargeUpdate, context: EmitContext = {}): void {
+export function updateCharge(
+  state: DoubleState,
+  charge: ChargeRecord,
+  update: ChargeUpdate,
+  context: EmitContext = {},
+): void {
   const before = renderCharge(charge);
   if (update.metadata) {
     const metadata: Record<string, string> = { ...charge.metadata };

@@ -21,7 +21,8 @@ export const searchCharges: Handler = ({ state, account, params }) => {
   try {
     query = parseChargeQuery(text);
   } catch (error) {
-    if (error instanceof SearchQueryError) throw invalidRequest(`Invalid query: ${error.message}`, { code: 'parameter_invalid', param: 'query' });
+    if (error instanceof SearchQueryError)
+      throw invalidRequest(`Invalid query: ${error.message}`, { code: 'parameter_invalid', param: 'query' });
     throw error;
   }
   const limit = pageSize(read.string(params, 'limit'));
@@ -32,7 +33,11 @@ export const searchCharges: Handler = ({ state, account, params }) => {
   let i = 0;
   if (after !== undefined) {
     i = charges.findIndex((c) => c.id === after) + 1;
-    if (i === 0) throw invalidRequest('Invalid page: the cursor is not from this search.', { code: 'parameter_invalid', param: 'page' });
+    if (i === 0)
+      throw invalidRequest('Invalid page: the cursor is not from this search.', {
+        code: 'parameter_invalid',
+        param: 'page',
+      });
   }
   const found: ChargeRecord[] = [];
   for (; i < charges.length && found.length <= limit; i += 1) {
@@ -58,7 +63,11 @@ function pageSize(text: string | undefined): number {
   if (text === undefined) return 10;
   if (!/^\d+$/.test(text)) throw invalidInteger('limit', text);
   const n = Number(text);
-  if (n < 1 || n > 100) throw invalidRequest('This value must be between 1 and 100.', { code: 'parameter_invalid_integer', param: 'limit' });
+  if (n < 1 || n > 100)
+    throw invalidRequest('This value must be between 1 and 100.', {
+      code: 'parameter_invalid_integer',
+      param: 'limit',
+    });
   return n;
 }
 
@@ -75,5 +84,8 @@ function pageCursor(page: string | undefined): string | undefined {
   } catch {
     // Falls through to the error below.
   }
-  throw invalidRequest('Invalid page: the cursor is not from this search.', { code: 'parameter_invalid', param: 'page' });
+  throw invalidRequest('Invalid page: the cursor is not from this search.', {
+    code: 'parameter_invalid',
+    param: 'page',
+  });
 }

@@ -43,7 +43,8 @@ export interface ListQuery {
   endingBefore?: string;
 }
 
-export type ListAnswer = { ok: true; data: ChargeRecord[]; hasMore: boolean } | { ok: false; missingCursor: string; param: string };
+export type ListAnswer =
+  { ok: true; data: ChargeRecord[]; hasMore: boolean } | { ok: false; missingCursor: string; param: string };
 
 /** Negative when `a` comes before `b` in list order. */
 export function listOrder(a: ChargeRecord, b: ChargeRecord): number {
@@ -108,7 +109,10 @@ export class ChargeStore {
     let j = 0;
     let k = 0;
     while (i < existing.length && j < records.length) {
-      merged[k++] = listOrder(existing[i] as ChargeRecord, records[j] as ChargeRecord) <= 0 ? (existing[i++] as ChargeRecord) : (records[j++] as ChargeRecord);
+      merged[k++] =
+        listOrder(existing[i] as ChargeRecord, records[j] as ChargeRecord) <= 0
+          ? (existing[i++] as ChargeRecord)
+          : (records[j++] as ChargeRecord);
     }
     while (i < existing.length) merged[k++] = existing[i++] as ChargeRecord;
     while (j < records.length) merged[k++] = records[j++] as ChargeRecord;

@@ -7,7 +7,11 @@ import { renderCharge } from './render.js';
 export const listCharges: Handler = ({ state, account, params }) => {
   const query = parseListQuery(params);
   const answer = state.charges.list(account, query);
-  if (!answer.ok) throw invalidRequest(`No such charge: '${answer.missingCursor}'`, { code: 'resource_missing', param: answer.param });
+  if (!answer.ok)
+    throw invalidRequest(`No such charge: '${answer.missingCursor}'`, {
+      code: 'resource_missing',
+      param: answer.param,
+    });
   return {
     status: 200,
     body: { object: 'list', data: answer.data.map(renderCharge), has_more: answer.hasMore, url: '/v1/charges' },

@@ -23,7 +23,8 @@ export class DoubleClock {
 
   /** Stops the clock at `instant` (a Date, an ISO string or epoch milliseconds). */
   set(instant: Date | string | number): void {
-    const ms = instant instanceof Date ? instant.getTime() : typeof instant === 'string' ? Date.parse(instant) : instant;
+    const ms =
+      instant instanceof Date ? instant.getTime() : typeof instant === 'string' ? Date.parse(instant) : instant;
     if (!Number.isFinite(ms)) throw new RangeError(`not a valid instant: ${String(instant)}`);
     this.frozenAt = ms;
   }

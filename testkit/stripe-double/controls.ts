@@ -8,7 +8,14 @@ import type { FaultConfig, FaultInjector } from './faults.js';
 import type { IdempotencyStore } from './idempotency.js';
 import type { EndpointRateLimiter, RateLimit } from './rate-limit.js';
 import type { PaymentIntentRecord } from './records.js';
-import { renderCharge, renderPaymentIntent, renderRefund, type ChargeJson, type PaymentIntentJson, type RefundJson } from './render.js';
+import {
+  renderCharge,
+  renderPaymentIntent,
+  renderRefund,
+  type ChargeJson,
+  type PaymentIntentJson,
+  type RefundJson,
+} from './render.js';
 import { seedCharges, type SeedOptions, type SeedResult } from './seed.js';
 import { importCharges, type ChargeImport, type ImportOptions, type ImportResult } from './import-charges.js';
 import type { DoubleState } from './state.js';
@@ -94,7 +101,15 @@ interface Parts {
   idempotency: IdempotencyStore;
 }
 
-export function createControls({ state, clock, counters, limiter, faults, latency, idempotency }: Parts): DoubleControls {
+export function createControls({
+  state,
+  clock,
+  counters,
+  limiter,
+  faults,
+  latency,
+  idempotency,
+}: Parts): DoubleControls {
   const chargeOrThrow = (id: string): ChargeRecord => {
     const charge = state.charges.get(id);
     if (!charge) throw new Error(`the double has no charge ${id}`);
@@ -148,7 +163,12 @@ export function createControls({ state, clock, counters, limiter, faults, latenc
           created,
           amount,
           currency,
-          status: status === 'succeeded' ? (options.captured === false ? 'requires_capture' : 'succeeded') : 'requires_payment_method',
+          status:
+            status === 'succeeded'
+              ? options.captured === false
+                ? 'requires_capture'
+                : 'succeeded'
+              : 'requires_payment_method',
           paymentMethod: options.paymentMethod ?? 'pm_card_visa',
           customer: options.customer ?? null,
           description: options.description ?? null,
@@ -162,29 +182,33 @@ export function createControls({ state, clock, counters, limiter, faults, latenc
         intent.clientSecret = `${intent.id}_secret_x`;
         state.intents.set(intent.id, intent);
       }
-      const events: EventTiming = options.events === false ? { emit: false } : options.events === true ? {} : (options.events ?? {});
+      const events: EventTiming =
+        options.events === false ? { emit: false } : options.events === true ? {} : (options.events ?? {});
       const listedAtMs = options.listedAt === undefined ? undefined : toMs(options.listedAt);
       const failed = status === 'failed';
-      const charge = state.addCharge({
-        account,
-        amount,
-        currency,
-        status,
-        created,
-        metadata,
-        ...(options.id === undefined ? {} : { id: options.id }),
-        ...(options.captured === undefined ? {} : { captured: options.captured }),
-        amountRefunded: options.amountRefunded ?? 0,
-        disputed: options.disputed ?? false,
-        description: options.description ?? null,
-        customer: options.customer ?? null,
-        paymentMethod: options.paymentMethod ?? 'pm_card_visa',
-        paymentIntent: intent?.id ?? null,
-        failureCode: failed ? 'card_declined' : null,
-        failureMessage: failed ? 'Your card was declined.' : null,
-        declineCode: failed ? 'generic_decline' : null,
-        ...(options.omitFields ? { omitFields: options.omitFields } : {}),
-      }, listedAtMs);
+      const charge = state.addCharge(
+        {
+          account,
+          amount,
+          currency,
+          status,
+          created,
+          metadata,
+          ...(options.id === undefined ? {} : { id: options.id }),
+          ...(options.captured === undefined ? {} : { captured: options.captured }),
+          amountRefunded: options.amountRefunded ?? 0,
+          disputed: options.disputed ?? false,
+          description: options.description ?? null,
+          customer: options.customer ?? null,
+          paymentMethod: options.paymentMethod ?? 'pm_card_visa',
+          paymentIntent: intent?.id ?? null,
+          failureCode: failed ? 'card_declined' : null,
+          failureMessage: failed ? 'Your card was declined.' : null,
+          declineCode: failed ? 'generic_decline' : null,
+          ...(options.omitFields ? { omitFields: options.omitFields } : {}),
+        },
+        listedAtMs,
+      );
       if (intent) {
         intent.latestCharge = charge.id;
         emitIntentCreated(state, intent, events);
@@ -223,7 +247,9 @@ export function createControls({ state, clock, counters, limiter, faults, latenc
       return [...state.intents.values()].filter((i) => i.account === account).map((i) => renderPaymentIntent(i));
     },
     refunds(chargeId) {
-      return [...state.refunds.values()].filter((r) => chargeId === undefined || r.charge === chargeId).map(renderRefund);
+      return [...state.refunds.values()]
+        .filter((r) => chargeId === undefined || r.charge === chargeId)
+        .map(renderRefund);
     },
     accounts() {
       return state.charges.accounts();

@@ -3,7 +3,8 @@
  * cardholder's bank and closed won or lost. The double only needs the lifecycle and the
  * fields a reconciler reads (`charge`, `amount`, `status`); evidence stays empty.
  */
-export type DisputeStatus = 'warning_needs_response' | 'needs_response' | 'under_review' | 'won' | 'lost' | 'warning_closed';
+export type DisputeStatus =
+  'warning_needs_response' | 'needs_response' | 'under_review' | 'won' | 'lost' | 'warning_closed';
 export type DisputeOutcome = 'won' | 'lost';
 
 export interface DisputeRecord {
@@ -47,7 +48,12 @@ export function renderDispute(dispute: DisputeRecord): DisputeJson {
     created: dispute.created,
     currency: dispute.currency,
     evidence: {},
-    evidence_details: { due_by: closed ? null : dispute.created + 21 * DAY_SECONDS, has_evidence: false, past_due: false, submission_count: 0 },
+    evidence_details: {
+      due_by: closed ? null : dispute.created + 21 * DAY_SECONDS,
+      has_evidence: false,
+      past_due: false,
+      submission_count: 0,
+    },
     is_charge_refundable: false,
     livemode: false,
     metadata: { ...dispute.metadata },

@@ -38,7 +38,8 @@ export function emit(
 ): EventRecord[] {
   if (context.emit === false) return [];
   const copies = context.copies ?? 1;
-  if (!Number.isSafeInteger(copies) || copies < 1) throw new RangeError(`copies must be a positive integer (got ${copies})`);
+  if (!Number.isSafeInteger(copies) || copies < 1)
+    throw new RangeError(`copies must be a positive integer (got ${copies})`);
   const createdMs = context.created === undefined ? state.clock.nowMs() : toMs(context.created);
   const visibleAtMs = context.visibleAt === undefined ? createdMs + state.eventLagMs : toMs(context.visibleAt);
   const stored: EventRecord[] = [];
@@ -64,7 +65,10 @@ export function emit(
  * that changed; for a hash such as `metadata`, only its changed keys (null for a key
  * that did not exist).
  */
-export function changedAttributes(before: Record<string, unknown>, after: Record<string, unknown>): Record<string, unknown> | undefined {
+export function changedAttributes(
+  before: Record<string, unknown>,
+  after: Record<string, unknown>,
+): Record<string, unknown> | undefined {
   const previous: Record<string, unknown> = {};
   for (const key of new Set([...Object.keys(before), ...Object.keys(after)])) {
     const [was, now] = [before[key], after[key]];

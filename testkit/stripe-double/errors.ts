@@ -30,9 +30,14 @@ function docUrl(code: string | undefined): Record<string, string> {
   return code ? { doc_url: `https://stripe.com/docs/error-codes/${code.replace(/_/g, '-')}` } : {};
 }
 
-export function invalidRequest(message: string, extra: { code?: string; param?: string; status?: number } = {}): DoubleError {
+export function invalidRequest(
+  message: string,
+  extra: { code?: string; param?: string; status?: number } = {},
+): DoubleError {
   const { status = 400, ...fields } = extra;
-  return new DoubleError(status, { error: { type: 'invalid_request_error', message, ...fields, ...docUrl(fields.code) } });
+  return new DoubleError(status, {
+    error: { type: 'invalid_request_error', message, ...fields, ...docUrl(fields.code) },
+  });
 }
 
 export function unknownParameter(param: string): DoubleError {
@@ -60,7 +65,8 @@ export function unrecognizedUrl(method: string, path: string): DoubleError {
 
 /** Stripe answers a throttled request with 429 and no `Stripe-Should-Retry` header. */
 export function rateLimited(retryAfterSeconds?: number): DoubleError {
-  const headers: Record<string, string> = retryAfterSeconds === undefined ? {} : { 'Retry-After': String(retryAfterSeconds) };
+  const headers: Record<string, string> =
+    retryAfterSeconds === undefined ? {} : { 'Retry-After': String(retryAfterSeconds) };
   return new DoubleError(
     429,
     {

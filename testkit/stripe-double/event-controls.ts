@@ -56,7 +56,8 @@ export function createEventControls(state: DoubleState): EventControls {
     return charge;
   };
   const lag = (ms: number) => {
-    if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`a lag must be a non-negative number of milliseconds (got ${ms})`);
+    if (!Number.isFinite(ms) || ms < 0)
+      throw new RangeError(`a lag must be a non-negative number of milliseconds (got ${ms})`);
     return ms;
   };
 
@@ -83,7 +84,9 @@ export function createEventControls(state: DoubleState): EventControls {
       return renderRefund(failRefund(state, refund, events));
     },
     disputes(chargeId) {
-      return [...state.disputes.values()].filter((d) => chargeId === undefined || d.charge === chargeId).map(renderDispute);
+      return [...state.disputes.values()]
+        .filter((d) => chargeId === undefined || d.charge === chargeId)
+        .map(renderDispute);
     },
     events(account, type) {
       const all = state.events.all(account);
@@ -112,10 +115,14 @@ export function createEventControls(state: DoubleState): EventControls {
       if (!original) throw new Error(`the double has no event ${eventId}`);
       const { sameId, ...timing } = options;
       const context = { request: original.request, ...timing, ...(sameId ? { id: original.id } : {}) };
-      return emit(state, original.account, original.type, original.snapshot, original.previousAttributes, context).map(renderEvent);
+      return emit(state, original.account, original.type, original.snapshot, original.previousAttributes, context).map(
+        renderEvent,
+      );
     },
     unlistedCharges() {
-      return state.charges.unlisted().map(({ record, listedAtMs }) => ({ id: record.id, account: record.account, listedAt: new Date(listedAtMs) }));
+      return state.charges
+        .unlisted()
+        .map(({ record, listedAtMs }) => ({ id: record.id, account: record.account, listedAt: new Date(listedAtMs) }));
     },
   };
 }

@@ -58,7 +58,8 @@ export interface EventQuery {
   nowMs: number;
 }
 
-export type EventListAnswer = { ok: true; data: EventRecord[]; hasMore: boolean } | { ok: false; missingCursor: string; param: string };
+export type EventListAnswer =
+  { ok: true; data: EventRecord[]; hasMore: boolean } | { ok: false; missingCursor: string; param: string };
 
 /** Negative when `a` is older than `b` (storage order, the reverse of list order). */
 function storageOrder(a: EventRecord, b: EventRecord): number {

@@ -19,22 +19,30 @@ export const listEvents: Handler = ({ state, account, params }) => {
   const query = parseListQuery(omitParams(params, EVENT_ONLY_PARAMS));
   const matches = typeFilter(params);
   const answer = state.events.list(account, { ...query, nowMs: state.clock.nowMs(), ...(matches ? { matches } : {}) });
-  if (!answer.ok) throw invalidRequest(`No such event: '${answer.missingCursor}'`, { code: 'resource_missing', param: answer.param });
-  return { status: 200, body: { object: 'list', data: answer.data.map(renderEvent), has_more: answer.hasMore, url: '/v1/events' } };
+  if (!answer.ok)
+    throw invalidRequest(`No such event: '${answer.missingCursor}'`, { code: 'resource_missing', param: answer.param });
+  return {
+    status: 200,
+    body: { object: 'list', data: answer.data.map(renderEvent), has_more: answer.hasMore, url: '/v1/events' },
+  };
 };
 
 /** `GET /v1/events/:id`: only within the account asked for, only while retained and visible. */
 export const retrieveEvent: Handler = ({ state, account, pathParams }) => {
   const id = pathParams.id as string;
   const event = state.events.get(id);
-  if (!event || event.account !== account || !EventStore.listable(event, state.clock.nowMs())) throw resourceMissing('event', id);
+  if (!event || event.account !== account || !EventStore.listable(event, state.clock.nowMs()))
+    throw resourceMissing('event', id);
   return { status: 200, body: renderEvent(event) };
 };
 
 function typeFilter(params: FormParams): ((t: string) => boolean) | undefined {
   const { type, types } = params;
   if (type !== undefined && types !== undefined) {
-    throw invalidRequest('You may pass either `type` or `types`, but not both.', { code: 'parameter_invalid', param: 'types' });
+    throw invalidRequest('You may pass either `type` or `types`, but not both.', {
+      code: 'parameter_invalid',
+      param: 'types',
+    });
   }
   if (type !== undefined) {
     const pattern = read.string(params, 'type');
@@ -46,7 +54,10 @@ function typeFilter(params: FormParams): ((t: string) => boolean) | undefined {
   const names = read.strings(params, 'types');
   if (names.length === 0) throw invalidRequest('Invalid array', { code: 'parameter_invalid', param: 'types' });
   if (names.length > MAX_EVENT_TYPES) {
-    throw invalidRequest(`Invalid types: must contain at most ${MAX_EVENT_TYPES} event types`, { code: 'parameter_invalid', param: 'types' });
+    throw invalidRequest(`Invalid types: must contain at most ${MAX_EVENT_TYPES} event types`, {
+      code: 'parameter_invalid',
+      param: 'types',
+    });
   }
   // `types[]` takes exact names; a wildcard there is a mistake the caller should hear about.
   const wildcard = names.find((n) => n.includes('*'));

@@ -61,7 +61,9 @@ export function parseCharges(text: string, format: ChargeFormat): ChargeImport[]
   if (format === 'csv') {
     let rows: Array<Record<string, string>>;
     try {
-      rows = parseCsv(text, { columns: true, skip_empty_lines: true, trim: true, bom: true }) as Array<Record<string, string>>;
+      rows = parseCsv(text, { columns: true, skip_empty_lines: true, trim: true, bom: true }) as Array<
+        Record<string, string>
+      >;
     } catch (error) {
       throw new ChargeImportError(`CSV: ${(error as Error).message}`);
     }
@@ -100,7 +102,8 @@ function fromCsvRow(row: Record<string, string>, line: number): ChargeImport {
   for (const [column, cell] of Object.entries(row)) {
     if (cell === '') continue;
     if (column.startsWith('metadata.')) metadata[column.slice('metadata.'.length)] = cell;
-    else if (['amount', 'amount_refunded'].includes(column) || (column === 'created' && /^\d+$/.test(cell))) value[column] = Number(cell);
+    else if (['amount', 'amount_refunded'].includes(column) || (column === 'created' && /^\d+$/.test(cell)))
+      value[column] = Number(cell);
     else if (['captured', 'disputed'].includes(column)) value[column] = cell === 'true';
     else value[column] = cell;
   }
@@ -111,29 +114,41 @@ function fromCsvRow(row: Record<string, string>, line: number): ChargeImport {
 const STATUSES: readonly string[] = ['succeeded', 'failed', 'pending'];
 
 function checked(value: unknown, where: string): ChargeImport {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ChargeImportError(`${where}: expected a charge object`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new ChargeImportError(`${where}: expected a charge object`);
   const c = value as Record<string, unknown>;
   const fail = (what: string) => new ChargeImportError(`${where}: ${what}`);
-  if (!Number.isSafeInteger(c.amount) || (c.amount as number) < 0) throw fail('amount must be a non-negative integer (the smallest currency unit)');
+  if (!Number.isSafeInteger(c.amount) || (c.amount as number) < 0)
+    throw fail('amount must be a non-negative integer (the smallest currency unit)');
   if (c.id !== undefined && (typeof c.id !== 'string' || c.id === '')) throw fail('id must be a non-empty string');
-  if (c.status !== undefined && !STATUSES.includes(c.status as string)) throw fail(`status must be one of ${STATUSES.join(', ')}`);
+  if (c.status !== undefined && !STATUSES.includes(c.status as string))
+    throw fail(`status must be one of ${STATUSES.join(', ')}`);
   if (
     c.created !== undefined &&
-    !(typeof c.created === 'number' ? Number.isFinite(c.created) : typeof c.created === 'string' && Number.isFinite(Date.parse(c.created)))
+    !(typeof c.created === 'number'
+      ? Number.isFinite(c.created)
+      : typeof c.created === 'string' && Number.isFinite(Date.parse(c.created)))
   ) {
     throw fail('created must be unix seconds or an ISO 8601 instant');
   }
   if (
     c.amount_refunded !== undefined &&
-    (!Number.isSafeInteger(c.amount_refunded) || (c.amount_refunded as number) < 0 || (c.amount_refunded as number) > (c.amount as number))
+    (!Number.isSafeInteger(c.amount_refunded) ||
+      (c.amount_refunded as number) < 0 ||
+      (c.amount_refunded as number) > (c.amount as number))
   ) {
     throw fail('amount_refunded must be an integer between 0 and amount');
   }
   if (c.metadata !== undefined && c.metadata !== null) {
-    if (typeof c.metadata !== 'object' || Array.isArray(c.metadata) || Object.values(c.metadata).some((v) => typeof v !== 'string'))
+    if (
+      typeof c.metadata !== 'object' ||
+      Array.isArray(c.metadata) ||
+      Object.values(c.metadata).some((v) => typeof v !== 'string')
+    )
       throw fail('metadata must map keys to strings');
   }
-  if (c.account !== undefined && c.account !== null && typeof c.account !== 'string') throw fail('account must be a string');
+  if (c.account !== undefined && c.account !== null && typeof c.account !== 'string')
+    throw fail('account must be a string');
   return c as unknown as ChargeImport;
 }
 
@@ -142,12 +157,17 @@ function checked(value: unknown, where: string): ChargeImport {
  * first); each account's batch is sorted once and merged into its list (no per-charge
  * insertion), so 60,000 charges take a fraction of a second.
  */
-export function importCharges(state: DoubleState, charges: readonly ChargeImport[], options: ImportOptions = {}): ImportResult {
+export function importCharges(
+  state: DoubleState,
+  charges: readonly ChargeImport[],
+  options: ImportOptions = {},
+): ImportResult {
   const now = state.clock.nowSeconds();
   const seen = new Set<string>();
   for (const [i, c] of charges.entries()) {
     if (c.id === undefined) continue;
-    if (seen.has(c.id) || state.charges.get(c.id)) throw new ChargeImportError(`charge ${i}: id ${c.id} already exists`);
+    if (seen.has(c.id) || state.charges.get(c.id))
+      throw new ChargeImportError(`charge ${i}: id ${c.id} already exists`);
     seen.add(c.id);
   }
   const byAccount = new Map<string | null, ChargeRecord[]>();
@@ -157,7 +177,12 @@ export function importCharges(state: DoubleState, charges: readonly ChargeImport
   for (const c of charges) {
     const status = c.status ?? 'succeeded';
     const captured = c.captured ?? status === 'succeeded';
-    const created = c.created === undefined ? now : typeof c.created === 'number' ? Math.floor(c.created) : Math.floor(Date.parse(c.created) / 1000);
+    const created =
+      c.created === undefined
+        ? now
+        : typeof c.created === 'number'
+          ? Math.floor(c.created)
+          : Math.floor(Date.parse(c.created) / 1000);
     const account = c.account || null;
     let id = c.id;
     if (id === undefined) {
@@ -196,7 +221,8 @@ export function importCharges(state: DoubleState, charges: readonly ChargeImport
   for (const [account, batch] of byAccount) {
     batch.sort(listOrder);
     state.charges.insertSorted(account, batch);
-    if (options.events) for (let i = batch.length - 1; i >= 0; i -= 1) emitChargeCreated(state, batch[i] as ChargeRecord, undefined);
+    if (options.events)
+      for (let i = batch.length - 1; i >= 0; i -= 1) emitChargeCreated(state, batch[i] as ChargeRecord, undefined);
   }
   return { count: charges.length, accounts, from, to };
 }

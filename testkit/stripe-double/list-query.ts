@@ -21,7 +21,8 @@ export function parseListQuery(params: FormParams): ListQuery {
     query.lt = at + 1;
   } else if (created !== undefined) {
     const range = read.object(params, 'created');
-    if (!range) throw invalidRequest('Invalid created: must be an integer or a hash of gt, gte, lt, lte', { param: 'created' });
+    if (!range)
+      throw invalidRequest('Invalid created: must be an integer or a hash of gt, gte, lt, lte', { param: 'created' });
     for (const [op, value] of Object.entries(range)) {
       if (!RANGE_KEYS.has(op)) throw unknownParameter(`created[${op}]`);
       if (typeof value !== 'string') throw invalidRequest(`Invalid created[${op}]`, { param: `created[${op}]` });
@@ -36,15 +37,25 @@ export function parseListQuery(params: FormParams): ListQuery {
   const limit = read.string(params, 'limit');
   if (limit !== undefined) {
     const n = integer('limit', limit);
-    if (n < 1) throw invalidRequest('This value must be greater than or equal to 1.', { code: 'parameter_invalid_integer', param: 'limit' });
-    if (n > 100) throw invalidRequest('This value must be less than or equal to 100.', { code: 'parameter_invalid_integer', param: 'limit' });
+    if (n < 1)
+      throw invalidRequest('This value must be greater than or equal to 1.', {
+        code: 'parameter_invalid_integer',
+        param: 'limit',
+      });
+    if (n > 100)
+      throw invalidRequest('This value must be less than or equal to 100.', {
+        code: 'parameter_invalid_integer',
+        param: 'limit',
+      });
     query.limit = n;
   }
 
   const startingAfter = read.string(params, 'starting_after');
   const endingBefore = read.string(params, 'ending_before');
   if (startingAfter !== undefined && endingBefore !== undefined) {
-    throw invalidRequest('You may only specify one of these parameters: ending_before, starting_after.', { param: 'starting_after' });
+    throw invalidRequest('You may only specify one of these parameters: ending_before, starting_after.', {
+      param: 'starting_after',
+    });
   }
   if (startingAfter) query.startingAfter = startingAfter;
   if (endingBefore) query.endingBefore = endingBefore;

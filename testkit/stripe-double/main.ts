@@ -14,7 +14,8 @@ import { parseArgs } from 'node:util';
 import { chargeFormatOf, ChargeImportError, parseCharges } from './import-charges.js';
 import { startStripeDouble } from './server.js';
 
-const usage = 'usage: sweeper-stripe-double [--port 0..65535] [--host HOST] [--latency-ms N] [--charges FILE.jsonl|FILE.csv]… [--events]';
+const usage =
+  'usage: sweeper-stripe-double [--port 0..65535] [--host HOST] [--latency-ms N] [--charges FILE.jsonl|FILE.csv]… [--events]';
 let values: { port?: string; host?: string; 'latency-ms'?: string; charges?: string[]; events?: boolean };
 try {
   ({ values } = parseArgs({
@@ -50,12 +51,18 @@ for (const file of values.charges ?? []) {
   }
 }
 
-const double = await startStripeDouble({ port, host: values.host ?? process.env.STRIPE_DOUBLE_HOST ?? '127.0.0.1', latencyMs });
+const double = await startStripeDouble({
+  port,
+  host: values.host ?? process.env.STRIPE_DOUBLE_HOST ?? '127.0.0.1',
+  latencyMs,
+});
 for (const { file, charges } of batches) {
   const started = performance.now();
   try {
     const result = double.importCharges(charges, { events: Boolean(values.events) });
-    console.error(`stripe double: ${result.count} charges from ${file} in ${Math.round(performance.now() - started)} ms (${JSON.stringify(result.accounts)})`);
+    console.error(
+      `stripe double: ${result.count} charges from ${file} in ${Math.round(performance.now() - started)} ms (${JSON.stringify(result.accounts)})`,
+    );
   } catch (error) {
     if (!(error instanceof ChargeImportError)) throw error;
     console.error(`stripe double: ${file}: ${error.message}`);
@@ -64,7 +71,9 @@ for (const { file, charges } of batches) {
   }
 }
 console.log(double.url);
-console.error(`stripe double listening on ${double.url} (any sk_test_/rk_test_ key; POST /_double/charges seeds more; Ctrl-C stops it)`);
+console.error(
+  `stripe double listening on ${double.url} (any sk_test_/rk_test_ key; POST /_double/charges seeds more; Ctrl-C stops it)`,
+);
 
 const stop = () => {
   void double.close().then(() => process.exit(0));

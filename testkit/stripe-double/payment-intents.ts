@@ -37,12 +37,16 @@ export const createPaymentIntent: Handler = ({ state, account, params, request }
   const amount = positiveInteger(params, 'amount');
   const currency = read.string(params, 'currency');
   if (!currency) throw missingParameter('currency');
-  if (!/^[a-zA-Z]{3}$/.test(currency)) throw invalidRequest(`Invalid currency: ${currency}.`, { code: 'parameter_invalid', param: 'currency' });
+  if (!/^[a-zA-Z]{3}$/.test(currency))
+    throw invalidRequest(`Invalid currency: ${currency}.`, { code: 'parameter_invalid', param: 'currency' });
   const paymentMethod = read.string(params, 'payment_method') ?? null;
   const confirm = bool(params, 'confirm') ?? false;
   const captureMethod = read.string(params, 'capture_method') ?? 'automatic_async';
   if (!['automatic', 'automatic_async', 'manual'].includes(captureMethod)) {
-    throw invalidRequest(`Invalid capture_method: ${captureMethod}`, { code: 'parameter_invalid', param: 'capture_method' });
+    throw invalidRequest(`Invalid capture_method: ${captureMethod}`, {
+      code: 'parameter_invalid',
+      param: 'capture_method',
+    });
   }
   const outcome = paymentMethod === null ? undefined : cardOutcome(paymentMethod);
   if (paymentMethod !== null && !outcome) throw resourceMissing('PaymentMethod', paymentMethod, 'payment_method', 400);
@@ -65,7 +69,10 @@ export const createPaymentIntent: Handler = ({ state, account, params, request }
     metadata: stringMap(read.object(params, 'metadata')),
     captureMethod: captureMethod as PaymentIntentRecord['captureMethod'],
     automaticPaymentMethods: automatic
-      ? { enabled: read.string(automatic, 'enabled') === 'true', ...optional('allow_redirects', read.string(automatic, 'allow_redirects')) }
+      ? {
+          enabled: read.string(automatic, 'enabled') === 'true',
+          ...optional('allow_redirects', read.string(automatic, 'allow_redirects')),
+        }
       : null,
     latestCharge: null,
     lastPaymentError: null,
@@ -136,7 +143,10 @@ function positiveInteger(params: FormParams, param: string): number {
   if (!/^\d+$/.test(value)) throw invalidInteger(param, value);
   const n = Number(value);
   if (!Number.isSafeInteger(n) || n < 1) {
-    throw invalidRequest('This value must be greater than or equal to 1.', { code: 'parameter_invalid_integer', param });
+    throw invalidRequest('This value must be greater than or equal to 1.', {
+      code: 'parameter_invalid_integer',
+      param,
+    });
   }
   return n;
 }
@@ -144,7 +154,8 @@ function positiveInteger(params: FormParams, param: string): number {
 function bool(params: FormParams, param: string): boolean | undefined {
   const value = read.string(params, param);
   if (value === undefined) return undefined;
-  if (value !== 'true' && value !== 'false') throw invalidRequest(`Invalid boolean: ${value}`, { code: 'parameter_invalid_boolean', param });
+  if (value !== 'true' && value !== 'false')
+    throw invalidRequest(`Invalid boolean: ${value}`, { code: 'parameter_invalid_boolean', param });
   return value === 'true';
 }
 

@@ -39,4 +39,3 @@ export interface RefundRecord {
   metadata: Record<string, string>;
   status: 'pending' | 'succeeded' | 'failed';
 }
-

@@ -26,7 +26,10 @@ export const listRefunds: Handler = ({ state, account, params }) => {
     return at;
   };
   const wanted = (r: RefundRecord) =>
-    r.created >= query.gte && r.created < query.lt && (chargeId === undefined || r.charge === chargeId) && (intentId === undefined || r.paymentIntent === intentId);
+    r.created >= query.gte &&
+    r.created < query.lt &&
+    (chargeId === undefined || r.charge === chargeId) &&
+    (intentId === undefined || r.paymentIntent === intentId);
 
   let data: RefundRecord[];
   let hasMore: boolean;

@@ -32,25 +32,34 @@ export const createRefund: Handler = ({ state, account, params, request }) => {
   }
   if (!charge) throw resourceMissing('charge', chargeId ?? '', 'charge', 400);
   const reason = read.string(params, 'reason') ?? null;
-  if (reason !== null && !REASONS.has(reason)) throw invalidRequest(`Invalid reason: ${reason}`, { code: 'parameter_invalid', param: 'reason' });
+  if (reason !== null && !REASONS.has(reason))
+    throw invalidRequest(`Invalid reason: ${reason}`, { code: 'parameter_invalid', param: 'reason' });
   const left = charge.amountCaptured - charge.amountRefunded;
   if (charge.status !== 'succeeded' || !charge.captured) {
-    throw invalidRequest(`Charge ${charge.id} has no captured funds to refund.`, { code: 'charge_not_refundable', param: 'charge' });
+    throw invalidRequest(`Charge ${charge.id} has no captured funds to refund.`, {
+      code: 'charge_not_refundable',
+      param: 'charge',
+    });
   }
-  if (left <= 0) throw invalidRequest(`Charge ${charge.id} has already been refunded.`, { code: 'charge_already_refunded' });
+  if (left <= 0)
+    throw invalidRequest(`Charge ${charge.id} has already been refunded.`, { code: 'charge_already_refunded' });
   const amountText = read.string(params, 'amount');
   const amount = amountText === undefined ? left : Number(amountText);
   if (!Number.isSafeInteger(amount) || amount < 1) {
-    throw invalidRequest('This value must be greater than or equal to 1.', { code: 'parameter_invalid_integer', param: 'amount' });
+    throw invalidRequest('This value must be greater than or equal to 1.', {
+      code: 'parameter_invalid_integer',
+      param: 'amount',
+    });
   }
   if (amount > left) {
-    throw invalidRequest(
-      `Refund amount (${amount}) is greater than unrefunded amount on charge (${left})`,
-      { code: 'amount_too_large', param: 'amount' },
-    );
+    throw invalidRequest(`Refund amount (${amount}) is greater than unrefunded amount on charge (${left})`, {
+      code: 'amount_too_large',
+      param: 'amount',
+    });
   }
   const metadata: Record<string, string> = {};
-  for (const [key, value] of Object.entries(read.object(params, 'metadata') ?? {})) if (typeof value === 'string' && value) metadata[key] = value;
+  for (const [key, value] of Object.entries(read.object(params, 'metadata') ?? {}))
+    if (typeof value === 'string' && value) metadata[key] = value;
   const refund = refundCharge(state, charge, { amount, reason, metadata }, { request: request ?? null });
   return { status: 200, body: renderRefund(refund) };
 };

@@ -103,7 +103,14 @@ function realisticFields(charge: ChargeRecord): Record<string, unknown> {
     application: null,
     application_fee: null,
     billing_details: {
-      address: { city: 'Berlin', country: 'DE', line1: `Friedrichstraße ${(charge.amount % 200) + 1}`, line2: null, postal_code: '10117', state: null },
+      address: {
+        city: 'Berlin',
+        country: 'DE',
+        line1: `Friedrichstraße ${(charge.amount % 200) + 1}`,
+        line2: null,
+        postal_code: '10117',
+        state: null,
+      },
       email: `customer-${tail}@example.com`,
       name: 'Jenny Rosen',
       phone: '+49 30 901820',
@@ -154,7 +161,13 @@ function realisticFields(charge: ChargeRecord): Record<string, unknown> {
 
 function outcomeOf(charge: ChargeRecord): Record<string, unknown> | null {
   if (charge.status === 'succeeded') {
-    return { network_status: 'approved_by_network', reason: null, risk_level: 'normal', seller_message: 'Payment complete.', type: 'authorized' };
+    return {
+      network_status: 'approved_by_network',
+      reason: null,
+      risk_level: 'normal',
+      seller_message: 'Payment complete.',
+      type: 'authorized',
+    };
   }
   if (charge.status === 'failed') {
     return {

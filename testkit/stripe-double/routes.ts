@@ -32,10 +32,28 @@ export const ENDPOINTS = {
 export type Endpoint = (typeof ENDPOINTS)[keyof typeof ENDPOINTS];
 
 const ROUTES: Route[] = [
-  { method: 'GET', endpoint: ENDPOINTS.listCharges, permission: 'rak_charge_read', pattern: /^\/v1\/charges\/?$/, handler: listCharges },
+  {
+    method: 'GET',
+    endpoint: ENDPOINTS.listCharges,
+    permission: 'rak_charge_read',
+    pattern: /^\/v1\/charges\/?$/,
+    handler: listCharges,
+  },
   // Before `:id`, which would take "search" for an id.
-  { method: 'GET', endpoint: ENDPOINTS.searchCharges, permission: 'rak_charge_read', pattern: /^\/v1\/charges\/search\/?$/, handler: searchCharges },
-  { method: 'GET', endpoint: ENDPOINTS.retrieveCharge, permission: 'rak_charge_read', pattern: /^\/v1\/charges\/(?<id>[^/]+)$/, handler: retrieveCharge },
+  {
+    method: 'GET',
+    endpoint: ENDPOINTS.searchCharges,
+    permission: 'rak_charge_read',
+    pattern: /^\/v1\/charges\/search\/?$/,
+    handler: searchCharges,
+  },
+  {
+    method: 'GET',
+    endpoint: ENDPOINTS.retrieveCharge,
+    permission: 'rak_charge_read',
+    pattern: /^\/v1\/charges\/(?<id>[^/]+)$/,
+    handler: retrieveCharge,
+  },
   {
     method: 'POST',
     endpoint: ENDPOINTS.createPaymentIntent,
@@ -50,18 +68,55 @@ const ROUTES: Route[] = [
     pattern: /^\/v1\/payment_intents\/(?<id>[^/]+)$/,
     handler: retrievePaymentIntent,
   },
-  { method: 'POST', endpoint: ENDPOINTS.createRefund, permission: 'rak_refund_write', pattern: /^\/v1\/refunds\/?$/, handler: createRefund },
-  { method: 'GET', endpoint: ENDPOINTS.listRefunds, permission: 'rak_refund_read', pattern: /^\/v1\/refunds\/?$/, handler: listRefunds },
-  { method: 'GET', endpoint: ENDPOINTS.retrieveRefund, permission: 'rak_refund_read', pattern: /^\/v1\/refunds\/(?<id>[^/]+)$/, handler: retrieveRefund },
-  { method: 'GET', endpoint: ENDPOINTS.listEvents, permission: 'rak_event_read', pattern: /^\/v1\/events\/?$/, handler: listEvents },
-  { method: 'GET', endpoint: ENDPOINTS.retrieveEvent, permission: 'rak_event_read', pattern: /^\/v1\/events\/(?<id>[^/]+)$/, handler: retrieveEvent },
+  {
+    method: 'POST',
+    endpoint: ENDPOINTS.createRefund,
+    permission: 'rak_refund_write',
+    pattern: /^\/v1\/refunds\/?$/,
+    handler: createRefund,
+  },
+  {
+    method: 'GET',
+    endpoint: ENDPOINTS.listRefunds,
+    permission: 'rak_refund_read',
+    pattern: /^\/v1\/refunds\/?$/,
+    handler: listRefunds,
+  },
+  {
+    method: 'GET',
+    endpoint: ENDPOINTS.retrieveRefund,
+    permission: 'rak_refund_read',
+    pattern: /^\/v1\/refunds\/(?<id>[^/]+)$/,
+    handler: retrieveRefund,
+  },
+  {
+    method: 'GET',
+    endpoint: ENDPOINTS.listEvents,
+    permission: 'rak_event_read',
+    pattern: /^\/v1\/events\/?$/,
+    handler: listEvents,
+  },
+  {
+    method: 'GET',
+    endpoint: ENDPOINTS.retrieveEvent,
+    permission: 'rak_event_read',
+    pattern: /^\/v1\/events\/(?<id>[^/]+)$/,
+    handler: retrieveEvent,
+  },
 ];
 
-export function matchRoute(method: string, path: string): { route: Route; pathParams: Record<string, string> } | undefined {
+export function matchRoute(
+  method: string,
+  path: string,
+): { route: Route; pathParams: Record<string, string> } | undefined {
   for (const route of ROUTES) {
     if (route.method !== method) continue;
     const match = route.pattern.exec(path);
-    if (match) return { route, pathParams: Object.fromEntries(Object.entries(match.groups ?? {}).map(([k, v]) => [k, decodeURIComponent(v)])) };
+    if (match)
+      return {
+        route,
+        pathParams: Object.fromEntries(Object.entries(match.groups ?? {}).map(([k, v]) => [k, decodeURIComponent(v)])),
+      };
   }
   return undefined;
 }

@@ -70,7 +70,8 @@ function matchClause(clause: Clause, charge: ChargeRecord): boolean {
     const actual = field === 'disputed' ? charge.disputed : charge.amount > 0 && charge.amountRefunded >= charge.amount;
     return String(actual) === String(value).toLowerCase();
   }
-  const actual = (field === 'currency' ? charge.currency : field === 'customer' ? charge.customer : charge.status) ?? '';
+  const actual =
+    (field === 'currency' ? charge.currency : field === 'customer' ? charge.customer : charge.status) ?? '';
   const wanted = String(value ?? '').toLowerCase();
   return op === '~' ? actual.toLowerCase().includes(wanted) : actual.toLowerCase() === wanted;
 }
@@ -103,7 +104,8 @@ class Parser {
     if (rest.startsWith('metadata[')) {
       this.at += 'metadata['.length;
       key = this.quoted();
-      if (this.text[this.at] !== ']') throw new SearchQueryError(`Expected ] after the metadata key at position ${this.at}.`);
+      if (this.text[this.at] !== ']')
+        throw new SearchQueryError(`Expected ] after the metadata key at position ${this.at}.`);
       this.at += 1;
       field = 'metadata';
     } else {
@@ -119,7 +121,10 @@ class Parser {
     if (!op) throw new SearchQueryError(`Expected an operator (: ~ > < >= <=) after '${field}'.`);
     this.at += op.length;
     const value = this.value();
-    if ((op === '>' || op === '<' || op === '>=' || op === '<=') && (!NUMERIC.has(field) || typeof value !== 'number')) {
+    if (
+      (op === '>' || op === '<' || op === '>=' || op === '<=') &&
+      (!NUMERIC.has(field) || typeof value !== 'number')
+    ) {
       throw new SearchQueryError(`The operator ${op} needs a numeric field and a number.`);
     }
     if (op === '~' && (typeof value !== 'string' || value.length < 3)) {
@@ -142,7 +147,8 @@ class Parser {
 
   private quoted(): string {
     const quote = this.text[this.at];
-    if (quote !== "'" && quote !== '"') throw new SearchQueryError(`Expected a quoted string at position ${this.at} of the query.`);
+    if (quote !== "'" && quote !== '"')
+      throw new SearchQueryError(`Expected a quoted string at position ${this.at} of the query.`);
     let out = '';
     for (let i = this.at + 1; i < this.text.length; i += 1) {
       const c = this.text[i] as string;

@@ -70,7 +70,8 @@ export function seedCharges(state: DoubleState, account: string | null, n: numbe
   for (let i = 0; i < n; i += 1) created[i] = from + Math.floor(random() * span);
   created.sort();
 
-  const [minAmount, maxAmount] = typeof options.amount === 'number' ? [options.amount, options.amount] : (options.amount ?? [500, 50_000]);
+  const [minAmount, maxAmount] =
+    typeof options.amount === 'number' ? [options.amount, options.amount] : (options.amount ?? [500, 50_000]);
   const currency = (options.currency ?? 'usd').toLowerCase();
   const status = options.status ?? 'succeeded';
   const captured = status === 'succeeded';

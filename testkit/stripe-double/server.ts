@@ -99,7 +99,9 @@ export async function startStripeDouble(options: StripeDoubleOptions = {}): Prom
       const params = parseForm(method === 'POST' ? body : url.search.slice(1));
       const idempotencyKey = method === 'POST' ? header(req, 'idempotency-key') : undefined;
       const fingerprint = `${method} ${url.pathname} ${canonicalJson(params)}`;
-      const prior = idempotencyKey ? idempotency.lookup(account, idempotencyKey, fingerprint) : { kind: 'new' as const };
+      const prior = idempotencyKey
+        ? idempotency.lookup(account, idempotencyKey, fingerprint)
+        : { kind: 'new' as const };
       if (prior.kind === 'mismatch') throw idempotencyMismatch(idempotencyKey as string);
       if (prior.kind === 'replay') {
         answer = {

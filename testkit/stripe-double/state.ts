@@ -82,13 +82,19 @@ export class DoubleState {
   }
 
   /** Refunds `amount` (default: what is left) of a charge; throws a plain Error on an impossible refund. */
-  refund(charge: ChargeRecord, options: { amount?: number; reason?: string | null; metadata?: Record<string, string> } = {}): RefundRecord {
+  refund(
+    charge: ChargeRecord,
+    options: { amount?: number; reason?: string | null; metadata?: Record<string, string> } = {},
+  ): RefundRecord {
     const left = charge.amountCaptured - charge.amountRefunded;
     const amount = options.amount ?? left;
-    if (charge.status !== 'succeeded' || !charge.captured) throw new Error(`charge ${charge.id} has no captured funds to refund`);
+    if (charge.status !== 'succeeded' || !charge.captured)
+      throw new Error(`charge ${charge.id} has no captured funds to refund`);
     if (left <= 0) throw new Error(`charge ${charge.id} has already been refunded`);
     if (!Number.isSafeInteger(amount) || amount < 1 || amount > left) {
-      throw new Error(`refund amount ${amount} is not between 1 and the unrefunded amount ${left} of charge ${charge.id}`);
+      throw new Error(
+        `refund amount ${amount} is not between 1 and the unrefunded amount ${left} of charge ${charge.id}`,
+      );
     }
     charge.amountRefunded += amount;
     const refund: RefundRecord = {

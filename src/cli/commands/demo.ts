@@ -24,12 +24,16 @@ export interface DemoModule {
  * into it), so no other command loads them and the production image has none. Run from
  * the TypeScript sources (tests, tsx), the sources; run from dist/, the build.
  */
-export const TESTKIT_DEMO = import.meta.url.endsWith('.ts') ? '../../../testkit/demo.js' : '../../../dist-testkit/testkit/demo.js';
+export const TESTKIT_DEMO = import.meta.url.endsWith('.ts')
+  ? '../../../testkit/demo.js'
+  : '../../../dist-testkit/testkit/demo.js';
 
 export function registerDemo(program: Command): void {
   program
     .command('demo')
-    .description('the whole story on a throwaway PostgreSQL and an in-memory Stripe: traffic, failures, a sweep, a report')
+    .description(
+      'the whole story on a throwaway PostgreSQL and an in-memory Stripe: traffic, failures, a sweep, a report',
+    )
     .option('--seed <n>', 'vary the story; the same seed tells the same story', '1')
     .option('--keep', 'leave the database running at the end and print how to connect')
     .addHelpText(
@@ -80,7 +84,8 @@ async function loadTestkitDemo(): Promise<DemoModule> {
     return (await import(entry.href)) as DemoModule;
   } catch (error) {
     const e = error as { code?: string; url?: string; message?: string } | null;
-    const missing = e?.code === 'ERR_MODULE_NOT_FOUND' && (e.url === entry.href || String(e.message).includes(fileURLToPath(entry)));
+    const missing =
+      e?.code === 'ERR_MODULE_NOT_FOUND' && (e.url === entry.href || String(e.message).includes(fileURLToPath(entry)));
     if (!missing) throw error;
     throw new UsageError(
       `the demo needs the test kit (dist-testkit/), which this install does not have (a production image carries none): ` +

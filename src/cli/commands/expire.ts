@@ -8,7 +8,9 @@ import { withDatabase, writeJson } from '../context.js';
 export function registerExpire(program: Command): void {
   program
     .command('expire')
-    .description('drop day partitions of claims and the charge mirror older than SWEEPER_RETENTION; create the ones ahead')
+    .description(
+      'drop day partitions of claims and the charge mirror older than SWEEPER_RETENTION; create the ones ahead',
+    )
     .option('--dry-run', 'list what would be dropped; change nothing')
     .option('--json', 'print one JSON object')
     .addHelpText(
@@ -25,7 +27,11 @@ SWEEPER_RETRY_HORIZON: a retry arriving after its claim was dropped could charge
       assertSafeRetention(config.retentionMs, config.retryHorizonMs, STRIPE_IDEMPOTENCY_WINDOW);
       return withDatabase(async ({ pool, logger }) => {
         await assertSchemaOwner(pool, 'expire');
-        const result = await expirePartitions(pool, { now: new Date(), retentionMs: config.retentionMs, dryRun: flags.dryRun });
+        const result = await expirePartitions(pool, {
+          now: new Date(),
+          retentionMs: config.retentionMs,
+          dryRun: flags.dryRun,
+        });
         logger.info({ ...result, dry_run: Boolean(flags.dryRun) }, 'expire finished');
         if (flags.json) return writeJson({ ...result, dry_run: Boolean(flags.dryRun) });
         const verb = flags.dryRun ? 'would drop' : 'dropped';

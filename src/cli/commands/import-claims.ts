@@ -16,7 +16,8 @@ import { writeErrorLine } from '../exit.js';
  * from a CSV file or a query on the same database, in batches (src/claims/import.ts).
  */
 
-const COLUMNS = 'tenant_id, key, status, created_at, account_id, response_status, response_body, response_outcome, amount, currency, request_fingerprint';
+const COLUMNS =
+  'tenant_id, key, status, created_at, account_id, response_status, response_body, response_outcome, amount, currency, request_fingerprint';
 const MAX_BATCH = 5_000;
 
 interface Flags {
@@ -30,8 +31,14 @@ export function registerImportClaims(program: Command): void {
   program
     .command('import-claims')
     .description('load existing claims (an adopted claims table) into idempotency_keys, in batches; safe to run again')
-    .option('--csv <file>', `a CSV file with a header row: ${COLUMNS} (only tenant_id, key, status and created_at are required)`)
-    .option('--sql <query>', 'a SELECT on this database returning those columns (read with a cursor, 1,000 rows at a time)')
+    .option(
+      '--csv <file>',
+      `a CSV file with a header row: ${COLUMNS} (only tenant_id, key, status and created_at are required)`,
+    )
+    .option(
+      '--sql <query>',
+      'a SELECT on this database returning those columns (read with a cursor, 1,000 rows at a time)',
+    )
     .option('--batch <n>', `claims per transaction, 1..${MAX_BATCH}`, '1000')
     .option('--json', 'print one JSON object with the counts')
     .addHelpText(
@@ -52,7 +59,8 @@ were, 0 otherwise.`,
       if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_BATCH) {
         throw new UsageError(`--batch ${flags.batch}: must be a whole number from 1 to ${MAX_BATCH}`);
       }
-      if (Boolean(flags.csv) === Boolean(flags.sql)) throw new UsageError('give exactly one of --csv <file> or --sql <query>');
+      if (Boolean(flags.csv) === Boolean(flags.sql))
+        throw new UsageError('give exactly one of --csv <file> or --sql <query>');
       if (flags.csv) {
         const file = await stat(flags.csv).catch(() => null);
         if (!file?.isFile()) throw new UsageError(`--csv ${flags.csv}: not a readable file`);
@@ -77,7 +85,14 @@ were, 0 otherwise.`,
         });
         if (rejected.length > 20) writeErrorLine(`… and ${rejected.length - 20} more rows refused`);
         logger.info({ ...result }, 'import finished');
-        if (flags.json) writeJson({ read: result.read, imported: result.imported, existing: result.existing, out_of_retention: result.outOfRetention, rejected: result.rejected });
+        if (flags.json)
+          writeJson({
+            read: result.read,
+            imported: result.imported,
+            existing: result.existing,
+            out_of_retention: result.outOfRetention,
+            rejected: result.rejected,
+          });
         else {
           process.stdout.write(
             `read ${result.read}; imported ${result.imported}; already claimed ${result.existing}; ` +
@@ -85,7 +100,9 @@ were, 0 otherwise.`,
           );
         }
         if (result.rejected > 0) {
-          writeErrorLine(`${result.rejected} row(s) refused (listed above with their line): fix them and run the import again; imported rows are kept`);
+          writeErrorLine(
+            `${result.rejected} row(s) refused (listed above with their line): fix them and run the import again; imported rows are kept`,
+          );
           return ExitCode.failed;
         }
         return ExitCode.reconciled;
@@ -96,7 +113,9 @@ were, 0 otherwise.`,
 type Raw = Record<string, string | null | undefined>;
 
 async function* csvRows(file: string): AsyncGenerator<ClaimImportRow> {
-  const parser = createReadStream(file).pipe(parse({ columns: true, skip_empty_lines: true, trim: true, relax_column_count: false }));
+  const parser = createReadStream(file).pipe(
+    parse({ columns: true, skip_empty_lines: true, trim: true, relax_column_count: false }),
+  );
   let line = 1;
   for await (const record of parser as AsyncIterable<Raw>) {
     line += 1;

@@ -29,7 +29,10 @@ export function registerReport(program: Command): void {
     .option('--since <time>', 'only findings last seen at or after this time (ISO 8601)')
     .option('--format <format>', 'csv or json', 'csv')
     .option('--out <file>', 'write to this file (atomically) instead of stdout')
-    .addHelpText('after', '\nExample:\n  sweeper report --status open --category duplicate_charge --format csv --out open.csv')
+    .addHelpText(
+      'after',
+      '\nExample:\n  sweeper report --status open --category duplicate_charge --format csv --out open.csv',
+    )
     .action(async (flags: ReportFlags) => {
       const filter = parseFilter(flags);
       const format = flags.format;
@@ -87,12 +90,15 @@ function directoryError(out: string, format: string): UsageError {
 function parseFilter(flags: ReportFlags): ReportFilter {
   const filter: ReportFilter = {};
   if (flags.status !== undefined) {
-    if (!STATES.includes(flags.status)) throw new UsageError(`--status ${flags.status}: expected one of ${STATES.join(', ')}`);
+    if (!STATES.includes(flags.status))
+      throw new UsageError(`--status ${flags.status}: expected one of ${STATES.join(', ')}`);
     filter.status = flags.status;
   }
   if (flags.category !== undefined) {
     if (!(CATEGORIES as readonly string[]).includes(flags.category) || flags.category === 'matched') {
-      throw new UsageError(`--category ${flags.category}: expected one of ${CATEGORIES.filter((c) => c !== 'matched').join(', ')}`);
+      throw new UsageError(
+        `--category ${flags.category}: expected one of ${CATEGORIES.filter((c) => c !== 'matched').join(', ')}`,
+      );
     }
     filter.category = flags.category;
   }

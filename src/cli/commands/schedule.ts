@@ -18,7 +18,10 @@ export function registerSchedule(program: Command): void {
     .option('--cron <expr>', 'when to sweep (cron, 5 or 6 fields)', '*/15 * * * *')
     .option('--expire-cron <expr>', 'when to expire old partitions', '17 3 * * *')
     .option('--tz <zone>', 'IANA time zone for the cron expressions, e.g. Europe/Berlin (default: local)')
-    .option('--no-expire', 'do not run expiry (when this process runs as the least-privilege role: expiry needs the schema owner)')
+    .option(
+      '--no-expire',
+      'do not run expiry (when this process runs as the least-privilege role: expiry needs the schema owner)',
+    )
     .addHelpText(
       'after',
       `
@@ -31,7 +34,10 @@ Expiry drops partitions, which needs the schema owner: run this as the owner, or
 pass --no-expire and run \`sweeper expire\` as the owner elsewhere.`,
     )
     .action(async (flags: { cron: string; expireCron: string; tz?: string; expire: boolean }) => {
-      for (const [name, expr] of [['--cron', flags.cron], ['--expire-cron', flags.expireCron]] as const) {
+      for (const [name, expr] of [
+        ['--cron', flags.cron],
+        ['--expire-cron', flags.expireCron],
+      ] as const) {
         if (!isValidCron(expr)) throw new UsageError(`${name} "${expr}" is not a valid cron expression`);
       }
       if (flags.tz && !isValidTimeZone(flags.tz)) throw new UsageError(`--tz ${flags.tz}: not an IANA time zone`);
@@ -56,7 +62,10 @@ pass --no-expire and run \`sweeper expire\` as the owner elsewhere.`,
           const tick = new AbortController();
           const stop = () => tick.abort(signal.reason);
           signal.addEventListener('abort', stop, { once: true });
-          const deadline = setTimeout(() => tick.abort(new Error('the run deadline SWEEPER_RUN_DEADLINE was reached')), config.runDeadlineMs);
+          const deadline = setTimeout(
+            () => tick.abort(new Error('the run deadline SWEEPER_RUN_DEADLINE was reached')),
+            config.runDeadlineMs,
+          );
           try {
             const code = await executeSweep('run', {}, tick.signal);
             logger.info({ exit_code: code }, 'scheduled sweep finished');

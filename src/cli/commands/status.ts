@@ -11,7 +11,9 @@ import { UsageError, withDatabase, writeJson } from '../context.js';
 export function registerStatusCommands(program: Command): void {
   program
     .command('status')
-    .description('watermarks, runs in progress, last runs, open findings, completeness, claim-store size and oldest claim age')
+    .description(
+      'watermarks, runs in progress, last runs, open findings, completeness, claim-store size and oldest claim age',
+    )
     .option('--json', 'print one JSON object')
     .addHelpText('after', '\nExample:\n  sweeper status --json | jq .unreconciled')
     .action((flags: { json?: boolean }) =>
@@ -23,20 +25,28 @@ export function registerStatusCommands(program: Command): void {
         });
         if (flags.json) return writeJson(status);
         const out: string[] = ['watermarks:'];
-        for (const w of status.watermarks) out.push(`  ${w.account}${w.shard ? ` [${w.shard}]` : ''}  ${w.watermark}  (lag ${w.lag_seconds}s)`);
+        for (const w of status.watermarks)
+          out.push(`  ${w.account}${w.shard ? ` [${w.shard}]` : ''}  ${w.watermark}  (lag ${w.lag_seconds}s)`);
         if (status.watermarks.length === 0) out.push('  (no scheduled run yet)');
         if (status.live_runs.length > 0) out.push('running now:', ...status.live_runs.flatMap(liveRunLines));
         out.push('last runs:');
         for (const r of status.last_runs) {
-          out.push(`  ${r.account}  ${r.mode}  ${r.status}  ${r.started_at}  ${r.id}${r.error ? `  error: ${r.error}` : ''}`);
+          out.push(
+            `  ${r.account}  ${r.mode}  ${r.status}  ${r.started_at}  ${r.id}${r.error ? `  error: ${r.error}` : ''}`,
+          );
         }
         out.push(`open findings (unreconciled): ${status.unreconciled}`);
         out.push(...openFindingsLines(status.open_findings));
         if (status.completeness && status.completeness.length > 0) {
-          out.push('completeness:', ...status.completeness.map((a) => `  ${a.account}  ${completenessLine(a).replace(/^completeness: /, '')}`));
+          out.push(
+            'completeness:',
+            ...status.completeness.map((a) => `  ${a.account}  ${completenessLine(a).replace(/^completeness: /, '')}`),
+          );
         }
         const c = status.claims;
-        out.push(`claims: ${c.count} (${c.in_flight} in flight), oldest ${c.oldest_created_at ?? '-'} (${c.oldest_age_seconds ?? 0}s)`);
+        out.push(
+          `claims: ${c.count} (${c.in_flight} in flight), oldest ${c.oldest_created_at ?? '-'} (${c.oldest_age_seconds ?? 0}s)`,
+        );
         // Account names, errors and categories come from the database: redacted and made terminal-safe.
         process.stdout.write(`${terminalSafe(redact(out.join('\n')))}\n`);
       }),
@@ -73,13 +83,18 @@ export function liveRunLines(r: LiveRun): string[] {
     `    ${slices}checkpoint ${r.checkpoint} (${r.percent}% of the window), ${r.charges_scanned.toLocaleString('en-US')} charges so far, ` +
       `started ${r.started_at} (${formatClock(r.age_seconds * 1000)} ago)`,
   ];
-  if (!r.lock_held) lines.push("    no process holds the account's lock: the run's process died; the next run of the account marks it interrupted");
+  if (!r.lock_held)
+    lines.push(
+      "    no process holds the account's lock: the run's process died; the next run of the account marks it interrupted",
+    );
   return lines;
 }
 
 /** Open findings per account and category, one aligned row each, counts right-aligned. */
 export function openFindingsLines(open: Readonly<Record<string, Readonly<Record<string, number>>>>): string[] {
-  const rows = Object.entries(open).flatMap(([account, byCategory]) => Object.entries(byCategory).map(([category, n]) => [account, category, String(n)]));
+  const rows = Object.entries(open).flatMap(([account, byCategory]) =>
+    Object.entries(byCategory).map(([category, n]) => [account, category, String(n)]),
+  );
   return alignColumns(rows, { right: [2] }).map((line) => `  ${line}`);
 }
 

@@ -3,7 +3,12 @@ import { alertConfigFromEnv } from '../../alerts/index.js';
 import { loadConfig, requireStripeApiKey, type Config } from '../../config.js';
 import type { Pool } from '../../db/pool.js';
 import type { Logger } from '../../log.js';
-import { metricsConfigFromEnv, publishMetrics, readLastSuccessByAccount, type MetricsConfig } from '../../metrics/index.js';
+import {
+  metricsConfigFromEnv,
+  publishMetrics,
+  readLastSuccessByAccount,
+  type MetricsConfig,
+} from '../../metrics/index.js';
 import { readStatus } from '../../sweep/status.js';
 import { createStripeProvider } from '../../providers/stripe/provider.js';
 import type { AccountCompleteness } from '../../sweep/completeness.js';
@@ -41,11 +46,14 @@ export function registerSweepCommands(program: Command): void {
   const common = (cmd: Command) =>
     cmd
       .option('--account <id>', 'sweep only this account (acct_… or platform); must be in SWEEPER_ACCOUNTS')
-      .option('--shard <I/N>', "sweep the accounts whose stable hash falls in shard I of N (0-based), e.g. 0/4")
+      .option('--shard <I/N>', 'sweep the accounts whose stable hash falls in shard I of N (0-based), e.g. 0/4')
       .option('--dry-run', 'compute everything and say what would be repaired; write nothing')
       .option('--json', 'print one JSON object per account on stdout')
       .option('--refund-duplicates', 'refund extra charges of a duplicate_charge (needs a key that can write refunds)')
-      .option('--findings-exit <code>', 'exit code while findings stay open: 3 (default) or 0 (let the alerts page); env SWEEPER_FINDINGS_EXIT');
+      .option(
+        '--findings-exit <code>',
+        'exit code while findings stay open: 3 (default) or 0 (let the alerts page); env SWEEPER_FINDINGS_EXIT',
+      );
 
   common(
     program
@@ -72,7 +80,11 @@ Exit codes: 0 reconciled, 1 run failed (the slice in progress rolled back),
       .requiredOption('--to <time>', 'end (exclusive), at least SWEEPER_SETTLE in the past')
       .option('--no-resume', 'start the range over instead of continuing an unfinished backfill of it')
       .option(LARGE_BACKFILL_FLAG, 'allow a backfill longer than 31 days or 10,000 slices')
-      .option('--wait <duration>', 'how long to wait for an account another sweep holds, then exit 75 (0 = do not wait)', DEFAULT_BACKFILL_WAIT)
+      .option(
+        '--wait <duration>',
+        'how long to wait for an account another sweep holds, then exit 75 (0 = do not wait)',
+        DEFAULT_BACKFILL_WAIT,
+      )
       .addHelpText(
         'after',
         `
@@ -114,7 +126,12 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
       ratePerSecond: config.stripeRatePerSecond,
       metadataKeys: config.metadataKeys,
     });
-    const progress = createProgressReporter({ terminal: stderrIsTerminal(), logger, intervalMs: config.progressIntervalMs, accounts });
+    const progress = createProgressReporter({
+      terminal: stderrIsTerminal(),
+      logger,
+      intervalMs: config.progressIntervalMs,
+      accounts,
+    });
     const deps: SweepDeps = {
       pool,
       clock: () => new Date(),
@@ -174,7 +191,13 @@ function sweepOptionsOf(
   mode: 'run' | 'backfill',
   flags: SweepFlags,
   config: Config,
-  run: { accounts: string[]; shard: Shard | undefined; window: TimeWindow | undefined; lockWaitMs: number; signal: AbortSignal | undefined },
+  run: {
+    accounts: string[];
+    shard: Shard | undefined;
+    window: TimeWindow | undefined;
+    lockWaitMs: number;
+    signal: AbortSignal | undefined;
+  },
 ): SweepOptions {
   return {
     mode,
@@ -256,7 +279,8 @@ const DEFAULT_BACKFILL_WAIT = '15m';
 
 function parseWaitFlag(text: string): number {
   const ms = text.trim() === '0' ? 0 : parseDuration(text);
-  if (ms === undefined) throw new UsageError(`--wait ${text}: expected a duration like 90s, 15m or 1h, or 0 to not wait`);
+  if (ms === undefined)
+    throw new UsageError(`--wait ${text}: expected a duration like 90s, 15m or 1h, or 0 to not wait`);
   return ms;
 }
 

@@ -30,7 +30,12 @@ export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({
  * retry together; never shorter than the server's `Retry-After`, plus a little jitter
  * on top of it for the same reason.
  */
-export function backoffDelayMs(retry: number, policy: RetryPolicy, random: () => number, retryAfterMs?: number): number {
+export function backoffDelayMs(
+  retry: number,
+  policy: RetryPolicy,
+  random: () => number,
+  retryAfterMs?: number,
+): number {
   const exponential = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, retry - 1));
   const jittered = exponential / 2 + (random() * exponential) / 2;
   if (retryAfterMs === undefined) return jittered;

@@ -38,7 +38,8 @@ export type ReadEventResult =
  * a `charge.*` event that names no charge.
  */
 export function readChangeEvent(raw: unknown, expected: EventExpectation): ReadEventResult {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return { ok: false, id: null, problem: 'an item is not an event object' };
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    return { ok: false, id: null, problem: 'an item is not an event object' };
   const event = raw as Record<string, unknown>;
   const id = typeof event.id === 'string' && STRIPE_ID.test(event.id) ? event.id : null;
   const fail = (problem: string, pointerMissing = false): ReadEventResult => ({
@@ -52,20 +53,27 @@ export function readChangeEvent(raw: unknown, expected: EventExpectation): ReadE
   if (!expected.types.has(event.type)) return fail(`type ${event.type} was not asked for`);
   const created = event.created;
   if (typeof created !== 'number' || !Number.isSafeInteger(created)) return fail('missing created');
-  if (created < expected.gte || (expected.lt !== null && created >= expected.lt)) return fail(`created ${created} is outside the range asked for`);
+  if (created < expected.gte || (expected.lt !== null && created >= expected.lt))
+    return fail(`created ${created} is outside the range asked for`);
   // A connected account's events name it; the platform's name none. Absent is taken as the account asked for.
   const account = event.account ?? null;
-  if (account !== null && account !== expected.account) return fail(`belongs to ${String(account)}, not ${expected.account ?? 'the platform'}`);
+  if (account !== null && account !== expected.account)
+    return fail(`belongs to ${String(account)}, not ${expected.account ?? 'the platform'}`);
   const data = event.data as { object?: unknown } | null | undefined;
   const object = typeof data === 'object' && data !== null ? data.object : undefined;
-  if (typeof object !== 'object' || object === null || Array.isArray(object)) return fail('data.object is not an object');
+  if (typeof object !== 'object' || object === null || Array.isArray(object))
+    return fail('data.object is not an object');
   const { chargeId, paymentIntentId } = pointersOf(object as Record<string, unknown>);
-  if (chargeId === null && event.type.startsWith('charge.')) return fail(`a ${event.type} event that names no charge`, true);
+  if (chargeId === null && event.type.startsWith('charge.'))
+    return fail(`a ${event.type} event that names no charge`, true);
   return { ok: true, event: { id, type: event.type, created, account: expected.account, chargeId, paymentIntentId } };
 }
 
 /** The charge and intent an event's object points at, whatever its kind. */
-export function pointersOf(object: Record<string, unknown>): { chargeId: string | null; paymentIntentId: string | null } {
+export function pointersOf(object: Record<string, unknown>): {
+  chargeId: string | null;
+  paymentIntentId: string | null;
+} {
   switch (object.object) {
     case 'charge':
       return { chargeId: idOf(object.id), paymentIntentId: idOf(object.payment_intent) };

@@ -35,7 +35,10 @@ export function stripeCreateCharge(stripe: Stripe): CreateCharge {
   };
 }
 
-function createPaymentIntent(stripe: Stripe, { request, idempotencyKey, metadata }: CreateChargeInput): Promise<Stripe.PaymentIntent> {
+function createPaymentIntent(
+  stripe: Stripe,
+  { request, idempotencyKey, metadata }: CreateChargeInput,
+): Promise<Stripe.PaymentIntent> {
   const params: Stripe.PaymentIntentCreateParams = {
     amount: request.amount,
     currency: request.currency,

@@ -95,7 +95,7 @@ export function describeError(error: unknown): string {
   const message = (error as { message?: unknown } | null)?.message;
   if (typeof message === 'string') return message;
   try {
-    return typeof error === 'string' ? error : (JSON.stringify(error) as string | undefined) ?? String(error);
+    return typeof error === 'string' ? error : ((JSON.stringify(error) as string | undefined) ?? String(error));
   } catch {
     return `an error of type ${typeof error}`;
   }

@@ -27,7 +27,10 @@ export class IncompleteEventsError extends Error {
     reason: string,
     options?: { cause?: unknown },
   ) {
-    super(`events of ${describeAccount(account)} created in ${describeEventRange(range)} could not be listed completely: ${reason}`, options);
+    super(
+      `events of ${describeAccount(account)} created in ${describeEventRange(range)} could not be listed completely: ${reason}`,
+      options,
+    );
   }
 }
 

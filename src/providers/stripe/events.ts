@@ -107,7 +107,9 @@ export type FetchEventPage = (query: EventPageQuery, signal: AbortSignal) => Pro
 /** One attempt through the real SDK; its own retries are off (withRetries decides, inside the budget). */
 export function sdkEventPageSource(stripe: Stripe): FetchEventPage {
   return async (query) => {
-    const created: Stripe.RangeQueryParam = query.exclusiveAfter ? { gt: query.range.gte - 1 } : { gte: query.range.gte };
+    const created: Stripe.RangeQueryParam = query.exclusiveAfter
+      ? { gt: query.range.gte - 1 }
+      : { gte: query.range.gte };
     if (query.range.lt !== null) created.lt = query.range.lt;
     const params: Stripe.EventListParams = { types: [...query.types], created, limit: query.limit };
     if (query.startingAfter) params.starting_after = query.startingAfter;
@@ -117,10 +119,13 @@ export function sdkEventPageSource(stripe: Stripe): FetchEventPage {
       return await stripe.events.list(params, options);
     } catch (error) {
       // Raised here with Stripe's own message: the lister's 403 error names the charges permission.
-      if ((error as { statusCode?: unknown } | null | undefined)?.statusCode === 403) throw new MissingEventsPermissionError(query.account, (error as Error).message);
+      if ((error as { statusCode?: unknown } | null | undefined)?.statusCode === 403)
+        throw new MissingEventsPermissionError(query.account, (error as Error).message);
       if (error instanceof Stripe.errors.StripeError) throw error;
       // The SDK trips over a body that is JSON but not an object (`null`, `[]`, `"x"`).
-      throw new MalformedPageError('the answer could not be read as a Stripe list: the body is not a JSON object', { cause: error });
+      throw new MalformedPageError('the answer could not be read as a Stripe list: the body is not a JSON object', {
+        cause: error,
+      });
     }
   };
 }
@@ -145,10 +150,12 @@ export function eventRange(window: EventWindow): EventRange {
     ['overlapSeconds', overlap],
     ['before', window.before ?? 0],
   ] as const) {
-    if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${name} must be a whole, non-negative number of seconds (got ${value})`);
+    if (!Number.isSafeInteger(value) || value < 0)
+      throw new RangeError(`${name} must be a whole, non-negative number of seconds (got ${value})`);
   }
   const range = { gte: overlap > 0 ? window.after - overlap : window.after + 1, lt: window.before ?? null };
-  if (range.lt !== null && range.lt < range.gte) throw new RangeError(`before (${range.lt}) is earlier than the cursor (${window.after})`);
+  if (range.lt !== null && range.lt < range.gte)
+    throw new RangeError(`before (${range.lt}) is earlier than the cursor (${window.after})`);
   return range;
 }
 
@@ -156,7 +163,12 @@ export function eventRange(window: EventWindow): EventRange {
  * Reads every event of a window, page after page (see the module comment for the
  * contract). Pages are sequential: each cursor comes from the page before.
  */
-export async function readEvents(fetchPage: FetchEventPage, account: string | null, window: EventWindow, options: ReadEventsOptions = {}): Promise<EventListing> {
+export async function readEvents(
+  fetchPage: FetchEventPage,
+  account: string | null,
+  window: EventWindow,
+  options: ReadEventsOptions = {},
+): Promise<EventListing> {
   const range = eventRange(window);
   const types = [...new Set(options.types ?? CHANGE_EVENT_TYPES)];
   if (types.length < 1 || types.length > MAX_EVENT_TYPES_PER_REQUEST) {
@@ -165,13 +177,17 @@ export async function readEvents(fetchPage: FetchEventPage, account: string | nu
   const wildcard = types.find((t) => t.includes('*'));
   if (wildcard !== undefined) throw new RangeError(`types[] takes exact event names; spell out ${wildcard}`);
   const limit = options.limit ?? EVENT_PAGE_SIZE;
-  if (!Number.isInteger(limit) || limit < 1 || limit > EVENT_PAGE_SIZE) throw new RangeError(`page size must be 1..${EVENT_PAGE_SIZE} (got ${limit})`);
-  const maxPages = options.maxPages ?? maxPagesFor({ gte: range.gte, lt: range.lt ?? Math.max(range.gte + 1, Math.ceil(Date.now() / 1000)) });
+  if (!Number.isInteger(limit) || limit < 1 || limit > EVENT_PAGE_SIZE)
+    throw new RangeError(`page size must be 1..${EVENT_PAGE_SIZE} (got ${limit})`);
+  const maxPages =
+    options.maxPages ??
+    maxPagesFor({ gte: range.gte, lt: range.lt ?? Math.max(range.gte + 1, Math.ceil(Date.now() / 1000)) });
   const counters = options.counters ?? new StripeListCounters();
   const signal = options.signal ?? new AbortController().signal;
   const expected: EventExpectation = { account, types: new Set(types), gte: range.gte, lt: range.lt };
   const exclusiveAfter = (window.overlapSeconds ?? 0) === 0;
-  const incomplete = (reason: string, cause?: unknown) => new IncompleteEventsError(account, range, reason, cause === undefined ? undefined : { cause });
+  const incomplete = (reason: string, cause?: unknown) =>
+    new IncompleteEventsError(account, range, reason, cause === undefined ? undefined : { cause });
 
   const events: ChangeEvent[] = [];
   const malformed: Array<{ id: string; problem: string }> = [];
@@ -184,14 +200,18 @@ export async function readEvents(fetchPage: FetchEventPage, account: string | nu
     if (pages >= maxPages) throw incomplete(`more than ${maxPages} pages: the upstream keeps handing out new pages`);
     let page: unknown;
     try {
-      page = await fetchPage({ account, types, range, exclusiveAfter, limit, ...(startingAfter ? { startingAfter } : {}) }, signal);
+      page = await fetchPage(
+        { account, types, range, exclusiveAfter, limit, ...(startingAfter ? { startingAfter } : {}) },
+        signal,
+      );
     } catch (error) {
       signal.throwIfAborted();
       throw configurationError(error) ?? incomplete(errorMessage(error), error);
     }
     pages += 1;
     counters.pages += 1;
-    if (typeof page !== 'object' || page === null || Array.isArray(page)) throw incomplete('a page is not a list object');
+    if (typeof page !== 'object' || page === null || Array.isArray(page))
+      throw incomplete('a page is not a list object');
     const { data, has_more: hasMore } = page as { data?: unknown; has_more?: unknown };
     const shape = pageShapeProblem(data, hasMore);
     if (shape) throw incomplete(`a page is malformed: ${shape}`);
@@ -203,7 +223,10 @@ export async function readEvents(fetchPage: FetchEventPage, account: string | nu
         // One event whose object names no usable charge is one lost pointer, not a broken
         // listing: reported (the deep re-read is the second line), the rest is read.
         if (read.id !== null && read.pointerMissing) {
-          if (seen.has(read.id)) throw incomplete(`event ${read.id} was listed twice in one listing (a cursor that does not advance, or a broken listing)`);
+          if (seen.has(read.id))
+            throw incomplete(
+              `event ${read.id} was listed twice in one listing (a cursor that does not advance, or a broken listing)`,
+            );
           seen.add(read.id);
           malformed.push({ id: read.id, problem: read.problem });
           lastId = read.id;
@@ -212,15 +235,22 @@ export async function readEvents(fetchPage: FetchEventPage, account: string | nu
         throw incomplete(read.problem);
       }
       const event = read.event;
-      if (seen.has(event.id)) throw incomplete(`event ${event.id} was listed twice in one listing (a cursor that does not advance, or a broken listing)`);
+      if (seen.has(event.id))
+        throw incomplete(
+          `event ${event.id} was listed twice in one listing (a cursor that does not advance, or a broken listing)`,
+        );
       const previous = events[events.length - 1];
-      if (previous && event.created > previous.created) throw incomplete(`events out of order: ${event.id} (${event.created}) after ${previous.id} (${previous.created})`);
+      if (previous && event.created > previous.created)
+        throw incomplete(
+          `events out of order: ${event.id} (${event.created}) after ${previous.id} (${previous.created})`,
+        );
       seen.add(event.id);
       events.push(event);
       lastId = event.id;
     }
     if (!hasMore) break;
-    if (items.length === 0 || !lastId) throw incomplete('a page says has_more but holds no event to continue after: the cursor cannot advance');
+    if (items.length === 0 || !lastId)
+      throw incomplete('a page says has_more but holds no event to continue after: the cursor cannot advance');
     startingAfter = lastId;
   }
   const newestCreated = events[0]?.created ?? null;
@@ -232,7 +262,8 @@ function configurationError(error: unknown): Error | undefined {
   if (error instanceof InvalidStripeKeyError || error instanceof MissingEventsPermissionError) return error;
   if (error instanceof PageFetchError && error.cause instanceof MissingEventsPermissionError) return error.cause;
   // Only if a 403 reached withRetries by another way: its error names the charges permission, so say events.
-  if (error instanceof MissingStripePermissionError) return new MissingEventsPermissionError(error.account, error.message);
+  if (error instanceof MissingStripePermissionError)
+    return new MissingEventsPermissionError(error.account, error.message);
   return undefined;
 }
 
@@ -249,9 +280,17 @@ export interface EventReaderDeps {
 }
 
 export interface EventReader {
-  read(account: string | null, window: EventWindow, options?: Omit<ReadEventsOptions, 'counters'>): Promise<EventListing>;
+  read(
+    account: string | null,
+    window: EventWindow,
+    options?: Omit<ReadEventsOptions, 'counters'>,
+  ): Promise<EventListing>;
   /** Re-reads charges by id (`GET /v1/charges/:id`) under the same budget: raw objects for normalizeCharge, or missing. */
-  retrieveCharges(account: string | null, ids: readonly string[], options?: { signal?: AbortSignal }): Promise<RetrievedCharge[]>;
+  retrieveCharges(
+    account: string | null,
+    ids: readonly string[],
+    options?: { signal?: AbortSignal },
+  ): Promise<RetrievedCharge[]>;
   readonly budget: RateBudget;
   readonly counters: StripeListCounters;
 }
@@ -277,7 +316,13 @@ export function changeSource(reader: EventReader): ChangeSource {
     const listing = await reader.read(accountIdOf(account), window, signal ? { signal } : {});
     return [
       ...listing.events.map((e) => ({ id: e.id, type: e.type, created: e.created, chargeId: e.chargeId })),
-      ...listing.malformed.map((m) => ({ id: m.id, type: 'malformed', created: 0, chargeId: null, problem: m.problem })),
+      ...listing.malformed.map((m) => ({
+        id: m.id,
+        type: 'malformed',
+        created: 0,
+        chargeId: null,
+        problem: m.problem,
+      })),
     ];
   };
 }

@@ -53,13 +53,22 @@ export function createStripeEvidence(deps: StripeEvidenceDeps): ProviderEvidence
     { budget, counters, policy: deps.retry, sleep: deps.sleep },
   );
   // By id: the events reader's retriever, a few at a time under the same budget.
-  const retriever = createChargeRetriever({ stripe: deps.stripe, budget, counters, policy: deps.retry, sleep: deps.sleep });
+  const retriever = createChargeRetriever({
+    stripe: deps.stripe,
+    budget,
+    counters,
+    policy: deps.retry,
+    sleep: deps.sleep,
+  });
   const send = <R>(account: string, run: Call<R>['run'], signal?: AbortSignal): Promise<R> =>
     retrying({ account: accountIdOf(account), run }, signal ?? new AbortController().signal) as Promise<R>;
 
   const normalize = (raw: unknown, account: string): NormalizedCharge => {
     const result = normalizeCharge(raw, accountIdOf(account), keys, nowSeconds());
-    if (!result.ok) throw new UnreadableEvidenceError(`Stripe's re-read of charge ${result.malformed.id ?? '(no id)'} cannot be judged: ${result.malformed.problem}`);
+    if (!result.ok)
+      throw new UnreadableEvidenceError(
+        `Stripe's re-read of charge ${result.malformed.id ?? '(no id)'} cannot be judged: ${result.malformed.problem}`,
+      );
     return result.charge;
   };
 
@@ -84,14 +93,17 @@ export function createStripeEvidence(deps: StripeEvidenceDeps): ProviderEvidence
       for (let n = 0; n < MAX_SEARCH_PAGES; n += 1) {
         const result = await send(
           account,
-          (options) => deps.stripe.charges.search({ query, limit: STRIPE_MAX_PAGE_SIZE, ...(page ? { page } : {}) }, options),
+          (options) =>
+            deps.stripe.charges.search({ query, limit: STRIPE_MAX_PAGE_SIZE, ...(page ? { page } : {}) }, options),
           signal,
         );
         for (const raw of result.data) found.push(normalize(raw, account));
         if (!result.has_more || !result.next_page) return found;
         page = result.next_page;
       }
-      throw new UnreadableEvidenceError(`Stripe's search for ${tenantId}/${key} did not end after ${MAX_SEARCH_PAGES} pages`);
+      throw new UnreadableEvidenceError(
+        `Stripe's search for ${tenantId}/${key} did not end after ${MAX_SEARCH_PAGES} pages`,
+      );
     },
     async refundsOf(account, chargeId, signal) {
       const refunds: RefundFact[] = [];
@@ -99,7 +111,11 @@ export function createStripeEvidence(deps: StripeEvidenceDeps): ProviderEvidence
       for (;;) {
         const page = await send(
           account,
-          (options) => deps.stripe.refunds.list({ charge: chargeId, limit: STRIPE_MAX_PAGE_SIZE, ...(after ? { starting_after: after } : {}) }, options),
+          (options) =>
+            deps.stripe.refunds.list(
+              { charge: chargeId, limit: STRIPE_MAX_PAGE_SIZE, ...(after ? { starting_after: after } : {}) },
+              options,
+            ),
           signal,
         );
         refunds.push(...page.data.map(refundFact));
@@ -129,10 +145,11 @@ function refundFact(r: Stripe.Refund): RefundFact {
     chargeId: typeof r.charge === 'string' ? r.charge : (r.charge?.id ?? ''),
     amount: r.amount,
     status: r.status ?? 'succeeded',
-    metadata: Object.fromEntries(Object.entries(r.metadata ?? {}).filter((e): e is [string, string] => typeof e[1] === 'string')),
+    metadata: Object.fromEntries(
+      Object.entries(r.metadata ?? {}).filter((e): e is [string, string] => typeof e[1] === 'string'),
+    ),
   };
 }
-
 
 /** Stripe's search language: a quote or backslash inside a quoted value is escaped with a backslash. */
 function quote(value: string): string {

@@ -38,11 +38,13 @@ export function classifyListFailure(error: unknown, nowMs: number = Date.now()):
   const shouldRetry = header(err.headers, 'stripe-should-retry');
   const retryAfterMs = parseRetryAfter(header(err.headers, 'retry-after'), nowMs);
   const withRetryAfter = retryAfterMs === undefined ? {} : { retryAfterMs };
-  if (shouldRetry === 'false') return { action: 'give_up', reason: `Stripe-Should-Retry: false (${describe(status, message)})`, status };
+  if (shouldRetry === 'false')
+    return { action: 'give_up', reason: `Stripe-Should-Retry: false (${describe(status, message)})`, status };
   if (status === 429) return { action: 'retry', reason: 'rate_limited', status, ...withRetryAfter };
   if (shouldRetry === 'true') return { action: 'retry', reason: 'stripe_should_retry', status, ...withRetryAfter };
   if (status === 409) return { action: 'retry', reason: 'conflict', status, ...withRetryAfter };
-  if (status !== undefined && status >= 500) return { action: 'retry', reason: 'server_error', status, ...withRetryAfter };
+  if (status !== undefined && status >= 500)
+    return { action: 'retry', reason: 'server_error', status, ...withRetryAfter };
   if (status === undefined && isStripeError(error)) {
     const code = typeof err.detail === 'object' && err.detail !== null ? err.detail.code : undefined;
     return { action: 'retry', reason: code === 'ETIMEDOUT' ? 'deadline' : 'connection' };

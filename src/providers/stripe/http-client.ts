@@ -22,7 +22,8 @@ type ResponseHeaders = ConstructorParameters<typeof Stripe.HttpClientResponse>[1
 export class DeadlineHttpClient extends Stripe.HttpClient {
   constructor(private readonly deadlineMs: number) {
     super();
-    if (!Number.isFinite(deadlineMs) || deadlineMs <= 0) throw new RangeError(`request deadline must be positive (got ${deadlineMs})`);
+    if (!Number.isFinite(deadlineMs) || deadlineMs <= 0)
+      throw new RangeError(`request deadline must be positive (got ${deadlineMs})`);
   }
 
   override getClientName(): string {

@@ -9,7 +9,13 @@ export {
   type ChargeListerDeps,
   type WindowListingOptions,
 } from './list-charges.js';
-export { RateBudget, DEFAULT_RATE_PER_SECOND, type RateBudgetOptions, type Sleep, type MonotonicClock } from './rate-budget.js';
+export {
+  RateBudget,
+  DEFAULT_RATE_PER_SECOND,
+  type RateBudgetOptions,
+  type Sleep,
+  type MonotonicClock,
+} from './rate-budget.js';
 export { StripeListCounters, type CounterSnapshot } from './counters.js';
 export { IncompleteWindowError, InvalidStripeKeyError, MissingStripePermissionError } from './errors.js';
 export { DEFAULT_RETRY_POLICY, type RetryPolicy } from './backoff.js';
@@ -30,6 +36,11 @@ export {
   type ReadEventsOptions,
 } from './events.js';
 export { pointersOf, readChangeEvent, type ChangeEvent } from './change-event.js';
-export { ChargeRetrievalError, IncompleteEventsError, MissingEventsPermissionError, type EventRange } from './event-errors.js';
+export {
+  ChargeRetrievalError,
+  IncompleteEventsError,
+  MissingEventsPermissionError,
+  type EventRange,
+} from './event-errors.js';
 export { createChargeRetriever, type ChargeRetriever, type RetrievedCharge } from './retrieve-charges.js';
 export { createStripeProvider, stripeFacts, type StripeProvider, type StripeProviderOptions } from './provider.js';

@@ -3,9 +3,21 @@ import type Stripe from 'stripe';
 import { STRIPE_MAX_PAGE_SIZE } from './limits.js';
 import type { RetryPolicy } from './backoff.js';
 import { StripeListCounters } from './counters.js';
-import { describeError, IncompleteWindowError, InvalidStripeKeyError, MalformedPageError, MissingStripePermissionError } from './errors.js';
+import {
+  describeError,
+  IncompleteWindowError,
+  InvalidStripeKeyError,
+  MalformedPageError,
+  MissingStripePermissionError,
+} from './errors.js';
 import { DEFAULT_METADATA_KEYS, normalizeCharge, pageCursorOf, STRIPE_ID, type MetadataKeys } from './normalize.js';
-import { pageShapeProblem, sdkPageSource, withRetries, type FetchChargePage, type RawChargePage } from './page-source.js';
+import {
+  pageShapeProblem,
+  sdkPageSource,
+  withRetries,
+  type FetchChargePage,
+  type RawChargePage,
+} from './page-source.js';
 import { RateBudget, type Sleep } from './rate-budget.js';
 import { planNext, type SubWindowTask } from './subdivide.js';
 import type { MalformedCharge, NormalizedCharge } from '../../sweep/provider.js';
@@ -66,7 +78,8 @@ export async function* listChargeWindow(
   if (range.gte === range.lt) return;
   const concurrency = Math.max(1, Math.floor(options.concurrency ?? DEFAULT_CONCURRENCY));
   const limit = options.limit ?? MAX_PAGE_SIZE;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE) throw new RangeError(`page size must be 1..${MAX_PAGE_SIZE} (got ${limit})`);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE)
+    throw new RangeError(`page size must be 1..${MAX_PAGE_SIZE} (got ${limit})`);
   const keys = options.metadataKeys ?? DEFAULT_METADATA_KEYS;
   const counters = options.counters ?? new StripeListCounters();
   const maxPages = options.maxPages ?? maxPagesFor(range);
@@ -111,9 +124,13 @@ export async function* listChargeWindow(
 
   const run = async (task: SubWindowTask) => {
     try {
-      const page = await fetchPage({ account, gte: task.gte, lt: task.lt, startingAfter: task.startingAfter, limit }, controller.signal);
+      const page = await fetchPage(
+        { account, gte: task.gte, lt: task.lt, startingAfter: task.startingAfter, limit },
+        controller.signal,
+      );
       if (controller.signal.aborted) return;
-      const problem = pageProblem(page, task, limit, seen) ?? (++pagesRead > maxPages ? tooManyPages(maxPages, range) : null);
+      const problem =
+        pageProblem(page, task, limit, seen) ?? (++pagesRead > maxPages ? tooManyPages(maxPages, range) : null);
       if (problem) {
         fail(task, new MalformedPageError(problem));
         return;
@@ -171,7 +188,8 @@ export async function* listChargeWindow(
  * cursor that does not move, and every charge id against the ones already listed.
  */
 function pageProblem(page: unknown, task: SubWindowTask, limit: number, seen: Set<string>): string | null {
-  if (typeof page !== 'object' || page === null) return `the page is not an object (${page === null ? 'null' : typeof page})`;
+  if (typeof page !== 'object' || page === null)
+    return `the page is not an object (${page === null ? 'null' : typeof page})`;
   const { data, hasMore } = page as { data?: unknown; hasMore?: unknown };
   const shape = pageShapeProblem(data, hasMore);
   if (shape) return shape;
@@ -184,7 +202,8 @@ function pageProblem(page: unknown, task: SubWindowTask, limit: number, seen: Se
   for (const item of items) {
     const id = (item as { id?: unknown } | null)?.id;
     if (typeof id !== 'string' || !STRIPE_ID.test(id)) continue;
-    if (seen.has(id)) return `charge ${id} was listed twice in one listing (a broken cursor, or two versions of one charge)`;
+    if (seen.has(id))
+      return `charge ${id} was listed twice in one listing (a broken cursor, or two versions of one charge)`;
     seen.add(id);
   }
   return null;
@@ -205,7 +224,13 @@ function outline(page: RawChargePage) {
  * the upstream got wrong would land in a mirror partition nobody ensured): it is
  * reported like any charge that cannot be read.
  */
-function toBatch(account: string | null, task: SubWindowTask, page: RawChargePage, keys: MetadataKeys, nowSeconds: number): ChargeBatch {
+function toBatch(
+  account: string | null,
+  task: SubWindowTask,
+  page: RawChargePage,
+  keys: MetadataKeys,
+  nowSeconds: number,
+): ChargeBatch {
   const batch: ChargeBatch = { account, subWindow: { gte: task.gte, lt: task.lt }, charges: [], malformed: [] };
   for (const raw of page.data) {
     const result = normalizeCharge(raw, account, keys, nowSeconds);
@@ -231,7 +256,11 @@ export interface ChargeListerDeps {
 }
 
 export interface ChargeLister {
-  list(account: string | null, window: ChargeWindow, options?: { signal?: AbortSignal }): AsyncGenerator<ChargeBatch, void, undefined>;
+  list(
+    account: string | null,
+    window: ChargeWindow,
+    options?: { signal?: AbortSignal },
+  ): AsyncGenerator<ChargeBatch, void, undefined>;
   readonly budget: RateBudget;
   readonly counters: StripeListCounters;
 }

@@ -43,7 +43,12 @@ export const MAX_CREATED_AHEAD_SECONDS = 86_400;
  * listed under (charges do not name it); `nowSeconds` is the caller's clock (unix
  * seconds), the only time this reads.
  */
-export function normalizeCharge(raw: unknown, account: string | null, keys: MetadataKeys, nowSeconds: number): NormalizeResult {
+export function normalizeCharge(
+  raw: unknown,
+  account: string | null,
+  keys: MetadataKeys,
+  nowSeconds: number,
+): NormalizeResult {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     return { ok: false, malformed: { id: null, account, problem: `not an object (${describeType(raw)})` } };
   }
@@ -59,17 +64,45 @@ export function normalizeCharge(raw: unknown, account: string | null, keys: Meta
   const disputed = readBoolean(charge, 'disputed', problems);
   const livemode = readBoolean(charge, 'livemode', problems);
   // Older API versions lack amount_captured; a captured charge captured all of it.
-  const amountCaptured = readPart(charge, 'amount_captured', amount, captured && amount !== null ? amount : 0, problems);
+  const amountCaptured = readPart(
+    charge,
+    'amount_captured',
+    amount,
+    captured && amount !== null ? amount : 0,
+    problems,
+  );
   const amountRefunded = readPart(charge, 'amount_refunded', amount, 0, problems);
   const paymentIntent = readReference(charge, 'payment_intent', problems);
   const customer = readReference(charge, 'customer', problems);
   const paymentMethod = readReference(charge, 'payment_method', problems);
   const metadata = readMetadata(charge.metadata, problems);
-  const tenantId = readAttribution(metadata, keys.tenantId, TENANT_ID, 'printable ASCII characters without spaces', problems);
-  const idempotencyKey = readAttribution(metadata, keys.idempotencyKey, IDEMPOTENCY_KEY, 'printable ASCII characters', problems);
+  const tenantId = readAttribution(
+    metadata,
+    keys.tenantId,
+    TENANT_ID,
+    'printable ASCII characters without spaces',
+    problems,
+  );
+  const idempotencyKey = readAttribution(
+    metadata,
+    keys.idempotencyKey,
+    IDEMPOTENCY_KEY,
+    'printable ASCII characters',
+    problems,
+  );
 
-  if (problems.length > 0 || id === null || created === null || amount === null || currency === null || status === null) {
-    return { ok: false, malformed: { id, account, problem: problems.join(', '), ...(created !== null ? { created } : {}) } };
+  if (
+    problems.length > 0 ||
+    id === null ||
+    created === null ||
+    amount === null ||
+    currency === null ||
+    status === null
+  ) {
+    return {
+      ok: false,
+      malformed: { id, account, problem: problems.join(', '), ...(created !== null ? { created } : {}) },
+    };
   }
   return {
     ok: true,
@@ -119,7 +152,8 @@ function readCreated(value: unknown, nowSeconds: number, problems: string[]): nu
   if (value === undefined || value === null) problems.push('missing created');
   else if (!isWholeNumber(value)) problems.push(`created is not a whole number of seconds (${show(value)})`);
   else if (value <= 0) problems.push(`created ${value} is not after 1970`);
-  else if (value >= MILLISECONDS_THRESHOLD) problems.push(`created ${value} is beyond the year 3000: milliseconds, not seconds`);
+  else if (value >= MILLISECONDS_THRESHOLD)
+    problems.push(`created ${value} is beyond the year 3000: milliseconds, not seconds`);
   else if (value < EARLIEST_CREATED) problems.push(`created ${value} (${iso(value)}) is before Stripe existed (2010)`);
   else if (value > nowSeconds + MAX_CREATED_AHEAD_SECONDS) {
     problems.push(`created ${value} (${iso(value)}) is more than a day ahead of now (${iso(nowSeconds)})`);
@@ -136,7 +170,13 @@ function readAmount(value: unknown, problems: string[]): number | null {
 }
 
 /** amount_captured and amount_refunded: absent → `fallback`; otherwise a whole number in 0..amount. */
-function readPart(charge: Record<string, unknown>, field: string, amount: number | null, fallback: number, problems: string[]): number {
+function readPart(
+  charge: Record<string, unknown>,
+  field: string,
+  amount: number | null,
+  fallback: number,
+  problems: string[],
+): number {
   const value = charge[field];
   if (value === undefined || value === null) return fallback;
   if (!isWholeNumber(value)) problems.push(`${field} is not a whole number (${show(value)})`);
@@ -148,7 +188,8 @@ function readPart(charge: Record<string, unknown>, field: string, amount: number
 
 function readCurrency(value: unknown, problems: string[]): string | null {
   if (value === undefined || value === null || value === '') problems.push('missing currency');
-  else if (typeof value !== 'string' || !CURRENCY.test(value)) problems.push(`currency ${show(value)} is not three letters (ISO 4217)`);
+  else if (typeof value !== 'string' || !CURRENCY.test(value))
+    problems.push(`currency ${show(value)} is not three letters (ISO 4217)`);
   else return value.toLowerCase();
   return null;
 }
@@ -187,7 +228,13 @@ function readMetadata(value: unknown, problems: string[]): Record<string, unknow
 }
 
 /** Absent or empty: no attribution. Present: exactly what the claim library could have written. */
-function readAttribution(metadata: Record<string, unknown>, name: string, shape: RegExp, rule: string, problems: string[]): string | null {
+function readAttribution(
+  metadata: Record<string, unknown>,
+  name: string,
+  shape: RegExp,
+  rule: string,
+  problems: string[],
+): string | null {
   if (!Object.hasOwn(metadata, name)) return null;
   const value = metadata[name];
   if (value === undefined || value === null || value === '') return null;

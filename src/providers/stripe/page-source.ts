@@ -1,7 +1,13 @@
 import Stripe from 'stripe';
 import { backoffDelayMs, DEFAULT_RETRY_POLICY, type RetryPolicy } from './backoff.js';
 import { StripeListCounters } from './counters.js';
-import { describeError, InvalidStripeKeyError, MalformedPageError, MissingStripePermissionError, PageFetchError } from './errors.js';
+import {
+  describeError,
+  InvalidStripeKeyError,
+  MalformedPageError,
+  MissingStripePermissionError,
+  PageFetchError,
+} from './errors.js';
 import { classifyListFailure } from './failure.js';
 import { realSleep, RateBudget, type Sleep } from './rate-budget.js';
 
@@ -43,7 +49,9 @@ export function sdkPageSource(stripe: Stripe): FetchChargePage {
     } catch (error) {
       if (error instanceof Stripe.errors.StripeError) throw error;
       // The SDK trips over a body that is JSON but not an object (`null`, `[]`, `"x"`).
-      throw new MalformedPageError('the answer could not be read as a Stripe list: the body is not a JSON object', { cause: error });
+      throw new MalformedPageError('the answer could not be read as a Stripe list: the body is not a JSON object', {
+        cause: error,
+      });
     }
     return readWirePage(page);
   };
@@ -52,7 +60,9 @@ export function sdkPageSource(stripe: Stripe): FetchChargePage {
 /** `{ object: "list", data: [...], has_more: boolean }`, or MalformedPageError saying what is wrong. */
 export function readWirePage(page: unknown): RawChargePage {
   if (typeof page !== 'object' || page === null || Array.isArray(page)) {
-    throw new MalformedPageError(`the answer is not a list object (${page === null ? 'null' : Array.isArray(page) ? 'an array' : typeof page})`);
+    throw new MalformedPageError(
+      `the answer is not a list object (${page === null ? 'null' : Array.isArray(page) ? 'an array' : typeof page})`,
+    );
   }
   const { data, has_more: hasMore } = page as { data?: unknown; has_more?: unknown };
   const problem = pageShapeProblem(data, hasMore);
@@ -62,8 +72,10 @@ export function readWirePage(page: unknown): RawChargePage {
 
 /** Why `data`/`has_more` do not make a list page, or null. */
 export function pageShapeProblem(data: unknown, hasMore: unknown): string | null {
-  if (!Array.isArray(data)) return `data is ${data === undefined ? 'missing' : data === null ? 'null' : `a ${typeof data}`}, not an array`;
-  if (typeof hasMore !== 'boolean') return `has_more is ${hasMore === undefined ? 'missing' : hasMore === null ? 'null' : `a ${typeof hasMore}`}, not a boolean`;
+  if (!Array.isArray(data))
+    return `data is ${data === undefined ? 'missing' : data === null ? 'null' : `a ${typeof data}`}, not an array`;
+  if (typeof hasMore !== 'boolean')
+    return `has_more is ${hasMore === undefined ? 'missing' : hasMore === null ? 'null' : `a ${typeof hasMore}`}, not a boolean`;
   return null;
 }
 
@@ -110,20 +122,33 @@ export function withRetries<Q extends { account: string | null }, R>(
       signal.throwIfAborted();
       const verdict = classifyListFailure(error, now());
       if (verdict.action === 'invalid_key') throw new InvalidStripeKeyError(query.account, verdict.message);
-      if (verdict.action === 'missing_permission') throw new MissingStripePermissionError(query.account, verdict.message);
-      countFailure(counters, error, verdict.action === 'retry' && (verdict.reason === 'connection' || verdict.reason === 'deadline'));
+      if (verdict.action === 'missing_permission')
+        throw new MissingStripePermissionError(query.account, verdict.message);
+      countFailure(
+        counters,
+        error,
+        verdict.action === 'retry' && (verdict.reason === 'connection' || verdict.reason === 'deadline'),
+      );
       if (verdict.action === 'give_up') {
         throw new PageFetchError(`${verdict.reason} (attempt ${attempt}, not retryable)`, attempt, { cause: error });
       }
       if (verdict.reason === 'deadline' && ++deadlineMisses >= policy.maxDeadlineMisses) {
-        throw new PageFetchError(`no complete answer within the request deadline, ${deadlineMisses} times (SWEEPER_REQUEST_DEADLINE)`, attempt, {
-          cause: error,
-        });
+        throw new PageFetchError(
+          `no complete answer within the request deadline, ${deadlineMisses} times (SWEEPER_REQUEST_DEADLINE)`,
+          attempt,
+          {
+            cause: error,
+          },
+        );
       }
       if (attempt >= policy.maxAttempts) {
-        throw new PageFetchError(`gave up after ${attempt} attempts, the last: ${describeFailure(verdict.status, error)}`, attempt, {
-          cause: error,
-        });
+        throw new PageFetchError(
+          `gave up after ${attempt} attempts, the last: ${describeFailure(verdict.status, error)}`,
+          attempt,
+          {
+            cause: error,
+          },
+        );
       }
       counters.retries += 1;
       const delayMs = backoffDelayMs(attempt, policy, random, verdict.retryAfterMs);

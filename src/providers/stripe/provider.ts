@@ -22,7 +22,12 @@ export type StripeProviderOptions = {
   metadataKeys?: MetadataKeys;
 } & (
   | { /** A client of the caller's own. */ stripe: Stripe }
-  | { stripe?: undefined; apiKey: string; /** `scheme://host[:port]`: the double, stripe-mock. */ apiBase?: string; timeoutMs?: number }
+  | {
+      stripe?: undefined;
+      apiKey: string;
+      /** `scheme://host[:port]`: the double, stripe-mock. */ apiBase?: string;
+      timeoutMs?: number;
+    }
 );
 
 export interface StripeProvider extends PaymentProvider {
@@ -39,7 +44,9 @@ export interface StripeProvider extends PaymentProvider {
  * CLI, the demo and the benchmarks wire a sweep with (with `providerSweepDeps`).
  */
 export function createStripeProvider(options: StripeProviderOptions): StripeProvider {
-  const stripe = options.stripe ?? createStripeClient({ apiKey: options.apiKey, apiBase: options.apiBase, timeoutMs: options.timeoutMs });
+  const stripe =
+    options.stripe ??
+    createStripeClient({ apiKey: options.apiKey, apiBase: options.apiBase, timeoutMs: options.timeoutMs });
   const facts = stripeFacts(options.ratePerSecond);
   const budget = new RateBudget({ ratePerSecond: facts.ratePerSecond });
   const lister = createChargeLister({ stripe, budget, metadataKeys: options.metadataKeys });

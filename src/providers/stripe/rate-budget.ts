@@ -5,7 +5,8 @@ export type MonotonicClock = () => number;
 /** Waits `ms`; rejects when `signal` aborts. */
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
 
-export const realSleep: Sleep = (ms, signal) => (ms <= 0 ? Promise.resolve() : delay(ms, undefined, signal ? { signal } : undefined));
+export const realSleep: Sleep = (ms, signal) =>
+  ms <= 0 ? Promise.resolve() : delay(ms, undefined, signal ? { signal } : undefined);
 export const monotonicNow: MonotonicClock = () => performance.now();
 
 export interface RateBudgetOptions {
@@ -48,7 +49,8 @@ export class RateBudget {
     if (!(this.ratePerSecond > 0) || !Number.isFinite(this.ratePerSecond)) {
       throw new RangeError(`rate budget must be a positive number of requests per second (got ${this.ratePerSecond})`);
     }
-    if (!(this.burst >= 1) || !Number.isFinite(this.burst)) throw new RangeError(`burst must be at least 1 (got ${this.burst})`);
+    if (!(this.burst >= 1) || !Number.isFinite(this.burst))
+      throw new RangeError(`burst must be at least 1 (got ${this.burst})`);
     this.clock = options.clock ?? monotonicNow;
     this.sleep = options.sleep ?? realSleep;
     this.tokens = this.burst;

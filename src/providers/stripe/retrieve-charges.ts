@@ -26,7 +26,11 @@ export interface ChargeRetrieverDeps extends Partial<RetryDeps> {
 
 export interface ChargeRetriever {
   /** One answer per distinct id, in the order of first appearance. */
-  retrieveCharges(account: string | null, ids: readonly string[], options?: { signal?: AbortSignal }): Promise<RetrievedCharge[]>;
+  retrieveCharges(
+    account: string | null,
+    ids: readonly string[],
+    options?: { signal?: AbortSignal },
+  ): Promise<RetrievedCharge[]>;
 }
 
 interface RetrieveQuery {
@@ -45,7 +49,8 @@ export function createChargeRetriever(deps: ChargeRetrieverDeps): ChargeRetrieve
         return { id: query.id, found: true, raw: charge as Record<string, unknown> };
       } catch (error) {
         const { statusCode, code } = (error ?? {}) as { statusCode?: unknown; code?: unknown };
-        if (error instanceof Stripe.errors.StripeError && statusCode === 404 && code === 'resource_missing') return { id: query.id, found: false };
+        if (error instanceof Stripe.errors.StripeError && statusCode === 404 && code === 'resource_missing')
+          return { id: query.id, found: false };
         throw error;
       }
     },

@@ -43,9 +43,11 @@ export type Plan = { ok: true; tasks: SubWindowTask[]; split: boolean } | { ok: 
 
 export function planNext(task: SubWindowTask, page: PageOutline, options: PlanOptions): Plan {
   if (!page.hasMore) return { ok: true, tasks: [], split: false };
-  if (page.count === 0 || page.last === null) return { ok: false, problem: 'Stripe answered has_more with an empty page' };
+  if (page.count === 0 || page.last === null)
+    return { ok: false, problem: 'Stripe answered has_more with an empty page' };
   const { id, created } = page.last;
-  if (id === null) return { ok: false, problem: 'the last charge of a page has no id, so the next page cannot be requested' };
+  if (id === null)
+    return { ok: false, problem: 'the last charge of a page has no id, so the next page cannot be requested' };
   if (created === null || created < task.gte || created >= task.lt) {
     // Without a trustworthy `created` the range cannot be narrowed; plain pagination is still exact.
     return { ok: true, tasks: [{ gte: task.gte, lt: task.lt, startingAfter: id }], split: false };

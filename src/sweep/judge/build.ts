@@ -9,7 +9,12 @@ import type { ClaimVersion, Covers, Finding, FindingCategory, Judgement, RepairP
  * a charge (subject: the charge id).
  */
 
-const KEY_LEVEL: ReadonlySet<FindingCategory> = new Set(['claim_without_effect', 'stale_claim', 'lost_effect', 'duplicate_charge']);
+const KEY_LEVEL: ReadonlySet<FindingCategory> = new Set([
+  'claim_without_effect',
+  'stale_claim',
+  'lost_effect',
+  'duplicate_charge',
+]);
 
 export interface FindingInput {
   category: FindingCategory;
@@ -28,7 +33,8 @@ export interface FindingInput {
 export function finding(input: FindingInput): Finding {
   const chargeId = input.charge?.id ?? input.chargeId ?? null;
   const keyLevel = KEY_LEVEL.has(input.category);
-  if (keyLevel && (input.tenantId === null || input.key === null)) throw new Error(`${input.category} needs a tenant and key`);
+  if (keyLevel && (input.tenantId === null || input.key === null))
+    throw new Error(`${input.category} needs a tenant and key`);
   if (!keyLevel && chargeId === null) throw new Error(`${input.category} needs a charge id`);
   return {
     category: input.category,
@@ -39,7 +45,11 @@ export function finding(input: FindingInput): Finding {
     repair: input.repair ?? null,
     ...(input.reason ? { reason: input.reason } : {}),
     details: input.details ?? {},
-    covers: { claims: input.covers.claims ?? [], charges: input.covers.charges ?? [], effects: input.covers.effects ?? [] },
+    covers: {
+      claims: input.covers.claims ?? [],
+      charges: input.covers.charges ?? [],
+      effects: input.covers.effects ?? [],
+    },
   };
 }
 

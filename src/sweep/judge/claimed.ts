@@ -57,7 +57,10 @@ function judgeMismatched(scope: IdentityScope, claim: ClaimFact, request: Reques
   const duplicate = scope.out.findings.find((f) => f.category === 'duplicate_charge');
   const elsewhere = new Set(duplicate ? scope.evidence.live.map((c) => c.id) : []);
   let claimCovered = false;
-  if (duplicate && scope.evidence.money.every((c) => elsewhere.has(c.id) || scope.pairs.get(c.id) === 'amount_mismatch')) {
+  if (
+    duplicate &&
+    scope.evidence.money.every((c) => elsewhere.has(c.id) || scope.pairs.get(c.id) === 'amount_mismatch')
+  ) {
     duplicate.covers.claims.push(scope.subject);
     claimCovered = true;
   }
@@ -92,7 +95,9 @@ function judgeWithoutMoney(scope: IdentityScope, claim: ClaimFact, request: Requ
   if (claim.status === 'completed') {
     if (storedAnswer(claim) !== 'success') return; // a stored decline or a pending action, and no money: agreed
     // A payment row records the money Stripe never took: `effect_without_charge` tells that story, claim included.
-    const ghost = scope.out.findings.find((f) => f.category === 'effect_without_charge' && evidence.effects.some((e) => e.chargeId === f.subject));
+    const ghost = scope.out.findings.find(
+      (f) => f.category === 'effect_without_charge' && evidence.effects.some((e) => e.chargeId === f.subject),
+    );
     if (ghost) {
       ghost.covers.claims.push(scope.subject);
       return;
@@ -103,7 +108,8 @@ function judgeWithoutMoney(scope: IdentityScope, claim: ClaimFact, request: Requ
         category: 'lost_effect',
         ...scope.ids,
         charge: null,
-        reason: 'the stored answer says success, but Stripe has no succeeded charge for the key (searched, and looked up by id)',
+        reason:
+          'the stored answer says success, but Stripe has no succeeded charge for the key (searched, and looked up by id)',
         details: { claim: claimSummary(claim), declined: declines.map(chargeSummary) },
         covers: { claims: [scope.subject] },
       }),
@@ -121,8 +127,15 @@ function judgeWithoutMoney(scope: IdentityScope, claim: ClaimFact, request: Requ
         charge: decline,
         repair: ambiguous
           ? null
-          : { kind: 'complete_claim', claim: versionOf(claim), charge: decline, insertEffect: !effectOf(scope, decline) },
-        ...(ambiguous ? { reason: 'the claim records no request and more than one declined charge names the key: a person decides' } : {}),
+          : {
+              kind: 'complete_claim',
+              claim: versionOf(claim),
+              charge: decline,
+              insertEffect: !effectOf(scope, decline),
+            },
+        ...(ambiguous
+          ? { reason: 'the claim records no request and more than one declined charge names the key: a person decides' }
+          : {}),
         details: { claim: claimSummary(claim), charge: chargeSummary(decline) },
         covers: { claims: [scope.subject], charges: unhomed(scope, [decline]), effects: unhomedEffect(scope, decline) },
       }),
@@ -141,7 +154,10 @@ function judgeWithoutMoney(scope: IdentityScope, claim: ClaimFact, request: Requ
       repair: releasable ? { kind: 'release_claim', claim: versionOf(claim) } : null,
       ...(releasable
         ? {}
-        : { reason: "claim is older than Stripe's 24 h idempotency window: a retry now could charge twice, so it is not released" }),
+        : {
+            reason:
+              "claim is older than Stripe's 24 h idempotency window: a retry now could charge twice, so it is not released",
+          }),
       details: { claim: claimSummary(claim) },
       covers: { claims: [scope.subject] },
     }),

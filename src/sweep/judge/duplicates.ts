@@ -25,21 +25,29 @@ export function judgeDuplicates(
   const refundable: ChargeFact[] = [];
   const notRefundable: Array<{ id: string; why: string }> = [];
   for (const extra of extras) {
-    const why = kept ? whyNotRefundable(extra, kept) : 'no charge matches the request, so none is known to be the one to keep';
+    const why = kept
+      ? whyNotRefundable(extra, kept)
+      : 'no charge matches the request, so none is known to be the one to keep';
     if (why) notRefundable.push({ id: extra.id, why });
     else refundable.push(extra);
   }
   const reasons: string[] = [];
   if (!kept) reasons.push("no charge matches the claim's request: a person decides which one to keep");
-  if (notRefundable.length > 0 && kept) reasons.push(`${notRefundable.length} extra charge(s) differ from the kept one: a person decides`);
+  if (notRefundable.length > 0 && kept)
+    reasons.push(`${notRefundable.length} extra charge(s) differ from the kept one: a person decides`);
   if (!ctx.refundDuplicates && refundable.length > 0) reasons.push('refunds only with --refund-duplicates');
-  const extraEffects = evidence.effects.filter((e) => extras.some((c) => c.id === e.chargeId) && !homedElsewhere.has(e.chargeId));
+  const extraEffects = evidence.effects.filter(
+    (e) => extras.some((c) => c.id === e.chargeId) && !homedElsewhere.has(e.chargeId),
+  );
   out.findings.push(
     finding({
       category: 'duplicate_charge',
       ...ids,
       charge: kept,
-      repair: ctx.refundDuplicates && kept && refundable.length > 0 ? { kind: 'refund_duplicates', keep: kept, refund: refundable } : null,
+      repair:
+        ctx.refundDuplicates && kept && refundable.length > 0
+          ? { kind: 'refund_duplicates', keep: kept, refund: refundable }
+          : null,
       ...(reasons.length > 0 ? { reason: reasons.join('; ') } : {}),
       details: {
         charges: evidence.live.map(chargeSummary),
@@ -60,7 +68,8 @@ export function judgeDuplicates(
 /** Why an extra may not be refunded automatically; null when it may. */
 export function whyNotRefundable(extra: ChargeFact, kept: ChargeFact): string | null {
   if (extra.id === kept.id) return 'it is the kept charge';
-  if (extra.amount !== kept.amount || extra.currency !== kept.currency) return 'amount or currency differ from the kept charge';
+  if (extra.amount !== kept.amount || extra.currency !== kept.currency)
+    return 'amount or currency differ from the kept charge';
   if (extra.customer !== kept.customer) return 'customer differs from the kept charge';
   if (extra.paymentMethod !== kept.paymentMethod) return 'payment method differs from the kept charge';
   if (extra.status !== 'succeeded' || !extra.captured) return 'not a captured, succeeded charge';

@@ -94,10 +94,7 @@ export interface Evidence {
  * belongs to an earlier use of the key, whose claim expired: it is set aside.
  */
 export function evidenceOf(facts: IdentityFacts, retentionMs: number): Evidence {
-  const times = [
-    ...facts.charges.map((c) => c.created.getTime()),
-    ...facts.effects.map((e) => e.createdAt.getTime()),
-  ];
+  const times = [...facts.charges.map((c) => c.created.getTime()), ...facts.effects.map((e) => e.createdAt.getTime())];
   const anchor = facts.claim ? facts.claim.createdAt.getTime() : Math.max(...times, 0);
   const since = anchor - retentionMs;
   const chargeById = new Map<string, ChargeFact>();
@@ -128,4 +125,3 @@ export function keptCharge(evidence: Evidence, request: Request | null): ChargeF
     earliest(evidence.money.filter((c) => matchesRequest(c, request)))
   );
 }
-

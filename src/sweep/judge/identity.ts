@@ -22,14 +22,29 @@ export function judgeIdentity(facts: IdentityFacts, ctx: JudgeContext, out: Judg
     out.deferred.push(subject);
     return facts.charges.filter((c) => c.account === facts.account).map((c) => c.id);
   }
-  const local: Judgement = { ...out, findings: [], matched: [], quiet: { claims: [], charges: [], effects: [] }, judgedSubjects: [], deferred: [] };
+  const local: Judgement = {
+    ...out,
+    findings: [],
+    matched: [],
+    quiet: { claims: [], charges: [], effects: [] },
+    judgedSubjects: [],
+    deferred: [],
+  };
   local.judgedSubjects.push(subject);
   const evidence = evidenceOf(facts, ctx.retentionMs);
   const pairs = new Map<string, PairVerdict>();
   for (const effect of evidence.effects) {
     pairs.set(effect.chargeId, judgePair(effect, evidence.chargeById.get(effect.chargeId) ?? null, ctx, local));
   }
-  const scope: IdentityScope = { facts, evidence, ctx, out: local, ids: { tenantId: facts.tenantId, key: facts.key }, subject, pairs };
+  const scope: IdentityScope = {
+    facts,
+    evidence,
+    ctx,
+    out: local,
+    ids: { tenantId: facts.tenantId, key: facts.key },
+    subject,
+    pairs,
+  };
   if (facts.claim) {
     const kept = keptCharge(evidence, requestOf(facts.claim));
     const homed = new Set(evidence.live.map((c) => c.id).filter((id) => homedByPair(scope, id)));
@@ -73,7 +88,8 @@ function accountForTheRest(scope: IdentityScope): void {
     if (covered.charges.has(charge.id)) continue;
     out.judgedSubjects.push(charge.id);
     const agrees = scope.pairs.get(charge.id) === 'agrees';
-    if (agrees || (charge.status === 'failed' && declineStored && !scope.pairs.has(charge.id))) out.matched.push(charge.id);
+    if (agrees || (charge.status === 'failed' && declineStored && !scope.pairs.has(charge.id)))
+      out.matched.push(charge.id);
     else out.quiet.charges.push(charge.id);
   }
   for (const effect of evidence.effects) {

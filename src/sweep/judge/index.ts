@@ -77,6 +77,16 @@ function dedupe(findings: Finding[]): Finding[] {
 }
 
 export { NOTHING_VERIFIED } from './types.js';
-export type { ClaimVersion, Covers, Finding, FindingCategory, JudgeContext, Judgement, RepairPlan, Verified, VerificationNeeds } from './types.js';
+export type {
+  ClaimVersion,
+  Covers,
+  Finding,
+  FindingCategory,
+  JudgeContext,
+  Judgement,
+  RepairPlan,
+  Verified,
+  VerificationNeeds,
+} from './types.js';
 export { isLiveLease } from './evidence.js';
 export { identityKey } from '../../domain/identity.js';

@@ -12,9 +12,15 @@ import type { JudgeContext, Judgement } from './types.js';
  * - amount or currency differ: `amount_mismatch` (Stripe shows what was charged);
  * - refund, dispute or status differ: `status_drift`, repaired from the charge.
  */
-export type PairVerdict = 'agrees' | 'amount_mismatch' | 'status_drift' | 'effect_without_charge' | 'quiet' | 'deferred';
+export type PairVerdict =
+  'agrees' | 'amount_mismatch' | 'status_drift' | 'effect_without_charge' | 'quiet' | 'deferred';
 
-export function judgePair(effect: EffectFact, found: ChargeFact | null, ctx: JudgeContext, out: Judgement): PairVerdict {
+export function judgePair(
+  effect: EffectFact,
+  found: ChargeFact | null,
+  ctx: JudgeContext,
+  out: Judgement,
+): PairVerdict {
   const ids = { tenantId: effect.tenantId, key: effect.idempotencyKey };
   // A row recorded in account B for a charge Stripe has in account A: B has no such charge.
   const charge = found && found.account === accountName(effect.accountId) ? found : null;
@@ -56,7 +62,11 @@ export function judgePair(effect: EffectFact, found: ChargeFact | null, ctx: Jud
     );
     return 'amount_mismatch';
   }
-  if (charge.amountRefunded !== effect.amountRefunded || charge.disputed !== effect.disputed || charge.status !== effect.status) {
+  if (
+    charge.amountRefunded !== effect.amountRefunded ||
+    charge.disputed !== effect.disputed ||
+    charge.status !== effect.status
+  ) {
     out.findings.push(
       finding({
         category: 'status_drift',

@@ -18,7 +18,10 @@ import { effectOf, homedByPair, unhomed, unhomedEffect, type IdentityScope } fro
 export function judgeUnclaimed(scope: IdentityScope): void {
   const { facts } = scope;
   if (facts.claimAccount !== null) {
-    return untrusted(scope, `metadata names a claim of account ${facts.claimAccount}, but the charge is in ${facts.account}`);
+    return untrusted(
+      scope,
+      `metadata names a claim of account ${facts.claimAccount}, but the charge is in ${facts.account}`,
+    );
   }
   if (!facts.tenantKnown) {
     return untrusted(
@@ -27,7 +30,14 @@ export function judgeUnclaimed(scope: IdentityScope): void {
     );
   }
   const kept = keptCharge(scope.evidence, null);
-  judgeDuplicates(scope.ids, scope.evidence, kept, new Set(scope.evidence.live.map((c) => c.id).filter((id) => homedByPair(scope, id))), scope.ctx, scope.out);
+  judgeDuplicates(
+    scope.ids,
+    scope.evidence,
+    kept,
+    new Set(scope.evidence.live.map((c) => c.id).filter((id) => homedByPair(scope, id))),
+    scope.ctx,
+    scope.out,
+  );
   if (kept) return judgeOwnCharge(scope, kept, scope.evidence.money.length === 1);
   // Only declines: a declined payment row gets its claim back too (it replays the decline).
   const decline = latest(scope.evidence.failed.filter((c) => effectOf(scope, c)));
@@ -77,7 +87,9 @@ function judgeOwnCharge(scope: IdentityScope, charge: ChargeFact, only: boolean)
       category: 'orphan_charge',
       ...scope.ids,
       charge,
-      repair: repairable ? recreate(scope, charge, charge.created, { insertEffect: true, withClaim: withinRetention }) : null,
+      repair: repairable
+        ? recreate(scope, charge, charge.created, { insertEffect: true, withClaim: withinRetention })
+        : null,
       ...(reason ? { reason } : {}),
       details: { charge: chargeSummary(charge) },
       covers,
@@ -86,7 +98,12 @@ function judgeOwnCharge(scope: IdentityScope, charge: ChargeFact, only: boolean)
 }
 
 /** `createdAt`: the re-created claim's, the payment row's time when there is one, else the charge's. */
-function recreate(scope: IdentityScope, charge: ChargeFact, createdAt: Date, what: { insertEffect: boolean; withClaim: boolean }) {
+function recreate(
+  scope: IdentityScope,
+  charge: ChargeFact,
+  createdAt: Date,
+  what: { insertEffect: boolean; withClaim: boolean },
+) {
   return {
     kind: 'recreate_claim' as const,
     ...scope.ids,
