@@ -52,6 +52,10 @@ export function prefetchDepth(ratePerSecond: number, meanLatencyMs: number | nul
 export class SlicePrefetcher {
   private readonly feeds = new Map<number, Promise<ListedSlice>>();
   private readonly sizes = new Map<number, number>();
+  /** Listings that have finished (their size is final). */
+  private readonly done = new Set<number>();
+  /** The most charges one finished listing held: what a listing still running is expected to reach. */
+  private largest: number | null = null;
   private readonly controller = new AbortController();
   private next = 0;
   /** The slice the judgement is on: listings start ahead of it. */
@@ -88,6 +92,7 @@ export class SlicePrefetcher {
     } finally {
       this.feeds.delete(index);
       this.sizes.delete(index);
+      this.done.delete(index);
       const pace = this.deps.pace?.();
       if (pace) this.depth = prefetchDepth(pace.ratePerSecond, pace.meanLatencyMs);
     }
@@ -99,9 +104,18 @@ export class SlicePrefetcher {
     for (const feed of this.feeds.values()) feed.catch(() => undefined);
   }
 
-  private held(): number {
+  /**
+   * The charges listed ahead of the slice being judged once the listings running now finish: a listing
+   * still running counts as the largest finished one (its own count only says how far it
+   * got, and every listing starts at zero). Until one has finished nothing is known, and
+   * only MIN_DEPTH slices are listed ahead.
+   */
+  private expected(): number {
     let n = 0;
-    for (const size of this.sizes.values()) n += size;
+    for (const [index, size] of this.sizes) {
+      if (index === this.current) continue; // the slice being judged: held besides the bound
+      n += this.done.has(index) ? size : Math.max(size, this.largest ?? 0);
+    }
     return n;
   }
 
@@ -109,14 +123,21 @@ export class SlicePrefetcher {
     // The slice the judgement waits for is always listed; the ones after it while the bounds allow.
     while (
       this.next < this.slices.length &&
-      (this.next <= from || (this.next < from + this.depth && this.held() < this.maxCharges))
+      (this.next <= from ||
+        (this.largest === null
+          ? this.next < from + MIN_DEPTH
+          : this.next < from + this.depth && this.expected() + this.largest <= this.maxCharges))
     ) {
       const index = this.next++;
       this.sizes.set(index, 0);
       const feed = this.feed(index, this.slices[index] as TimeWindow);
       // A finished listing makes room for the next one while the judgement works.
       feed.then(
-        () => this.fill(this.current),
+        (listed) => {
+          this.done.add(index);
+          this.largest = Math.max(this.largest ?? 0, listed.charges.length);
+          this.fill(this.current);
+        },
         () => undefined, // awaited by take(); an early failure must not be unhandled meanwhile
       );
       this.feeds.set(index, feed);
