@@ -259,7 +259,8 @@ export interface ChargeLister {
   list(
     account: string | null,
     window: ChargeWindow,
-    options?: { signal?: AbortSignal },
+    /** `concurrency`: sub-windows of this listing at once (default: the lister's). */
+    options?: { signal?: AbortSignal; concurrency?: number },
   ): AsyncGenerator<ChargeBatch, void, undefined>;
   readonly budget: RateBudget;
   readonly counters: StripeListCounters;
@@ -281,7 +282,7 @@ export function createChargeLister(deps: ChargeListerDeps): ChargeLister {
     counters,
     list(account, window, options = {}) {
       return listChargeWindow(fetchPage, account, window, {
-        concurrency: deps.concurrency,
+        concurrency: options.concurrency ?? deps.concurrency,
         metadataKeys: deps.metadataKeys,
         signal: options.signal,
         counters,

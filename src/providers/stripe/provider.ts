@@ -6,13 +6,24 @@ import { StripeListCounters } from './counters.js';
 import { changeSource, createEventReader } from './events.js';
 import { createStripeEvidence } from './evidence.js';
 import { STRIPE_IDEMPOTENCY_WINDOW_MS } from './limits.js';
-import { createChargeLister, MAX_PAGE_SIZE } from './list-charges.js';
+import { createChargeLister, DEFAULT_CONCURRENCY, MAX_PAGE_SIZE } from './list-charges.js';
 import type { MetadataKeys } from './normalize.js';
 import { DEFAULT_RATE_PER_SECOND, RateBudget } from './rate-budget.js';
 
 /** Stripe's facts the sweep's rules follow: its idempotency window, its page size, the request rate this process allows itself. */
 export function stripeFacts(ratePerSecond: number = DEFAULT_RATE_PER_SECOND): ProviderFacts {
   return { idempotencyWindowMs: STRIPE_IDEMPOTENCY_WINDOW_MS, pageSize: MAX_PAGE_SIZE, ratePerSecond };
+}
+
+/**
+ * Sub-windows one listing splits into, when `listings` run at once (the sweep lists
+ * several slices ahead): together they keep rate × latency × 2 requests in flight, the
+ * same target as the prefetch depth. Each split ends in a partial page, so a listing
+ * among many pages by cursor alone instead of adding requests the budget pays for.
+ */
+export function listingConcurrency(ratePerSecond: number, meanLatencyMs: number | null, listings: number): number {
+  const inFlight = Math.ceil(ratePerSecond * ((meanLatencyMs ?? 300) / 1000) * 2);
+  return Math.max(1, Math.min(DEFAULT_CONCURRENCY, Math.ceil(inFlight / Math.max(1, listings))));
 }
 
 export type StripeProviderOptions = {
@@ -51,13 +62,24 @@ export function createStripeProvider(options: StripeProviderOptions): StripeProv
   const budget = new RateBudget({ ratePerSecond: facts.ratePerSecond });
   const lister = createChargeLister({ stripe, budget, metadataKeys: options.metadataKeys });
   const counters = lister.counters;
+  let listings = 0;
   return {
     name: 'stripe',
     facts,
     stripe,
     budget,
     counters,
-    listCharges: (account, window, signal) => lister.list(accountIdOf(account), window, { signal }),
+    listCharges: (account, window, signal) =>
+      (async function* () {
+        // Counted while iterated: a listing never started holds no share.
+        listings += 1;
+        try {
+          const concurrency = listingConcurrency(facts.ratePerSecond, counters.meanLatencyMs(), listings);
+          yield* lister.list(accountIdOf(account), window, { signal, concurrency });
+        } finally {
+          listings -= 1;
+        }
+      })(),
     listChanges: changeSource(createEventReader({ stripe, budget, counters })),
     evidence: createStripeEvidence({ stripe, budget, counters, metadataKeys: options.metadataKeys }),
     pace: () => ({ ratePerSecond: facts.ratePerSecond, meanLatencyMs: counters.meanLatencyMs() }),
