@@ -10,7 +10,7 @@ import { runCli, startCli } from '../support/cli.js';
 import { tableChecksums } from '../support/checksums.js';
 import { normalizedTables } from '../support/normalized-tables.js';
 import { buildScenario, type Scenario } from '../support/traffic.js';
-import { startGatedProxy } from '../support/gated-proxy.js';
+import { startValveProxy } from '../support/valve-proxy.js';
 import { deferred } from '../support/promises.js';
 
 const HOUR = 3_600_000;
@@ -184,19 +184,19 @@ describe('sweeper on real traffic against the Stripe double', () => {
 
   it('a second run started during the first exits 75 at once; the first is unaffected', async () => {
     const db = await clone();
-    const proxy = await startGatedProxy(double.url); // holds the first run's Stripe reads
+    const proxy = await startValveProxy(double.url, () => true); // holds the first run's Stripe reads
     try {
       const first = startCli(backfill, envFor(db, { STRIPE_API_BASE: proxy.url }));
-      await proxy.firstHeld; // the first run holds its lock and waits on Stripe
+      await proxy.held; // the first run holds its lock and waits on Stripe
       const second = await runCli([...backfill, '--wait', '0'], envFor(db)); // a backfill waits by default
       expect(second.code).toBe(75);
       expect(second.stderr).toMatch(/another sweep is running for account platform/);
-      proxy.open();
+      proxy.release();
       const done = await first.done;
       expect(done.code).toBe(3);
       expect(JSON.parse(done.stdout).repaired).toEqual(expect.objectContaining(scenario.expected.repaired));
     } finally {
-      proxy.open();
+      proxy.release();
       await proxy.close();
     }
   });
@@ -374,10 +374,10 @@ describe('operating it', () => {
 
   it('SIGTERM mid-run: exits 1 within the grace period, records the run interrupted, frees the lock; the next run completes', async () => {
     const db = await clone();
-    const proxy = await startGatedProxy(double.url); // Stripe never answers the first run
+    const proxy = await startValveProxy(double.url, () => true); // Stripe never answers the first run
     try {
       const running = startCli(backfill, envFor(db, { STRIPE_API_BASE: proxy.url, SWEEPER_SHUTDOWN_GRACE: '30s' }));
-      await proxy.firstHeld;
+      await proxy.held;
       running.child.kill('SIGTERM');
       const stopped = await running.done;
       expect(stopped.code).toBe(1);
@@ -389,7 +389,7 @@ describe('operating it', () => {
       expect(next.code).toBe(3); // the lock was free and the backfill resumed to the end
       expect(JSON.parse(next.stdout).repaired).toEqual(expect.objectContaining(scenario.expected.repaired));
     } finally {
-      proxy.open();
+      proxy.release();
       await proxy.close();
     }
   });
