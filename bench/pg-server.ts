@@ -14,11 +14,10 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { startThrowawayPostgres } from '../testkit/postgres-server.js';
+import { freePort, startThrowawayPostgres } from '../testkit/postgres-server.js';
 
 export interface BenchServer {
   /** Superuser URL of the `postgres` database. */
@@ -165,19 +164,6 @@ async function startSystemServer(bin: string): Promise<{ url: string; stop: () =
       );
   });
   return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, stop };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.unref();
-    probe.on('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 /** pg_stat_statements' counts for one database: statements run at top level, and all of them. */

@@ -96,7 +96,8 @@ async function startOnce(options: StartOptions): Promise<ThrowawayPostgres> {
   };
 }
 
-function freePort(): Promise<number> {
+/** A loopback port nobody listens on now (for a server started next). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.unref();
