@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
 import { inTransaction } from '../../src/db/pool.js';
+import { copyCharges } from '../../src/sweep/mirror-copy.js';
 import { upsertCharges } from '../../src/sweep/mirror.js';
 import { isDataError, upsertChargesIsolating } from '../../src/sweep/mirror-isolating.js';
 import type { NormalizedCharge } from '../../src/sweep/provider.js';
@@ -30,11 +31,13 @@ function charge(id: string, over: Partial<NormalizedCharge> = {}): NormalizedCha
     refunded: false,
     disputed: false,
     paymentIntent: null,
+    customer: null,
+    paymentMethod: null,
     tenantId: null,
     idempotencyKey: null,
     livemode: false,
     ...over,
-  } as NormalizedCharge;
+  };
 }
 
 beforeAll(async () => {
@@ -126,4 +129,32 @@ describe('upsertChargesIsolating', () => {
       code: '25P01',
     });
   });
+});
+
+describe('every way a batch lands keeps the newer read', () => {
+  const landings = {
+    upsertCharges: (charges: NormalizedCharge[], at: Date) => upsertCharges(db.pool, charges, at),
+    copyCharges: (charges: NormalizedCharge[], at: Date) =>
+      inTransaction(db.pool, (client) => copyCharges(client, charges, at)),
+  };
+  for (const [name, land] of Object.entries(landings)) {
+    it(`${name}: a read older than the row's never rolls it back; a newer one overwrites it`, async () => {
+      const id = `ch_newer_${name}`;
+      const t = fetchedAt.getTime();
+      await land([charge(id, { amountRefunded: 1000, refunded: true })], new Date(t));
+      await land([charge(id)], new Date(t - 60_000)); // a slow request that returned late
+      const row = async () =>
+        (
+          await db.pool.query('SELECT refunded, amount_refunded, fetched_at FROM stripe_charges WHERE charge_id = $1', [
+            id,
+          ])
+        ).rows[0] as { refunded: boolean; amount_refunded: number; fetched_at: Date };
+      expect(await row()).toMatchObject({ refunded: true, amount_refunded: 1000, fetched_at: new Date(t) });
+      await land([charge(id, { disputed: true, amountRefunded: 1000, refunded: true })], new Date(t + 60_000));
+      expect(await row()).toMatchObject({ refunded: true, fetched_at: new Date(t + 60_000) });
+      expect((await db.pool.query('SELECT disputed FROM stripe_charges WHERE charge_id = $1', [id])).rows[0]).toEqual({
+        disputed: true,
+      });
+    });
+  }
 });
