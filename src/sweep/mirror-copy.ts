@@ -5,53 +5,23 @@ import type { PoolClient } from '../db/pool.js';
 import { accountName } from '../domain/identity.js';
 import type { NormalizedCharge } from './provider.js';
 import { isDataError, upsertChargesIsolating, type IsolatedUpsert } from './mirror-isolating.js';
+import { MIRROR_COLUMNS, MIRROR_RECORD_TYPE, mirrorUpsertSql } from './mirror.js';
 
 /**
  * The mirror's bulk path: a batch of charges streamed with `COPY` into a session
  * temporary table, then upserted from it in one statement (the same "only a newer read
- * overwrites" rule as `upsertCharges`). No JSON built or parsed per charge. If
+ * overwrites" rule as `upsertCharges`: `mirrorUpsertSql`). No JSON built or parsed per charge. If
  * PostgreSQL refuses the batch for its data, it is landed again through
  * `upsertChargesIsolating` (bisected), so one bad row costs only itself.
  * `client` must be inside a transaction.
  */
 
-const COLUMNS = [
-  'account',
-  'charge_id',
-  'created',
-  'amount',
-  'amount_captured',
-  'amount_refunded',
-  'currency',
-  'status',
-  'captured',
-  'refunded',
-  'disputed',
-  'payment_intent_id',
-  'customer',
-  'payment_method',
-  'tenant_id',
-  'idempotency_key',
-  'livemode',
-] as const;
-
-const LOAD_TABLE = `CREATE TEMP TABLE IF NOT EXISTS sweeper_mirror_load (
-  account text, charge_id text, created timestamptz, amount bigint, amount_captured bigint, amount_refunded bigint,
-  currency text, status text, captured boolean, refunded boolean, disputed boolean, payment_intent_id text, customer text,
-  payment_method text, tenant_id text, idempotency_key text, livemode boolean
-) ON COMMIT DELETE ROWS`;
-
-const UPSERT_FROM_LOAD = `
-INSERT INTO stripe_charges AS m (${COLUMNS.join(', ')}, fetched_at)
-SELECT DISTINCT ON (charge_id) ${COLUMNS.join(', ')}, $1 FROM sweeper_mirror_load ORDER BY charge_id
-ON CONFLICT (charge_id, created) DO UPDATE
-   SET amount = EXCLUDED.amount, amount_captured = EXCLUDED.amount_captured,
-       amount_refunded = EXCLUDED.amount_refunded, currency = EXCLUDED.currency, status = EXCLUDED.status,
-       captured = EXCLUDED.captured, refunded = EXCLUDED.refunded, disputed = EXCLUDED.disputed,
-       payment_intent_id = EXCLUDED.payment_intent_id, customer = EXCLUDED.customer,
-       payment_method = EXCLUDED.payment_method, tenant_id = EXCLUDED.tenant_id,
-       idempotency_key = EXCLUDED.idempotency_key, livemode = EXCLUDED.livemode, fetched_at = EXCLUDED.fetched_at
- WHERE m.fetched_at <= EXCLUDED.fetched_at`;
+const LOAD_TABLE = `CREATE TEMP TABLE IF NOT EXISTS sweeper_mirror_load (${MIRROR_RECORD_TYPE}) ON COMMIT DELETE ROWS`;
+const COPY_INTO_LOAD = `COPY sweeper_mirror_load (${MIRROR_COLUMNS.map(([name]) => name).join(', ')}) FROM STDIN`;
+const UPSERT_FROM_LOAD = mirrorUpsertSql(
+  'SELECT DISTINCT ON (charge_id) * FROM sweeper_mirror_load ORDER BY charge_id',
+  '$1',
+);
 
 export async function copyCharges(
   client: PoolClient,
@@ -62,10 +32,7 @@ export async function copyCharges(
   await client.query(LOAD_TABLE);
   await client.query('SAVEPOINT sweeper_mirror_copy');
   try {
-    await pipeline(
-      Readable.from(lines(charges)),
-      client.query(copyFrom(`COPY sweeper_mirror_load (${COLUMNS.join(', ')}) FROM STDIN`)),
-    );
+    await pipeline(Readable.from(lines(charges)), client.query(copyFrom(COPY_INTO_LOAD)));
     const { rowCount } = await client.query(UPSERT_FROM_LOAD, [fetchedAt]);
     await client.query('RELEASE SAVEPOINT sweeper_mirror_copy');
     return { written: rowCount ?? 0, refused: [] };

@@ -2,6 +2,49 @@ import type { Queryable } from '../db/pool.js';
 import { accountName } from '../domain/identity.js';
 import type { NormalizedCharge } from './provider.js';
 
+/** The mirror's columns a read fills, with their types, in one order: every way a batch lands uses it. */
+export const MIRROR_COLUMNS = [
+  ['account', 'text'],
+  ['charge_id', 'text'],
+  ['created', 'timestamptz'],
+  ['amount', 'bigint'],
+  ['amount_captured', 'bigint'],
+  ['amount_refunded', 'bigint'],
+  ['currency', 'text'],
+  ['status', 'text'],
+  ['captured', 'boolean'],
+  ['refunded', 'boolean'],
+  ['disputed', 'boolean'],
+  ['payment_intent_id', 'text'],
+  ['customer', 'text'],
+  ['payment_method', 'text'],
+  ['tenant_id', 'text'],
+  ['idempotency_key', 'text'],
+  ['livemode', 'boolean'],
+] as const;
+
+/** `name type, …`: a record type or a table definition of those columns. */
+export const MIRROR_RECORD_TYPE = MIRROR_COLUMNS.map(([name, type]) => `${name} ${type}`).join(', ');
+
+const NAMES = MIRROR_COLUMNS.map(([name]) => name).join(', ');
+// The key (charge_id, created) and the account never change on a re-read.
+const UPDATES = MIRROR_COLUMNS.filter(([name]) => !['account', 'charge_id', 'created'].includes(name))
+  .map(([name]) => `${name} = EXCLUDED.${name}`)
+  .join(', ');
+
+/**
+ * The one upsert of the mirror: the rows `source` selects (the mirror's columns, at
+ * least), read at `fetchedAt` (a parameter), each overwriting a row only when that row's
+ * read is no newer, so a slow request that returns after a newer one cannot roll a
+ * refund back.
+ */
+export function mirrorUpsertSql(source: string, fetchedAt: string): string {
+  return `INSERT INTO stripe_charges AS m (${NAMES}, fetched_at)
+SELECT ${NAMES}, ${fetchedAt} FROM (${source}) AS r
+ON CONFLICT (charge_id, created) DO UPDATE SET ${UPDATES}, fetched_at = EXCLUDED.fetched_at
+ WHERE m.fetched_at <= EXCLUDED.fetched_at`;
+}
+
 /**
  * Lands one batch of charges (a page or more) in the mirror in one statement. A row
  * is only overwritten by a read at least as new (`fetched_at`), so a slow request
@@ -30,24 +73,7 @@ export async function upsertCharges(db: Queryable, charges: NormalizedCharge[], 
     livemode: c.livemode,
   }));
   const result = await db.query(
-    `INSERT INTO stripe_charges AS m (account, charge_id, created, amount, amount_captured, amount_refunded, currency,
-                                      status, captured, refunded, disputed, payment_intent_id, customer,
-                                      payment_method, tenant_id, idempotency_key, livemode, fetched_at)
-     SELECT r.account, r.charge_id, r.created, r.amount, r.amount_captured, r.amount_refunded, r.currency,
-            r.status, r.captured, r.refunded, r.disputed, r.payment_intent_id, r.customer, r.payment_method,
-            r.tenant_id, r.idempotency_key, r.livemode, $2
-       FROM jsonb_to_recordset($1::jsonb) AS r(account text, charge_id text, created timestamptz, amount bigint,
-            amount_captured bigint, amount_refunded bigint, currency text, status text, captured boolean,
-            refunded boolean, disputed boolean, payment_intent_id text, customer text, payment_method text,
-            tenant_id text, idempotency_key text, livemode boolean)
-     ON CONFLICT (charge_id, created) DO UPDATE
-        SET amount = EXCLUDED.amount, amount_captured = EXCLUDED.amount_captured,
-            amount_refunded = EXCLUDED.amount_refunded, currency = EXCLUDED.currency, status = EXCLUDED.status,
-            captured = EXCLUDED.captured, refunded = EXCLUDED.refunded, disputed = EXCLUDED.disputed,
-            payment_intent_id = EXCLUDED.payment_intent_id, customer = EXCLUDED.customer,
-            payment_method = EXCLUDED.payment_method, tenant_id = EXCLUDED.tenant_id,
-            idempotency_key = EXCLUDED.idempotency_key, livemode = EXCLUDED.livemode, fetched_at = EXCLUDED.fetched_at
-      WHERE m.fetched_at <= EXCLUDED.fetched_at`,
+    mirrorUpsertSql(`SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(${MIRROR_RECORD_TYPE})`, '$2'),
     [JSON.stringify(rows), fetchedAt],
   );
   return result.rowCount ?? 0;
