@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/log.js';
 import type { ChargePage, ChargeSource, NormalizedCharge } from '../../src/sweep/provider.js';
+import { BrokenListingError } from '../../src/sweep/listing.js';
 import { MAX_DEPTH, MIN_DEPTH, prefetchDepth, SlicePrefetcher } from '../../src/sweep/prefetch.js';
 import type { TimeWindow } from '../../src/sweep/window.js';
 import { deferred } from '../support/promises.js';
@@ -104,6 +105,27 @@ describe('SlicePrefetcher', () => {
     expect([...started].sort((a, b) => a - b)).toEqual([0, 1, 2]);
     expect((await second).charges).toHaveLength(15_000);
     for (let i = 0; i < slices.length; i += 1) release(i);
+    p.close();
+  });
+});
+
+describe('a listing naming one charge twice', () => {
+  const twice = (second: NormalizedCharge): ChargeSource =>
+    async function* (_account, window) {
+      const first = charge({ id: 'ch_twice', created: Math.floor(window.from.getTime() / 1000) + 60 });
+      yield { charges: [first], malformed: [] };
+      yield { charges: [{ ...second, created: first.created }], malformed: [] };
+    };
+
+  it('keeps one copy when both are identical', async () => {
+    const p = prefetcher(twice(charge({ id: 'ch_twice', created: 0 })), 25);
+    expect((await p.take(0)).charges.map((c) => c.id)).toEqual(['ch_twice']);
+    p.close();
+  });
+
+  it('fails the window when they differ (two versions of one charge)', async () => {
+    const p = prefetcher(twice(charge({ id: 'ch_twice', created: 0, amount: 1 })), 25);
+    await expect(p.take(0)).rejects.toBeInstanceOf(BrokenListingError);
     p.close();
   });
 });
