@@ -11,7 +11,6 @@
  * freshly migrated database (the default 7-day retention: 15 day partitions).
  * Run with `npm run bench -- claims`.
  */
-import { loadavg } from 'node:os';
 import { createClaimClient } from '../src/claims/index.js';
 import { takeClaim } from '../src/claims/claim-store.js';
 import { downstreamKey, requestFingerprint } from '../src/claims/keys.js';
@@ -19,7 +18,7 @@ import { createPool } from '../src/db/pool.js';
 import { startStripeDouble } from '../testkit/stripe-double/index.js';
 import { createStripeClient } from '../src/providers/stripe/client.js';
 import { startBenchServer } from './pg-server.js';
-import { codeState, ensureBuilt, log, machine, round, runSweeper, SCALE, scaled, SESSION } from './e2e-support.js';
+import { codeState, ensureBuilt, log, machine, resultHeader, round, runSweeper, scaled } from './e2e-support.js';
 import { writeResult } from './support.js';
 
 const OPS = scaled(3_000, 500);
@@ -112,13 +111,7 @@ try {
     ]),
   );
   const result = {
-    benchmark: 'claims',
-    session: SESSION,
-    date: new Date().toISOString(),
-    scale: SCALE,
-    code,
-    machine: machineAtStart,
-    load_average_at_end: loadavg().map((l) => round(l, 2)),
+    ...resultHeader('claims', code, machineAtStart),
     settings: {
       ops: OPS,
       warmup: WARMUP,

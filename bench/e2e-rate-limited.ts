@@ -21,7 +21,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startStripeDouble, type StripeDouble } from '../testkit/stripe-double/index.js';
 import { startBenchServer, readStatements, resetStatements, type BenchServer } from './pg-server.js';
@@ -37,6 +37,7 @@ import {
   machine,
   MIX,
   reportCounts,
+  resultHeader,
   round,
   runSweeper,
   runTimed,
@@ -45,7 +46,6 @@ import {
   seedLocal,
   seedStripe,
   samplePageBytes,
-  SESSION,
   sweeperEnv,
   summary,
   sweeperOverrides,
@@ -84,13 +84,7 @@ try {
   const peer = process.env.BENCH_PEER === '0' ? { skipped: 'BENCH_PEER=0' } : await peerCase(server, double, set);
 
   const result = {
-    benchmark: 'e2e-rate-limited',
-    session: SESSION,
-    date: new Date().toISOString(),
-    scale: SCALE,
-    code,
-    machine: machineAtStart,
-    load_average_at_end: loadavg().map((l) => round(l, 2)),
+    ...resultHeader('e2e-rate-limited', code, machineAtStart),
     settings: {
       charges: CHARGES,
       hours: HOURS,

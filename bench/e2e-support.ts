@@ -90,6 +90,19 @@ export function codeState(): { commit: string; uncommitted: string[] } {
   };
 }
 
+/** The fields every end-to-end result starts with: which benchmark, session, scale, code and machine. */
+export function resultHeader(benchmark: string, code: unknown, machineAtStart: Record<string, unknown>) {
+  return {
+    benchmark,
+    session: SESSION,
+    date: new Date().toISOString(),
+    scale: SCALE,
+    code,
+    machine: machineAtStart,
+    load_average_at_end: loadavg().map((l) => round(l, 2)),
+  };
+}
+
 export function machine(server: BenchServer): Record<string, unknown> {
   const cpu = cpus();
   return {

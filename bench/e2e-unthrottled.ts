@@ -19,7 +19,6 @@
  * The same mix as the rate-limited run (90% matched, 10% findings or repairs).
  * Run with `npm run bench -- e2e-unthrottled` (BENCH_SCALE=0.05: 500, 5,000 and 50,000).
  */
-import { loadavg } from 'node:os';
 import { from as copyFrom } from 'pg-copy-streams';
 import pg from 'pg';
 import { startStripeDouble } from '../testkit/stripe-double/index.js';
@@ -38,14 +37,13 @@ import {
   MIX,
   perPage,
   reportCounts,
+  resultHeader,
   round,
   runSweeper,
-  SCALE,
   scaled,
   seedLocal,
   seedStripe,
   samplePageBytes,
-  SESSION,
   summary,
   sweeperEnv,
   sweeperOverrides,
@@ -128,13 +126,7 @@ try {
   const large = scheduled[String(last.charges)] as { median_wall_s: number };
   const f = floor as NonNullable<typeof floor>;
   const result = {
-    benchmark: 'e2e-unthrottled',
-    session: SESSION,
-    date: new Date().toISOString(),
-    scale: SCALE,
-    code,
-    machine: machineAtStart,
-    load_average_at_end: loadavg().map((l) => round(l, 2)),
+    ...resultHeader('e2e-unthrottled', code, machineAtStart),
     settings: {
       sizes: SIZES,
       window: { from: from.toISOString(), to: to.toISOString() },
