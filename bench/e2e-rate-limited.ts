@@ -10,10 +10,9 @@
  *   a scratch directory outside the repository), in the same session.
  *
  * 90% of the charges have their claim and payment row; 10% produce findings or
- * repairs (bench/e2e-support.ts, MIX). The sweeper runs with default settings, except
- * SWEEPER_STRIPE_RATE = 25 (BENCH_STRIPE_RATE), the server's limit, which the bound
- * assumes; a second run with SWEEPER_STRIPE_RATE unset (its default, 20) follows
- * unless BENCH_DEFAULT_RATE_RUN=0. BENCH_PEER=0 skips the peer.
+ * repairs (bench/e2e-support.ts, MIX). The sweeper runs with default settings
+ * (SWEEPER_STRIPE_RATE unset: 25, the server's limit, which the bound assumes;
+ * BENCH_STRIPE_RATE sets it). BENCH_PEER=0 skips the peer.
  *
  * Run with `npm run bench -- e2e-rate-limited`. BENCH_SCALE=0.05 is a smoke run: 10,000
  * charges over 8 hours (the window shrinks with the count, so slices hold as many
@@ -60,7 +59,8 @@ const HOURS = SCALE >= 1 ? 7 * 24 : Math.max(1, Math.round(7 * 24 * SCALE));
 const LATENCY_MS = 300;
 const LIMIT_PER_SECOND = 25;
 const PAGE = 100;
-const STRIPE_RATE = process.env.BENCH_STRIPE_RATE ?? String(LIMIT_PER_SECOND);
+// Unset: the sweeper's default.
+const STRIPE_RATE = process.env.BENCH_STRIPE_RATE ?? '';
 const PEER_PACKAGE = '@supabase/stripe-sync-engine@0.48.5';
 const BOUND_S = CHARGES / (LIMIT_PER_SECOND * PAGE);
 
@@ -77,10 +77,6 @@ try {
   const pageBytes = await samplePageBytes(double, set);
 
   const sweeper = await sweeperCase(server, double, set, 'rate-limited', { SWEEPER_STRIPE_RATE: STRIPE_RATE });
-  const defaultRate =
-    process.env.BENCH_DEFAULT_RATE_RUN === '0' || STRIPE_RATE === '20'
-      ? null
-      : await sweeperCase(server, double, set, 'rate-limited-default-rate', { SWEEPER_STRIPE_RATE: '' });
   const peer = process.env.BENCH_PEER === '0' ? { skipped: 'BENCH_PEER=0' } : await peerCase(server, double, set);
 
   const result = {
@@ -91,7 +87,7 @@ try {
       window: { from: from.toISOString(), to: to.toISOString() },
       latency_ms: LATENCY_MS,
       server_limit_requests_per_second: LIMIT_PER_SECOND,
-      sweeper_stripe_rate: Number(STRIPE_RATE),
+      sweeper_stripe_rate: STRIPE_RATE === '' ? 'default' : Number(STRIPE_RATE),
       sweeper_overrides: sweeperOverrides(),
       page_bytes: pageBytes,
       charge_bytes: Math.round(pageBytes / PAGE),
@@ -101,20 +97,16 @@ try {
     },
     bound_s: BOUND_S,
     sweeper,
-    sweeper_default_rate: defaultRate,
     peer,
     sweeper_vs_peer: 'wall_s' in peer ? round(peer.wall_s / sweeper.wall_s, 2) : null,
   };
   await writeResult('e2e-rate-limited', result);
   const lines = [
     `e2e at the rate limit: ${CHARGES.toLocaleString('en')} charges over ${HOURS} h, ${LATENCY_MS} ms, ${LIMIT_PER_SECOND} requests/s (bound ${round(BOUND_S, 1)} s), pages of ${Math.round(pageBytes / 1024)} KB`,
-    `  sweeper backfill (SWEEPER_STRIPE_RATE=${STRIPE_RATE}): ${sweeper.wall_s} s = ${sweeper.bound_over_wall} of the bound; ${sweeper.requests} requests (${sweeper.achieved_requests_per_second}/s), 429s ${sweeper.rate_limited_429}; peak RSS ${sweeper.max_rss_mb} MB; CPU ${sweeper.cpu_s} s`,
+    `  sweeper backfill (SWEEPER_STRIPE_RATE=${STRIPE_RATE || 'unset'}): ${sweeper.wall_s} s = ${sweeper.bound_over_wall} of the bound; ${sweeper.requests} requests (${sweeper.achieved_requests_per_second}/s), 429s ${sweeper.rate_limited_429}; peak RSS ${sweeper.max_rss_mb} MB; CPU ${sweeper.cpu_s} s`,
     sweeper.statements
       ? `    SQL per page: ${sweeper.statements.per_page_top_level} top level, ${sweeper.statements.per_page_all} in all (per 100 charges: ${sweeper.statements.per_100_charges_top_level} / ${sweeper.statements.per_100_charges_all})`
       : '    SQL per page: not counted (pg_stat_statements not loaded)',
-    defaultRate
-      ? `  sweeper backfill, SWEEPER_STRIPE_RATE unset: ${defaultRate.wall_s} s = ${defaultRate.bound_over_wall} of the bound`
-      : '',
     'wall_s' in peer
       ? `  peer ${PEER_PACKAGE}: ${peer.wall_s} s (${peer.synced} charges, ${peer.requests} requests); sweeper ${result.sweeper_vs_peer}x faster`
       : `  peer: ${peer.skipped}`,

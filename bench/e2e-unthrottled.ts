@@ -2,7 +2,7 @@
  * End to end without a rate limit (issue 12, rows 3, 4, 5 and 6): `sweeper backfill`
  * (the built CLI) over 10,000, 100,000 and 1,000,000 realistic charges created over the
  * same 3 days, against the Stripe double with no latency and no limit, and
- * SWEEPER_STRIPE_RATE = 100 (BENCH_UNTHROTTLED_RATE; the most the sweeper accepts).
+ * SWEEPER_STRIPE_RATE = 1000 (BENCH_UNTHROTTLED_RATE; the most the sweeper accepts).
  *
  * - wall time of the largest against the floor: JSON decode of the same pages (parsed
  *   here, in-process) + COPY of the same rows into a table shaped like stripe_charges
@@ -53,7 +53,7 @@ import { writeResult } from './support.js';
 
 const SIZES = [scaled(10_000), scaled(100_000), scaled(1_000_000)];
 const NEW_CHARGES = scaled(5_000);
-const STRIPE_RATE = process.env.BENCH_UNTHROTTLED_RATE ?? '100';
+const STRIPE_RATE = process.env.BENCH_UNTHROTTLED_RATE ?? '1000';
 const MINUTE_MS = 60_000;
 const REPEATS = Math.max(1, Number(process.env.BENCH_SCHEDULED_REPEATS ?? 3));
 

@@ -65,7 +65,7 @@ describe('loadConfig', () => {
       { SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT: '500ms' },
       /^SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT must be between 1s and 1h/,
     ],
-    [{ SWEEPER_STRIPE_RATE: '1000' }, /^SWEEPER_STRIPE_RATE must be at most 100 \(got 1000\)/],
+    [{ SWEEPER_STRIPE_RATE: '1001' }, /^SWEEPER_STRIPE_RATE must be at most 1000 \(got 1001\)/],
   ])('rejects %j with a ConfigError naming the variable', (env, message) => {
     const error = (() => {
       try {

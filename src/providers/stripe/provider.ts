@@ -27,7 +27,7 @@ export function listingConcurrency(ratePerSecond: number, meanLatencyMs: number 
 }
 
 export type StripeProviderOptions = {
-  /** Requests per second for everything the provider sends (listing, re-reads, refunds); default 20. */
+  /** Requests per second for everything the provider sends (listing, re-reads, refunds); default 25. */
   ratePerSecond?: number;
   /** Metadata names of the claim attribution; default `tenant_id`, `idempotency_key`. */
   metadataKeys?: MetadataKeys;

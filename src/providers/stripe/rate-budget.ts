@@ -21,7 +21,7 @@ export interface RateBudgetOptions {
   sleep?: Sleep;
 }
 
-export const DEFAULT_RATE_PER_SECOND = 20;
+export const DEFAULT_RATE_PER_SECOND = 25;
 
 /**
  * A token bucket every Stripe request of the process draws from; share one instance
