@@ -48,8 +48,25 @@ export function prefetchDepth(ratePerSecond: number, meanLatencyMs: number | nul
   return Math.max(MIN_DEPTH, Math.min(MAX_DEPTH, Math.ceil(ratePerSecond * latency * 2)));
 }
 
+/** One listing of a window: its charges (each once) and the ones it could not read. */
+interface Listing {
+  charges: NormalizedCharge[];
+  unreadable: MalformedCharge[];
+  fetchedAt: Date;
+}
+
+/**
+ * Every slice is listed exactly, once. Its lease margins (README "Throughput") are not
+ * listed again: the charges of `[from - lease, from)` come from the listings before it
+ * (kept since their own judgement), those of `[to, to + lease)` from the listings after
+ * it (listed ahead anyway); only the first slice's listing reaches back into the margin
+ * before the run, and the last one's into the margin after it. So a slice is judged once
+ * the listing after it has finished too. Should that listing fail, the slice lists its
+ * trailing margin itself, so a broken slice stops the run where it did when every slice
+ * listed its own margins (no earlier).
+ */
 export class SlicePrefetcher {
-  private readonly feeds = new Map<number, Promise<ListedSlice>>();
+  private readonly feeds = new Map<number, Promise<Listing>>();
   private readonly sizes = new Map<number, number>();
   /** Listings that have finished (their size is final). */
   private readonly done = new Set<number>();
@@ -60,6 +77,8 @@ export class SlicePrefetcher {
   /** The slice the judgement is on: listings start ahead of it. */
   private current = 0;
   private depth: number;
+  /** Charges already judged that lie in the next slice's leading margin, and when they were read. */
+  private recent: { charges: NormalizedCharge[]; fetchedAt: Date } | null = null;
 
   constructor(
     private readonly deps: PrefetchDeps,
@@ -80,14 +99,37 @@ export class SlicePrefetcher {
     );
   }
 
-  /** Slice `index`, listed; starts the listings after it, up to the depth and the charges bound. */
+  /** Slice `index`, listed with its margins; starts the listings after it, up to the depth and the charges bound. */
   async take(index: number): Promise<ListedSlice> {
     this.current = index;
-    this.fill(index);
+    const slice = this.slices[index] as TimeWindow;
+    const readWindow = widen(slice, this.margins.leaseMs, this.margins.readUntil);
+    const lastNeighbour = this.lastNeighbour(readWindow);
+    this.fill(index, lastNeighbour);
     const feed = this.feeds.get(index);
     if (!feed) throw new Error(`slice ${index} was never listed`);
     try {
-      return await feed;
+      const listed = await feed;
+      const from = slice.from.getTime();
+      const to = slice.to.getTime();
+      const own = listed.charges.filter((c) => c.created * 1000 >= from && c.created * 1000 < to);
+      const before = this.leading(index, listed, readWindow);
+      const after = await this.trailing(index, listed, slice, readWindow, lastNeighbour);
+      const charges = [...before.charges, ...own, ...after.charges];
+      const fetchedAt = earliest(before.fetchedAt, listed.fetchedAt);
+      // What the next slice's leading margin needs: it was judged here, and is judged again there.
+      this.recent = {
+        charges: [...before.charges, ...own].filter((c) => c.created * 1000 >= to - this.margins.leaseMs),
+        fetchedAt,
+      };
+      return {
+        charges,
+        unreadable: listed.unreadable.filter((bad) => ownedBy(slice, bad)),
+        inSlice: own.length,
+        // The earliest read of them all: a later read of any of these charges must be able to replace it.
+        fetchedAt: earliest(fetchedAt, after.fetchedAt),
+        readWindow,
+      };
     } finally {
       this.feeds.delete(index);
       this.sizes.delete(index);
@@ -101,6 +143,55 @@ export class SlicePrefetcher {
   close(): void {
     if (!this.controller.signal.aborted) this.controller.abort(new Error('the run ended'));
     for (const feed of this.feeds.values()) feed.catch(() => undefined);
+  }
+
+  /** The last slice whose listing holds part of `readWindow` (the slice's trailing margin). */
+  private lastNeighbour(readWindow: TimeWindow): number {
+    let last = this.current;
+    while (last + 1 < this.slices.length && (this.slices[last + 1] as TimeWindow).from < readWindow.to) last += 1;
+    return last;
+  }
+
+  /** The leading margin: charges kept from the slices before, or (the first slice) its own listing's. */
+  private leading(index: number, listed: Listing, readWindow: TimeWindow): Margin {
+    const from = readWindow.from.getTime();
+    if (index === 0) {
+      const start = (this.slices[0] as TimeWindow).from.getTime();
+      return { charges: listed.charges.filter((c) => c.created * 1000 < start), fetchedAt: listed.fetchedAt };
+    }
+    const recent = this.recent;
+    if (!recent) throw new Error(`slice ${index} was taken before slice ${index - 1}`);
+    return { charges: recent.charges.filter((c) => c.created * 1000 >= from), fetchedAt: recent.fetchedAt };
+  }
+
+  /** The trailing margin: from the listings after the slice (the last one's own listing reaches past it). */
+  private async trailing(
+    index: number,
+    listed: Listing,
+    slice: TimeWindow,
+    readWindow: TimeWindow,
+    lastNeighbour: number,
+  ): Promise<Margin> {
+    const to = slice.to.getTime();
+    const until = readWindow.to.getTime();
+    if (index === this.slices.length - 1) {
+      return { charges: listed.charges.filter((c) => c.created * 1000 >= to), fetchedAt: listed.fetchedAt };
+    }
+    const charges: NormalizedCharge[] = [];
+    let fetchedAt: Date | null = null;
+    try {
+      for (let j = index + 1; j <= lastNeighbour; j += 1) {
+        const next = await (this.feeds.get(j) as Promise<Listing>);
+        charges.push(...next.charges.filter((c) => c.created * 1000 >= to && c.created * 1000 < until));
+        fetchedAt = earliest(fetchedAt, next.fetchedAt);
+      }
+      return { charges, fetchedAt: fetchedAt ?? listed.fetchedAt };
+    } catch (error) {
+      if (this.controller.signal.aborted) throw error;
+      // A later slice's listing failed; its own judgement reports that. This slice lists its margin itself.
+      const own = await this.list({ from: slice.to, to: readWindow.to });
+      return { charges: own.charges, fetchedAt: own.fetchedAt };
+    }
   }
 
   /**
@@ -118,18 +209,18 @@ export class SlicePrefetcher {
     return n;
   }
 
-  private fill(from: number): void {
-    // The slice the judgement waits for is always listed; the ones after it while the bounds allow.
+  /** Lists slices from `this.next`: always up to `needed` (the judgement waits for them), then while the bounds allow. */
+  private fill(from: number, needed = from): void {
     while (
       this.next < this.slices.length &&
-      (this.next <= from ||
+      (this.next <= needed ||
         (this.largest === null
           ? this.next < from + MIN_DEPTH
           : this.next < from + this.depth && this.expected() + this.largest <= this.maxCharges))
     ) {
       const index = this.next++;
       this.sizes.set(index, 0);
-      const feed = this.feed(index, this.slices[index] as TimeWindow);
+      const feed = this.list(this.listingWindow(index), (n) => this.sizes.set(index, n));
       // A finished listing makes room for the next one while the judgement works.
       feed.then(
         (listed) => {
@@ -143,37 +234,48 @@ export class SlicePrefetcher {
     }
   }
 
-  private async feed(index: number, slice: TimeWindow): Promise<ListedSlice> {
-    const readWindow = widen(slice, this.margins.leaseMs, this.margins.readUntil);
+  /** A slice's listing: the slice itself, and at the run's edges the margin outside it. */
+  private listingWindow(index: number): TimeWindow {
+    const slice = this.slices[index] as TimeWindow;
+    const widened = widen(slice, this.margins.leaseMs, this.margins.readUntil);
+    return {
+      from: index === 0 ? widened.from : slice.from,
+      to: index === this.slices.length - 1 ? new Date(Math.max(widened.to.getTime(), slice.to.getTime())) : slice.to,
+    };
+  }
+
+  private async list(window: TimeWindow, onSize?: (charges: number) => void): Promise<Listing> {
     const fetchedAt = this.deps.clock();
     const seen = new Map<string, NormalizedCharge>();
     const charges: NormalizedCharge[] = [];
     const unreadable: MalformedCharge[] = [];
-    let inSlice = 0;
-    for await (const page of this.deps.listCharges(this.account, readWindow, this.controller.signal)) {
+    if (window.to <= window.from) return { charges, unreadable, fetchedAt };
+    for await (const page of this.deps.listCharges(this.account, window, this.controller.signal)) {
       for (const charge of page.charges) {
         const before = seen.get(charge.id);
         if (before !== undefined) {
           // One listing naming one charge twice: identical is harmless; different is a broken listing.
           // Compared only when it happens: the charges are held anyway, nothing is hashed per charge.
-          if (JSON.stringify(before) !== JSON.stringify(charge)) throw brokenListing(charge.id, readWindow);
+          if (JSON.stringify(before) !== JSON.stringify(charge)) throw brokenListing(charge.id, window);
           continue;
         }
         seen.set(charge.id, charge);
-        const at = charge.created * 1000;
-        if (at >= slice.from.getTime() && at < slice.to.getTime()) inSlice += 1;
         charges.push(charge);
       }
       for (const bad of page.malformed) {
-        // In the lease margins it belongs to the neighbouring slice, which lists it too.
-        if (!ownedBy(slice, bad)) continue;
         unreadable.push(bad);
         this.deps.log.warn({ charge: bad.id, problem: bad.problem }, 'Stripe returned a charge the sweep cannot judge');
       }
-      this.sizes.set(index, charges.length);
+      onSize?.(charges.length);
     }
-    return { charges, unreadable, inSlice, fetchedAt, readWindow };
+    return { charges, unreadable, fetchedAt };
   }
+}
+
+type Margin = { charges: NormalizedCharge[]; fetchedAt: Date };
+
+function earliest(a: Date | null, b: Date): Date {
+  return a === null || b < a ? b : a;
 }
 
 function brokenListing(id: string, window: TimeWindow): Error {

@@ -129,3 +129,74 @@ describe('a listing naming one charge twice', () => {
     p.close();
   });
 });
+
+describe('lease margins come from the neighbouring listings, not from listing them again', () => {
+  const LEASE = 2 * 60_000;
+  const MINUTE = 60_000;
+  // A charge a minute inside each side of every slice boundary, and one mid-slice.
+  const times = slices.flatMap((s) => [
+    s.from.getTime() + MINUTE,
+    s.from.getTime() + 30 * MINUTE,
+    s.to.getTime() - MINUTE,
+  ]);
+  const all = [START - MINUTE, ...times, START + 12 * HOUR + MINUTE].map((at, k) =>
+    charge({ id: `ch_${k}`, created: Math.floor(at / 1000) }),
+  );
+  const inWindow = (window: TimeWindow) =>
+    all.filter((c) => c.created * 1000 >= window.from.getTime() && c.created * 1000 < window.to.getTime());
+
+  function source(failing?: (window: TimeWindow) => boolean) {
+    const asked: TimeWindow[] = [];
+    const list: ChargeSource = async function* (_account, window) {
+      asked.push(window);
+      if (failing?.(window)) throw new Error('Stripe is down');
+      yield { charges: inWindow(window), malformed: [] };
+    };
+    return { list, asked };
+  }
+
+  const withLease = (list: ChargeSource) =>
+    new SlicePrefetcher(
+      { listCharges: list, clock: () => new Date(START + 24 * HOUR), log: silentLogger() },
+      'platform',
+      slices,
+      { leaseMs: LEASE, readUntil: new Date(START + 24 * HOUR) },
+    );
+
+  it('lists every slice once (the first reaching back a lease, the last forward one) and hands each slice its margins', async () => {
+    const { list, asked } = source();
+    const p = withLease(list);
+    for (const [i, slice] of slices.entries()) {
+      const listed = await p.take(i);
+      const readWindow = { from: new Date(slice.from.getTime() - LEASE), to: new Date(slice.to.getTime() + LEASE) };
+      expect(listed.readWindow).toEqual(readWindow);
+      expect(listed.charges.map((c) => c.id).sort()).toEqual(
+        inWindow(readWindow)
+          .map((c) => c.id)
+          .sort(),
+      );
+      expect(listed.inSlice).toBe(inWindow(slice).length);
+    }
+    p.close();
+    const last = slices[slices.length - 1]!;
+    expect(asked.map((w) => [w.from.getTime(), w.to.getTime()]).sort((a, b) => a[0]! - b[0]!)).toEqual(
+      slices.map((s, i) => [
+        i === 0 ? s.from.getTime() - LEASE : s.from.getTime(),
+        s === last ? s.to.getTime() + LEASE : s.to.getTime(),
+      ]),
+    );
+  });
+
+  it('a slice whose next listing failed lists its trailing margin itself and is judged; the next slice then fails', async () => {
+    const broken = slices[3]!;
+    const { list, asked } = source(
+      (w) => w.from.getTime() === broken.from.getTime() && w.to.getTime() === broken.to.getTime(),
+    );
+    const p = withLease(list);
+    for (let i = 0; i < 3; i += 1) await p.take(i);
+    const third = slices[2]!;
+    expect(asked).toContainEqual({ from: third.to, to: new Date(third.to.getTime() + LEASE) });
+    await expect(p.take(3)).rejects.toThrow('Stripe is down');
+    p.close();
+  });
+});
