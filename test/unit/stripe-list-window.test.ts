@@ -137,6 +137,27 @@ describe('listChargeWindow against an in-memory list', () => {
     }
   }
 
+  it('splits no sub-window while the budget has no spare capacity: one page per 100 charges', async () => {
+    const charges = dataset(7, [{ n: 5_000, from: 0, to: 86_400 }]);
+    const counters = new StripeListCounters();
+    const saturated = memoryStripe(charges);
+    const { ids } = await collect(
+      listChargeWindow(saturated.fetchPage, null, span(0, 86_400), {
+        concurrency: 16,
+        counters,
+        spareCapacity: () => false,
+      }),
+    );
+    expect(ids.sort()).toEqual(expectedIds(charges, 0, 86_400));
+    expect(counters.splits).toBe(0);
+    expect(counters.pages).toBe(50); // 5,000 charges: 50 full pages, the last saying has_more false
+    const idle = new StripeListCounters();
+    await collect(
+      listChargeWindow(memoryStripe(charges).fetchPage, null, span(0, 86_400), { concurrency: 16, counters: idle }),
+    );
+    expect(idle.splits).toBeGreaterThan(0); // the same listing with capacity to spare splits
+  });
+
   it('takes created == from in and created == to out', async () => {
     const charges = [
       { id: 'ch_before', created: at(999) },

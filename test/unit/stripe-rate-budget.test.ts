@@ -25,6 +25,18 @@ describe('RateBudget (token bucket)', () => {
     expect([budget.reserve(), budget.reserve(), budget.reserve(), budget.reserve()]).toEqual([0, 50, 100, 150]);
   });
 
+  it('is backlogged exactly while a reservation waits for its token', () => {
+    const time = fakeTime();
+    const budget = new RateBudget({ ratePerSecond: 10, burst: 1, clock: time.clock, sleep: time.sleep });
+    expect(budget.backlogged()).toBe(false);
+    budget.reserve(); // the burst token
+    expect(budget.backlogged()).toBe(false);
+    budget.reserve(); // waits 100 ms
+    expect(budget.backlogged()).toBe(true);
+    time.advance(100);
+    expect(budget.backlogged()).toBe(false);
+  });
+
   it('lets a burst through at once, then paces', () => {
     const time = fakeTime();
     const budget = new RateBudget({ ratePerSecond: 10, burst: 3, clock: time.clock, sleep: time.sleep });

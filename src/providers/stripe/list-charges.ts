@@ -45,6 +45,8 @@ export interface WindowListingOptions {
   maxPages?: number;
   /** Unix seconds, for the normaliser's "not ahead of now" check. Default: the system clock. */
   now?: () => number;
+  /** False while the rate budget is the bottleneck: no new sub-windows then. Default: always true. */
+  spareCapacity?: () => boolean;
 }
 
 export const DEFAULT_CONCURRENCY = 16;
@@ -63,7 +65,8 @@ export function maxPagesFor(range: UnixRange): number {
 /**
  * Lists every charge of one account created in `[from, to)`, as pages, in no
  * particular order, each charge exactly once. Sub-windows are split off while fewer
- * than `concurrency` are in flight (see subdivide.ts). Ends only when every
+ * than `concurrency` are in flight and the rate budget has capacity to spare (see
+ * subdivide.ts; every split costs a partial page). Ends only when every
  * sub-window reached `has_more: false`; otherwise throws IncompleteWindowError
  * (or the 401/403 configuration errors) after yielding what it had.
  */
@@ -135,7 +138,8 @@ export async function* listChargeWindow(
         fail(task, new MalformedPageError(problem));
         return;
       }
-      const plan = planNext(task, outline(page), { wantMore: running - 1 + ready.length < concurrency, limit });
+      const wantMore = running - 1 + ready.length < concurrency && (options.spareCapacity?.() ?? true);
+      const plan = planNext(task, outline(page), { wantMore, limit });
       if (!plan.ok) {
         fail(task, new MalformedPageError(plan.problem));
         return;
@@ -286,6 +290,7 @@ export function createChargeLister(deps: ChargeListerDeps): ChargeLister {
         metadataKeys: deps.metadataKeys,
         signal: options.signal,
         counters,
+        spareCapacity: () => !budget.backlogged(),
       });
     },
   };

@@ -80,6 +80,16 @@ export class RateBudget {
     this.pauses += 1;
   }
 
+  /**
+   * True while requests wait for their token: the process already asks for more than the
+   * rate, so listing more sub-windows at once would only add requests (each split ends
+   * in a partial page), not speed.
+   */
+  backlogged(): boolean {
+    this.refill();
+    return this.tokens < 0;
+  }
+
   /** Resolves when the caller may send one request. */
   async acquire(signal?: AbortSignal): Promise<void> {
     signal?.throwIfAborted();
