@@ -73,14 +73,21 @@ const EFFECT_COLUMNS = `p.charge_id AS p_charge_id, p.tenant_id AS p_tenant_id, 
   p.payment_intent_id AS p_payment_intent_id, p.account_id AS p_account_id, p.amount AS p_amount, p.currency AS p_currency,
   p.status AS p_status, p.amount_refunded AS p_amount_refunded, p.disputed AS p_disputed, p.created_at AS p_created_at`;
 
-/** The keys' charges in this account by metadata, each with its payment row if any (any account: see `recordedIn`). */
+/**
+ * The keys' charges in this account by metadata, each with its payment row if any (any
+ * account: see `recordedIn`). One probe per key in stripe_charge_keys (migration 009),
+ * then each charge by its primary key, pruned to its own day's partition at run time;
+ * the metadata is checked on the charge itself (an entry may be stale, never missing).
+ */
 const ATTRIBUTED_CHARGES = `
 SELECT ${CHARGE_COLUMNS}, ${EFFECT_COLUMNS}
   FROM unnest($2::text[], $3::text[]) AS k(tenant_id, key)
-  -- LATERAL with OFFSET 0 (kept a subquery, not flattened into a join): index probes per
-  -- key (stripe_charges_attribution), never a hash join over the whole mirror.
+  JOIN stripe_charge_keys ck ON ck.tenant_id = k.tenant_id AND ck.idempotency_key = k.key AND ck.account = $1
+  -- LATERAL with OFFSET 0 (kept a subquery, not flattened into a join): a primary-key probe
+  -- per charge in one partition, never a hash join over the whole mirror.
   CROSS JOIN LATERAL (SELECT * FROM stripe_charges x
-                       WHERE x.tenant_id = k.tenant_id AND x.idempotency_key = k.key AND x.account = $1 OFFSET 0) sc
+                       WHERE x.charge_id = ck.charge_id AND x.created = ck.created
+                         AND x.tenant_id = k.tenant_id AND x.idempotency_key = k.key AND x.account = $1 OFFSET 0) sc
   LEFT JOIN payments p ON p.charge_id = sc.charge_id`;
 
 /** Charges by id (links from payment rows and stored answers), each with its payment row if any. */
