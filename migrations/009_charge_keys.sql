@@ -41,3 +41,7 @@ INSERT INTO stripe_charge_keys (tenant_id, idempotency_key, account, charge_id, 
 SELECT tenant_id, idempotency_key, account, charge_id, created FROM stripe_charges
  WHERE tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
 ON CONFLICT DO NOTHING;
+
+-- Superseded by stripe_charge_keys: nothing looks charges up by their metadata in the
+-- mirror itself any more, and every landing paid for maintaining it in each partition.
+DROP INDEX stripe_charges_attribution;

@@ -1,5 +1,5 @@
 import type { PoolClient } from '../db/pool.js';
-import { ensureDayPartitions, utcDay } from '../db/partitions.js';
+import { utcDay } from '../db/partitions.js';
 import { LOCK_CLASS, LockObject } from '../db/locks.js';
 import type { Logger } from '../log.js';
 import type { MalformedCharge, NormalizedCharge } from './provider.js';
@@ -10,7 +10,7 @@ import { closeHealedFindings, recordFindings } from './findings-store.js';
 import { judgeSlice, type Finding, type Judgement } from './judge/index.js';
 import type { SweepLock } from './lock.js';
 import { upsertCharges } from './mirror.js';
-import { copyCharges } from './mirror-copy.js';
+import { copyCharges, MirrorRefusedError } from './mirror-copy.js';
 import { isRefund, recordRefundIntents } from './refunds.js';
 import { executeRepairs } from './repairs.js';
 import type { RunMode } from './runs-store.js';
@@ -80,6 +80,9 @@ export interface Batch {
   checkpoint: (client: PoolClient, deferred: string[], now: Date) => Promise<void>;
 }
 
+const ENSURE_DAYS_UNDER_LOCK = `SELECT sweeper_ensure_day_partitions('stripe_charges'::regclass, $3::date, $4::date)
+  FROM (SELECT pg_advisory_xact_lock_shared($1, $2)) AS held`;
+
 export async function judgeBatch(
   deps: SweepDeps,
   options: SweepOptions,
@@ -89,11 +92,13 @@ export async function judgeBatch(
   const fault = async (phase: string) => deps.faultPoint?.(`${batch.name}:${phase}`);
   const days = spanOf(batch.charges);
   const prepare = async (client: PoolClient, span: TimeWindow | null) => {
-    // Keeps `expire` from detaching a mirror partition under this batch's inserts.
-    await client.query('SELECT pg_advisory_xact_lock_shared($1, $2)', [LOCK_CLASS, LockObject.partitions]);
-    // In the batch's transaction: `expire` may have dropped an old day since the run
-    // began (old charges), and a dry run's partitions roll back with it.
-    if (span) await ensureDayPartitions(client, { from: utcDay(span.from), to: utcDay(span.to) }, ['stripe_charges']);
+    // The shared lock keeps `expire` from detaching a mirror partition under this batch's
+    // inserts; taken first (the FROM), then the days ensured, in one statement. In the
+    // batch's transaction: `expire` may have dropped an old day since the run began (old
+    // charges), and a dry run's partitions roll back with it.
+    const lock = [LOCK_CLASS, LockObject.partitions];
+    if (!span) await client.query('SELECT pg_advisory_xact_lock_shared($1, $2)', lock);
+    else await client.query(ENSURE_DAYS_UNDER_LOCK, [...lock, utcDay(span.from), utcDay(span.to)]);
   };
   const judge = async (client: PoolClient): Promise<{ facts: SliceFacts; judgement: Judgement }> => {
     const raw = await batch.load(client);
@@ -111,12 +116,19 @@ export async function judgeBatch(
   // First pass: ingest and judge. Most batches need nothing more and finish right here.
   let first: { facts: SliceFacts; judgement: Judgement } | null = null;
   let refundIntents = 0;
-  await ctx.inTransaction(async (client) => {
+  // A real run lands the charges unguarded first (no savepoint); should the database
+  // refuse one, the transaction rolls back and the batch lands again, guarded. A dry run's
+  // one transaction cannot roll back a batch: it is always guarded.
+  let guarded = ctx.overlay !== null;
+  const firstPass = (client: PoolClient) => ingestAndJudge(client, guarded);
+  const ingestAndJudge = async (client: PoolClient, guardedNow: boolean) => {
     await prepare(client, days);
     for (let i = 0; i < batch.charges.length; i += INGEST_BATCH) {
       // A charge the database refuses (one the normaliser did not know to refuse) becomes
       // an open finding naming it; the rest of the batch lands and is judged.
-      const { refused } = await copyCharges(client, batch.charges.slice(i, i + INGEST_BATCH), batch.fetchedAt);
+      const { refused } = await copyCharges(client, batch.charges.slice(i, i + INGEST_BATCH), batch.fetchedAt, {
+        guarded: guardedNow,
+      });
       for (const r of refused) {
         ctx.log.warn(
           { charge: r.charge.id, code: r.error.code, error: r.error.message },
@@ -132,7 +144,20 @@ export async function judgeBatch(
     await fault('ingested');
     first = await judge(client);
     if (!needsStripe(first.judgement)) refundIntents = await finish(deps, options, ctx, batch, client, first);
-  });
+  };
+  try {
+    await ctx.inTransaction(firstPass);
+  } catch (error) {
+    if (guarded || !(error instanceof MirrorRefusedError)) throw error;
+    ctx.log.info(
+      { batch: batch.name },
+      'the database refused a charge of this batch; landing it again, row by row where needed',
+    );
+    guarded = true;
+    first = null;
+    refundIntents = 0;
+    await ctx.inTransaction(firstPass);
+  }
   const pending = first as { facts: SliceFacts; judgement: Judgement } | null;
   if (!pending || !needsStripe(pending.judgement)) {
     await fault('committed');

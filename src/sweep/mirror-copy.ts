@@ -9,39 +9,73 @@ import { MIRROR_COLUMNS, MIRROR_RECORD_TYPE, mirrorUpsertSql } from './mirror.js
 
 /**
  * The mirror's bulk path: a batch of charges streamed with `COPY` into a session
- * temporary table, then upserted from it in one statement (the same "only a newer read
- * overwrites" rule as `upsertCharges`: `mirrorUpsertSql`). No JSON built or parsed per charge. If
- * PostgreSQL refuses the batch for its data, it is landed again through
- * `upsertChargesIsolating` (bisected), so one bad row costs only itself.
+ * temporary table, then moved from it into the mirror by one statement (the same "only
+ * a newer read overwrites" rule as `upsertCharges`: `mirrorUpsertSql`), which empties
+ * the staging table as it reads it. No JSON built or parsed per charge.
+ *
+ * Guarded (the default), the batch lands inside a savepoint: if PostgreSQL refuses it for
+ * its data, it is landed again through `upsertChargesIsolating` (bisected), so one bad
+ * row costs only itself. Unguarded (a real sweep's first try at a slice: three statements
+ * fewer per slice), a refusal aborts the caller's transaction and surfaces as
+ * MirrorRefusedError: the caller rolls back and lands the slice again, guarded.
  * `client` must be inside a transaction.
  */
 
 const LOAD_TABLE = `CREATE TEMP TABLE IF NOT EXISTS sweeper_mirror_load (${MIRROR_RECORD_TYPE}) ON COMMIT DELETE ROWS`;
 const COPY_INTO_LOAD = `COPY sweeper_mirror_load (${MIRROR_COLUMNS.map(([name]) => name).join(', ')}) FROM STDIN`;
-const UPSERT_FROM_LOAD = mirrorUpsertSql(
-  'SELECT DISTINCT ON (charge_id) * FROM sweeper_mirror_load ORDER BY charge_id',
-  '$1',
-);
+const UPSERT_FROM_LOAD = `WITH loaded AS (DELETE FROM sweeper_mirror_load RETURNING *),
+landed AS (${mirrorUpsertSql('SELECT DISTINCT ON (charge_id) * FROM loaded ORDER BY charge_id', '$1')} RETURNING 1)
+SELECT count(*)::int AS written FROM landed`;
+
+/** Sessions whose staging table exists (created by a transaction that committed, as far as we know). */
+const staged = new WeakSet<PoolClient>();
+
+/** The database refused an unguarded batch: the transaction is aborted; land the batch again, guarded. */
+export class MirrorRefusedError extends Error {
+  override readonly name = 'MirrorRefusedError';
+}
 
 export async function copyCharges(
   client: PoolClient,
   charges: NormalizedCharge[],
   fetchedAt: Date,
+  options: { guarded?: boolean } = {},
 ): Promise<IsolatedUpsert> {
   if (charges.length === 0) return { written: 0, refused: [] };
+  if (options.guarded === false) {
+    try {
+      return { written: await land(client, charges, fetchedAt), refused: [] };
+    } catch (error) {
+      // 42P01: the staging table went with the rollback of the transaction that created it.
+      if ((error as { code?: string }).code === '42P01') staged.delete(client);
+      if (isDataError(error) || (error as { code?: string }).code === '42P01')
+        throw new MirrorRefusedError('the database refused the batch', { cause: error });
+      throw error;
+    }
+  }
   await client.query(LOAD_TABLE);
+  staged.add(client);
   await client.query('SAVEPOINT sweeper_mirror_copy');
   try {
-    await pipeline(Readable.from(lines(charges)), client.query(copyFrom(COPY_INTO_LOAD)));
-    const { rowCount } = await client.query(UPSERT_FROM_LOAD, [fetchedAt]);
+    const written = await land(client, charges, fetchedAt);
     await client.query('RELEASE SAVEPOINT sweeper_mirror_copy');
-    return { written: rowCount ?? 0, refused: [] };
+    return { written, refused: [] };
   } catch (error) {
     if (!isDataError(error)) throw error;
     await client.query('ROLLBACK TO SAVEPOINT sweeper_mirror_copy');
     await client.query('RELEASE SAVEPOINT sweeper_mirror_copy');
     return upsertChargesIsolating(client, charges, fetchedAt);
   }
+}
+
+async function land(client: PoolClient, charges: NormalizedCharge[], fetchedAt: Date): Promise<number> {
+  if (!staged.has(client)) {
+    await client.query(LOAD_TABLE);
+    staged.add(client);
+  }
+  await pipeline(Readable.from(lines(charges)), client.query(copyFrom(COPY_INTO_LOAD)));
+  const { rows } = await client.query<{ written: number }>(UPSERT_FROM_LOAD, [fetchedAt]);
+  return rows[0]?.written ?? 0;
 }
 
 function* lines(charges: NormalizedCharge[]): Generator<string> {

@@ -1,7 +1,9 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PoolClient } from '../../src/db/pool.js';
 import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
 import { inTransaction } from '../../src/db/pool.js';
-import { copyCharges } from '../../src/sweep/mirror-copy.js';
+import { copyCharges, MirrorRefusedError } from '../../src/sweep/mirror-copy.js';
 import { upsertCharges } from '../../src/sweep/mirror.js';
 import { isDataError, upsertChargesIsolating } from '../../src/sweep/mirror-isolating.js';
 import type { NormalizedCharge } from '../../src/sweep/provider.js';
@@ -157,4 +159,64 @@ describe('every way a batch lands keeps the newer read', () => {
       });
     });
   }
+});
+
+describe('copyCharges', () => {
+  const ids = async (prefix: string) =>
+    (
+      await db.pool.query<{ charge_id: string }>(
+        `SELECT charge_id FROM stripe_charges WHERE charge_id LIKE $1 ORDER BY charge_id`,
+        [`${prefix}%`],
+      )
+    ).rows.map((r) => r.charge_id);
+
+  it('guarded: lands the good charges and returns each refused one; the transaction commits', async () => {
+    const batch = [charge('ch_cg_1'), charge('ch_cg_poison', { tenantId: 'poison' }), charge('ch_cg_2')];
+    const result = await inTransaction(db.pool, (client) => copyCharges(client, batch, fetchedAt));
+    expect(result.written).toBe(2);
+    expect(result.refused.map((r) => r.charge.id)).toEqual(['ch_cg_poison']);
+    expect(await ids('ch_cg_')).toEqual(['ch_cg_1', 'ch_cg_2']);
+  });
+
+  it('unguarded: a refusal is MirrorRefusedError and aborts the transaction, which writes nothing', async () => {
+    const batch = [charge('ch_cu_1'), charge('ch_cu_poison', { tenantId: 'poison' })];
+    const error = await inTransaction(db.pool, async (client) => {
+      await copyCharges(client, [charge('ch_cu_0')], fetchedAt, { guarded: false });
+      return copyCharges(client, batch, fetchedAt, { guarded: false });
+    }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(MirrorRefusedError);
+    expect(await ids('ch_cu_')).toEqual([]);
+  });
+
+  it('each batch of one transaction lands only its own charges (the staging table is emptied as it is read)', async () => {
+    const written = await inTransaction(db.pool, async (client) => [
+      (await copyCharges(client, [charge('ch_cb_1'), charge('ch_cb_2')], fetchedAt, { guarded: false })).written,
+      (await copyCharges(client, [charge('ch_cb_3')], fetchedAt, { guarded: false })).written,
+      (await copyCharges(client, [charge('ch_cb_4')], fetchedAt)).written,
+    ]);
+    expect(written).toEqual([2, 1, 1]);
+    expect(await ids('ch_cb_')).toEqual(['ch_cb_1', 'ch_cb_2', 'ch_cb_3', 'ch_cb_4']);
+  });
+
+  it('a staging table lost with a rolled-back transaction is a MirrorRefusedError once, then made again', async () => {
+    // A fresh session: its first batch creates the staging table, and that transaction rolls back.
+    const client = new pg.Client({ connectionString: db.url }) as unknown as PoolClient;
+    await client.connect();
+    try {
+      await client.query('BEGIN');
+      await copyCharges(client, [charge('ch_cl_gone')], fetchedAt, { guarded: false });
+      await client.query('ROLLBACK');
+      await client.query('BEGIN');
+      await expect(copyCharges(client, [charge('ch_cl_1')], fetchedAt, { guarded: false })).rejects.toBeInstanceOf(
+        MirrorRefusedError,
+      );
+      await client.query('ROLLBACK');
+      await client.query('BEGIN');
+      expect((await copyCharges(client, [charge('ch_cl_2')], fetchedAt, { guarded: false })).written).toBe(1);
+      await client.query('COMMIT');
+    } finally {
+      await (client as unknown as pg.Client).end();
+    }
+    expect(await ids('ch_cl_')).toEqual(['ch_cl_2']);
+  });
 });

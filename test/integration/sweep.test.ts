@@ -379,6 +379,31 @@ describe('charges Stripe returned malformed', () => {
   });
 });
 
+describe('a charge the database refuses', () => {
+  it('is an open finding naming the charge and the reason; the rest of its slice lands and is judged', async () => {
+    // A rule the normaliser knows nothing about: what the guarded landing is for.
+    await db.pool.query(`ALTER TABLE stripe_charges ADD CONSTRAINT test_no_poison CHECK (tenant_id <> 'poison')`);
+    try {
+      stripe.push(charge({ id: 'ch_poison', created: secs('10T09:00:30'), tenantId: 'poison', idempotencyKey: 'k' }));
+      const [report] = await run();
+      expect(report!.status).toBe('succeeded');
+      const [finding] = await query<{ state: string; reason: string }>(
+        `SELECT state, details->>'reason' AS reason FROM recon_findings WHERE subject = 'ch_poison'`,
+      );
+      expect(finding?.state).toBe('open');
+      expect(finding?.reason).toMatch(/the database refused it: .*test_no_poison/);
+      // Its neighbours in the slice landed and were judged as without it.
+      expect(
+        await query(`SELECT charge_id FROM stripe_charges WHERE charge_id IN ('ch_matched', 'ch_poison')`),
+      ).toEqual([{ charge_id: 'ch_matched' }]);
+      expect(report!.findings.matched).toBeGreaterThanOrEqual(1);
+      expect(report!.repaired.claim_without_effect).toBeGreaterThanOrEqual(1);
+    } finally {
+      await db.pool.query('ALTER TABLE stripe_charges DROP CONSTRAINT test_no_poison');
+    }
+  });
+});
+
 describe('Stripe Connect', () => {
   it("judges each account on its own: a connected account's crashed charge is repaired there, with its own watermark", async () => {
     await seedClaim(db.pool, {
