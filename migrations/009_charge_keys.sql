@@ -20,8 +20,10 @@ CREATE TABLE stripe_charge_keys (
 -- `expire` drops the entries of the days it drops from the mirror.
 CREATE INDEX stripe_charge_keys_created ON stripe_charge_keys (created);
 
+-- SECURITY DEFINER: the least-privilege runtime role (jobs/sql/least-privilege-role.sql)
+-- writes the mirror, and only reads this table; the entries are written as the owner.
 CREATE FUNCTION sweeper_note_charge_keys() RETURNS trigger
-  LANGUAGE plpgsql AS $$
+  LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
   INSERT INTO stripe_charge_keys (tenant_id, idempotency_key, account, charge_id, created)
   SELECT DISTINCT tenant_id, idempotency_key, account, charge_id, created FROM landed
@@ -45,3 +47,12 @@ ON CONFLICT DO NOTHING;
 -- Superseded by stripe_charge_keys: nothing looks charges up by their metadata in the
 -- mirror itself any more, and every landing paid for maintaining it in each partition.
 DROP INDEX stripe_charges_attribution;
+
+-- A database set up with the least-privilege role before this migration: the role reads
+-- this table like the mirror (a new setup gets it from the role script).
+DO $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'sweeper_runtime') THEN
+    GRANT SELECT ON stripe_charge_keys TO sweeper_runtime;
+  END IF;
+END $$;

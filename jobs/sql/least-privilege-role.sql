@@ -23,6 +23,8 @@ GRANT SELECT, INSERT, UPDATE ON idempotency_keys, payments, stripe_charges,
       alert_state TO sweeper_runtime;
 -- The audit is append-only: insert and read, never change.
 GRANT SELECT, INSERT ON recon_repairs TO sweeper_runtime;
+-- Written by the mirror's own trigger (as the owner); the sweep only reads it.
+GRANT SELECT ON stripe_charge_keys TO sweeper_runtime;
 GRANT SELECT ON sweeper_migrations TO sweeper_runtime;
 GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO sweeper_runtime;
 GRANT EXECUTE ON FUNCTION sweeper_take_claim(text, text, text, text, timestamptz, interval, text),

@@ -19,6 +19,7 @@ import {
   type RawChargePage,
 } from './page-source.js';
 import { RateBudget, type Sleep } from './rate-budget.js';
+import type { PriorityGate } from './priority-gate.js';
 import { planNext, type SubWindowTask } from './subdivide.js';
 import type { MalformedCharge, NormalizedCharge } from '../../sweep/provider.js';
 import { describeRange, toUnixRange, type ChargeWindow, type UnixRange } from './window.js';
@@ -249,6 +250,8 @@ function toBatch(
 
 export interface ChargeListerDeps {
   stripe: Stripe;
+  /** Admits listing requests by priority (the earliest window first): see priority-gate.ts. */
+  gate?: PriorityGate;
   /** Share one across listers and accounts: it is the process's request rate. */
   budget?: RateBudget;
   counters?: StripeListCounters;
@@ -263,8 +266,11 @@ export interface ChargeLister {
   list(
     account: string | null,
     window: ChargeWindow,
-    /** `concurrency`: sub-windows of this listing at once (default: the lister's). */
-    options?: { signal?: AbortSignal; concurrency?: number },
+    /**
+     * `concurrency`: sub-windows of this listing at once (default: the lister's);
+     * `priority`: this listing's place at the gate, lower first (default: none, not gated).
+     */
+    options?: { signal?: AbortSignal; concurrency?: number; priority?: number },
   ): AsyncGenerator<ChargeBatch, void, undefined>;
   readonly budget: RateBudget;
   readonly counters: StripeListCounters;
@@ -285,7 +291,13 @@ export function createChargeLister(deps: ChargeListerDeps): ChargeLister {
     budget,
     counters,
     list(account, window, options = {}) {
-      return listChargeWindow(fetchPage, account, window, {
+      const { gate } = deps;
+      const priority = options.priority;
+      const fetch: FetchChargePage =
+        gate && priority !== undefined
+          ? (query, signal) => gate.run(priority, () => fetchPage(query, signal), signal)
+          : fetchPage;
+      return listChargeWindow(fetch, account, window, {
         concurrency: options.concurrency ?? deps.concurrency,
         metadataKeys: deps.metadataKeys,
         signal: options.signal,

@@ -8,6 +8,7 @@ import { createStripeEvidence } from './evidence.js';
 import { STRIPE_IDEMPOTENCY_WINDOW_MS } from './limits.js';
 import { createChargeLister, DEFAULT_CONCURRENCY, MAX_PAGE_SIZE } from './list-charges.js';
 import type { MetadataKeys } from './normalize.js';
+import { admittedListingRequests, PriorityGate } from './priority-gate.js';
 import { DEFAULT_RATE_PER_SECOND, RateBudget } from './rate-budget.js';
 
 /** Stripe's facts the sweep's rules follow: its idempotency window, its page size, the request rate this process allows itself. */
@@ -60,8 +61,10 @@ export function createStripeProvider(options: StripeProviderOptions): StripeProv
     createStripeClient({ apiKey: options.apiKey, apiBase: options.apiBase, timeoutMs: options.timeoutMs });
   const facts = stripeFacts(options.ratePerSecond);
   const budget = new RateBudget({ ratePerSecond: facts.ratePerSecond });
-  const lister = createChargeLister({ stripe, budget, metadataKeys: options.metadataKeys });
-  const counters = lister.counters;
+  const counters = new StripeListCounters();
+  // Slices listed at once finish in the order they are judged (priority-gate.ts).
+  const gate = new PriorityGate(() => admittedListingRequests(facts.ratePerSecond, counters.meanLatencyMs()));
+  const lister = createChargeLister({ stripe, budget, counters, gate, metadataKeys: options.metadataKeys });
   let listings = 0;
   return {
     name: 'stripe',
@@ -75,7 +78,7 @@ export function createStripeProvider(options: StripeProviderOptions): StripeProv
         listings += 1;
         try {
           const concurrency = listingConcurrency(facts.ratePerSecond, counters.meanLatencyMs(), listings);
-          yield* lister.list(accountIdOf(account), window, { signal, concurrency });
+          yield* lister.list(accountIdOf(account), window, { signal, concurrency, priority: window.from.getTime() });
         } finally {
           listings -= 1;
         }
