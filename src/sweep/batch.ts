@@ -120,14 +120,13 @@ export async function judgeBatch(
   // refuse one, the transaction rolls back and the batch lands again, guarded. A dry run's
   // one transaction cannot roll back a batch: it is always guarded.
   let guarded = ctx.overlay !== null;
-  const firstPass = (client: PoolClient) => ingestAndJudge(client, guarded);
-  const ingestAndJudge = async (client: PoolClient, guardedNow: boolean) => {
+  const ingestAndJudge = async (client: PoolClient) => {
     await prepare(client, days);
     for (let i = 0; i < batch.charges.length; i += INGEST_BATCH) {
       // A charge the database refuses (one the normaliser did not know to refuse) becomes
       // an open finding naming it; the rest of the batch lands and is judged.
       const { refused } = await copyCharges(client, batch.charges.slice(i, i + INGEST_BATCH), batch.fetchedAt, {
-        guarded: guardedNow,
+        guarded,
       });
       for (const r of refused) {
         ctx.log.warn(
@@ -146,17 +145,15 @@ export async function judgeBatch(
     if (!needsStripe(first.judgement)) refundIntents = await finish(deps, options, ctx, batch, client, first);
   };
   try {
-    await ctx.inTransaction(firstPass);
+    await ctx.inTransaction(ingestAndJudge);
   } catch (error) {
     if (guarded || !(error instanceof MirrorRefusedError)) throw error;
     ctx.log.info(
       { batch: batch.name },
       'the database refused a charge of this batch; landing it again, row by row where needed',
     );
-    guarded = true;
-    first = null;
-    refundIntents = 0;
-    await ctx.inTransaction(firstPass);
+    guarded = true; // the refusal came while landing, before anything was judged
+    await ctx.inTransaction(ingestAndJudge);
   }
   const pending = first as { facts: SliceFacts; judgement: Judgement } | null;
   if (!pending || !needsStripe(pending.judgement)) {

@@ -15,8 +15,8 @@ import { MIRROR_COLUMNS, MIRROR_RECORD_TYPE, mirrorUpsertSql } from './mirror.js
  *
  * Guarded (the default), the batch lands inside a savepoint: if PostgreSQL refuses it for
  * its data, it is landed again through `upsertChargesIsolating` (bisected), so one bad
- * row costs only itself. Unguarded (a real sweep's first try at a slice: three statements
- * fewer per slice), a refusal aborts the caller's transaction and surfaces as
+ * row costs only itself. Unguarded (a real sweep's first try at a slice: two statements
+ * fewer per batch), a refusal aborts the caller's transaction and surfaces as
  * MirrorRefusedError: the caller rolls back and lands the slice again, guarded.
  * `client` must be inside a transaction.
  */
@@ -26,9 +26,6 @@ const COPY_INTO_LOAD = `COPY sweeper_mirror_load (${MIRROR_COLUMNS.map(([name]) 
 const UPSERT_FROM_LOAD = `WITH loaded AS (DELETE FROM sweeper_mirror_load RETURNING *),
 landed AS (${mirrorUpsertSql('SELECT DISTINCT ON (charge_id) * FROM loaded ORDER BY charge_id', '$1')} RETURNING 1)
 SELECT count(*)::int AS written FROM landed`;
-
-/** Sessions whose staging table exists (created by a transaction that committed, as far as we know). */
-const staged = new WeakSet<PoolClient>();
 
 /** The database refused an unguarded batch: the transaction is aborted; land the batch again, guarded. */
 export class MirrorRefusedError extends Error {
@@ -46,15 +43,10 @@ export async function copyCharges(
     try {
       return { written: await land(client, charges, fetchedAt), refused: [] };
     } catch (error) {
-      // 42P01: the staging table went with the rollback of the transaction that created it.
-      if ((error as { code?: string }).code === '42P01') staged.delete(client);
-      if (isDataError(error) || (error as { code?: string }).code === '42P01')
-        throw new MirrorRefusedError('the database refused the batch', { cause: error });
+      if (isDataError(error)) throw new MirrorRefusedError('the database refused the batch', { cause: error });
       throw error;
     }
   }
-  await client.query(LOAD_TABLE);
-  staged.add(client);
   await client.query('SAVEPOINT sweeper_mirror_copy');
   try {
     const written = await land(client, charges, fetchedAt);
@@ -68,11 +60,12 @@ export async function copyCharges(
   }
 }
 
+/**
+ * The staging table is created whenever it is missing, in the caller's transaction: a
+ * rollback takes a table it created with it, so no session remembers that it has one.
+ */
 async function land(client: PoolClient, charges: NormalizedCharge[], fetchedAt: Date): Promise<number> {
-  if (!staged.has(client)) {
-    await client.query(LOAD_TABLE);
-    staged.add(client);
-  }
+  await client.query(LOAD_TABLE);
   await pipeline(Readable.from(lines(charges)), client.query(copyFrom(COPY_INTO_LOAD)));
   const { rows } = await client.query<{ written: number }>(UPSERT_FROM_LOAD, [fetchedAt]);
   return rows[0]?.written ?? 0;

@@ -198,7 +198,7 @@ describe('copyCharges', () => {
     expect(await ids('ch_cb_')).toEqual(['ch_cb_1', 'ch_cb_2', 'ch_cb_3', 'ch_cb_4']);
   });
 
-  it('a staging table lost with a rolled-back transaction is a MirrorRefusedError once, then made again', async () => {
+  it('a staging table lost with a rolled-back transaction is made again by the next batch of the session', async () => {
     // A fresh session: its first batch creates the staging table, and that transaction rolls back.
     const client = new pg.Client({ connectionString: db.url }) as unknown as PoolClient;
     await client.connect();
@@ -207,9 +207,7 @@ describe('copyCharges', () => {
       await copyCharges(client, [charge('ch_cl_gone')], fetchedAt, { guarded: false });
       await client.query('ROLLBACK');
       await client.query('BEGIN');
-      await expect(copyCharges(client, [charge('ch_cl_1')], fetchedAt, { guarded: false })).rejects.toBeInstanceOf(
-        MirrorRefusedError,
-      );
+      expect((await copyCharges(client, [charge('ch_cl_1')], fetchedAt, { guarded: false })).written).toBe(1);
       await client.query('ROLLBACK');
       await client.query('BEGIN');
       expect((await copyCharges(client, [charge('ch_cl_2')], fetchedAt, { guarded: false })).written).toBe(1);
