@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import type { Logger } from '../log.js';
-import type { MalformedCharge, NormalizedCharge } from './provider.js';
+import { requestsPerLatency, type MalformedCharge, type NormalizedCharge } from './provider.js';
 import { BrokenListingError, ownedBy } from './listing.js';
 import type { ChargeSource } from './types.js';
 import { widen, type TimeWindow } from './window.js';
@@ -44,8 +44,7 @@ export interface PrefetchDeps {
  * (rate × latency) with a margin, since a slice starts from one request and splits.
  */
 export function prefetchDepth(ratePerSecond: number, meanLatencyMs: number | null): number {
-  const latency = (meanLatencyMs ?? 300) / 1000;
-  return Math.max(MIN_DEPTH, Math.min(MAX_DEPTH, Math.ceil(ratePerSecond * latency * 2)));
+  return Math.max(MIN_DEPTH, Math.min(MAX_DEPTH, Math.ceil(requestsPerLatency({ ratePerSecond, meanLatencyMs }) * 2)));
 }
 
 /** One listing of a window: its charges (each once) and the ones it could not read. */

@@ -103,6 +103,18 @@ export interface PaymentProvider {
   pace(): { ratePerSecond: number; meanLatencyMs: number | null };
 }
 
+/** The latency assumed before the first answer has been measured. */
+export const ASSUMED_LATENCY_MS = 300;
+
+/**
+ * Requests the rate allows during one mean latency: how many must be in flight to keep
+ * the budget busy. The prefetch depth, a listing's sub-windows and the listing gate are
+ * each a multiple of it.
+ */
+export function requestsPerLatency(pace: { ratePerSecond: number; meanLatencyMs: number | null }): number {
+  return pace.ratePerSecond * ((pace.meanLatencyMs ?? ASSUMED_LATENCY_MS) / 1000);
+}
+
 /**
  * The part of the sweep's dependencies a provider supplies: how the CLI, the demo and the
  * benchmarks wire one. `pace` (how many slices a run lists ahead) only when asked for.

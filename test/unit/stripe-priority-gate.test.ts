@@ -63,8 +63,8 @@ describe('PriorityGate', () => {
   });
 
   it('admits rate × latency × 1.25 + 1 listing requests (300 ms assumed before the first answer)', () => {
-    expect(admittedListingRequests(25, 300)).toBe(11);
-    expect(admittedListingRequests(25, null)).toBe(11);
-    expect(admittedListingRequests(1, 20)).toBe(2);
+    expect(admittedListingRequests({ ratePerSecond: 25, meanLatencyMs: 300 })).toBe(11);
+    expect(admittedListingRequests({ ratePerSecond: 25, meanLatencyMs: null })).toBe(11);
+    expect(admittedListingRequests({ ratePerSecond: 1, meanLatencyMs: 20 })).toBe(2);
   });
 });

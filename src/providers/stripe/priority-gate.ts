@@ -1,3 +1,5 @@
+import { requestsPerLatency } from '../../sweep/provider.js';
+
 /**
  * Listing requests in the order the judgement needs them (README "Throughput"). The
  * sweep lists many slices at once under one rate budget, which grants tokens first come,
@@ -80,6 +82,6 @@ interface Waiter {
  * latency, a quarter more, and one (300 ms assumed before the first answer). Fewer would
  * leave the budget idle; many more would let every listing advance at once again.
  */
-export function admittedListingRequests(ratePerSecond: number, meanLatencyMs: number | null): number {
-  return Math.ceil(ratePerSecond * ((meanLatencyMs ?? 300) / 1000) * 1.25) + 1;
+export function admittedListingRequests(pace: { ratePerSecond: number; meanLatencyMs: number | null }): number {
+  return Math.ceil(requestsPerLatency(pace) * 1.25) + 1;
 }

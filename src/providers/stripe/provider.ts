@@ -1,6 +1,6 @@
 import type Stripe from 'stripe';
 import { accountIdOf } from '../../domain/identity.js';
-import type { PaymentProvider, ProviderFacts } from '../../sweep/provider.js';
+import { requestsPerLatency, type PaymentProvider, type ProviderFacts } from '../../sweep/provider.js';
 import { createStripeClient } from './client.js';
 import { StripeListCounters } from './counters.js';
 import { changeSource, createEventReader } from './events.js';
@@ -23,7 +23,7 @@ export function stripeFacts(ratePerSecond: number = DEFAULT_RATE_PER_SECOND): Pr
  * among many pages by cursor alone instead of adding requests the budget pays for.
  */
 export function listingConcurrency(ratePerSecond: number, meanLatencyMs: number | null, listings: number): number {
-  const inFlight = Math.ceil(ratePerSecond * ((meanLatencyMs ?? 300) / 1000) * 2);
+  const inFlight = Math.ceil(requestsPerLatency({ ratePerSecond, meanLatencyMs }) * 2);
   return Math.max(1, Math.min(DEFAULT_CONCURRENCY, Math.ceil(inFlight / Math.max(1, listings))));
 }
 
@@ -63,7 +63,9 @@ export function createStripeProvider(options: StripeProviderOptions): StripeProv
   const budget = new RateBudget({ ratePerSecond: facts.ratePerSecond });
   const counters = new StripeListCounters();
   // Slices listed at once finish in the order they are judged (priority-gate.ts).
-  const gate = new PriorityGate(() => admittedListingRequests(facts.ratePerSecond, counters.meanLatencyMs()));
+  const gate = new PriorityGate(() =>
+    admittedListingRequests({ ratePerSecond: facts.ratePerSecond, meanLatencyMs: counters.meanLatencyMs() }),
+  );
   const lister = createChargeLister({ stripe, budget, counters, gate, metadataKeys: options.metadataKeys });
   let listings = 0;
   return {
