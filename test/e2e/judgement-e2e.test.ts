@@ -30,7 +30,7 @@ const env = (extra: Record<string, string> = {}) => ({
   SWEEPER_SLICE: '1h',
   ...extra,
 });
-const backfill = async (extra: string[] = [], account = 'platform') => {
+const backfill = async (extra: string[] = [], account = 'platform', environment = env()) => {
   const result = await runCli(
     [
       'backfill',
@@ -44,7 +44,7 @@ const backfill = async (extra: string[] = [], account = 'platform') => {
       '--no-resume',
       ...extra,
     ],
-    env(),
+    environment,
   );
   return { ...result, report: result.stdout ? JSON.parse(result.stdout.trim().split('\n')[0] as string) : null };
 };
@@ -222,18 +222,9 @@ describe('refunds through the outbox', () => {
       paymentMethod: 'pm_card_visa',
     });
     await seedEffect(db.pool, { chargeId: kept.id, tenantId: 'acme', key: 'dup', createdAt: at(20) });
-    const crashed = await runCli(
-      [
-        'backfill',
-        '--from',
-        window.from.toISOString(),
-        '--to',
-        window.to.toISOString(),
-        '--account',
-        'platform',
-        '--refund-duplicates',
-        '--no-resume',
-      ],
+    const crashed = await backfill(
+      ['--refund-duplicates'],
+      'platform',
       env({ SWEEPER_TEST_CRASH_AT: `refund:${extra.id}:posted` }),
     );
     expect(crashed.signal).toBe('SIGKILL');

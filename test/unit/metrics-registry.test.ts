@@ -96,20 +96,8 @@ describe('metrics registry', () => {
         stripe429s: 4,
       }),
     );
-    const unreconciled = (account: string, open: Record<string, number>) =>
-      [
-        'claim_without_effect',
-        'stale_claim',
-        'lost_effect',
-        'effect_without_claim',
-        'orphan_charge',
-        'unattributed_charge',
-        'effect_without_charge',
-        'amount_mismatch',
-        'status_drift',
-        'duplicate_charge',
-      ].map((c) => `sweeper_unreconciled{account="${account}",category="${c}"} ${open[c] ?? 0}`);
-    const repairs = [
+    // Every category but matched, in the README's order: spelled out here, the contract itself.
+    const notMatched = [
       'claim_without_effect',
       'stale_claim',
       'lost_effect',
@@ -120,7 +108,10 @@ describe('metrics registry', () => {
       'amount_mismatch',
       'status_drift',
       'duplicate_charge',
-    ].map(
+    ];
+    const unreconciled = (account: string, open: Record<string, number>) =>
+      notMatched.map((c) => `sweeper_unreconciled{account="${account}",category="${c}"} ${open[c] ?? 0}`);
+    const repairs = notMatched.map(
       (c) =>
         `sweeper_repairs_last_run{account="${ACCT}",category="${c}"} ${({ stale_claim: 2, orphan_charge: 1 } as Record<string, number>)[c] ?? 0}`,
     );
