@@ -16,3 +16,8 @@ export async function failure(promise: Promise<unknown>): Promise<Error> {
   }
   throw new Error('expected the promise to reject');
 }
+
+/** Lets every callback already queued run (one turn of the event loop): what started is observed, not timed. */
+export function settle(): Promise<void> {
+  return new Promise<void>((resolve) => setImmediate(resolve));
+}

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { settle } from '../support/promises.js';
 import { StripeListCounters } from '../../src/providers/stripe/counters.js';
 import { IncompleteWindowError, InvalidStripeKeyError } from '../../src/providers/stripe/errors.js';
 import { listChargeWindow, maxPagesFor, type ChargeBatch } from '../../src/providers/stripe/list-charges.js';
@@ -38,7 +39,7 @@ function memoryStripe(charges: RawCharge[]) {
     queries.push(query);
     inFlight += 1;
     maxInFlight = Math.max(maxInFlight, inFlight);
-    await new Promise((resolve) => setImmediate(resolve));
+    await settle();
     inFlight -= 1;
     let list = sorted.filter((c) => c.created >= query.gte && c.created < query.lt);
     if (query.startingAfter) {

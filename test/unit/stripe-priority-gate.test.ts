@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { admittedListingRequests, PriorityGate } from '../../src/providers/stripe/priority-gate.js';
-import { deferred } from '../support/promises.js';
+import { deferred, settle } from '../support/promises.js';
 
 /** The gate that makes slices listed at once finish in the order they are judged (README "Throughput"). */
-const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 function held(gate: PriorityGate, priority: number, order: number[], signal?: AbortSignal) {
   const done = deferred<void>();

@@ -4,7 +4,7 @@ import type { ChargePage, ChargeSource, NormalizedCharge } from '../../src/sweep
 import { BrokenListingError } from '../../src/sweep/listing.js';
 import { MAX_DEPTH, MIN_DEPTH, prefetchDepth, SlicePrefetcher } from '../../src/sweep/prefetch.js';
 import type { TimeWindow } from '../../src/sweep/window.js';
-import { deferred } from '../support/promises.js';
+import { deferred, settle } from '../support/promises.js';
 import { charge } from '../support/scenario.js';
 
 /**
@@ -42,8 +42,6 @@ function heldListings(perSlice: number) {
   };
   return { source, started, release: (i: number) => gate(i).resolve() };
 }
-
-const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 function prefetcher(source: ChargeSource, ratePerSecond: number, maxCharges?: number) {
   return new SlicePrefetcher(
