@@ -7,8 +7,8 @@ import type { ResponseOutcome } from './claim-store.js';
 /**
  * Loads an existing claims table into `idempotency_keys` (README "Adopting the sweeper:
  * importing existing claims"). Batches of `batchSize` rows, one transaction and one
- * INSERT each, so the cross-partition uniqueness check (and its advisory locks) is per
- * batch, never per row and never for the whole file. A key that already has a claim is
+ * INSERT each, so the cross-partition uniqueness check is per batch, never per row and
+ * never for the whole file. A key that already has a claim is
  * skipped, not overwritten: an import can be run again after a crash, or over a file
  * that overlaps what is there, and ends the same. Rows outside the retention window
  * (no partition holds them) and rows that do not validate are counted and reported,
@@ -132,7 +132,7 @@ export async function importClaims(
   return progress;
 }
 
-/** One batch: lock its keys in key order, insert those without a claim in one statement. */
+/** One batch: file its keys, insert those that had no claim, in one statement. */
 async function insertBatch(pool: Pool, rows: ClaimImportRow[], options: ImportOptions): Promise<number> {
   const plan = JSON.stringify(
     rows.map((r) => ({
@@ -151,24 +151,28 @@ async function insertBatch(pool: Pool, rows: ClaimImportRow[], options: ImportOp
     })),
   );
   return inTransaction(pool, async (tx) => {
-    await tx.query(
-      `SELECT count(pg_advisory_xact_lock(lock_key)) FROM (
-         SELECT DISTINCT sweeper_claim_lock_key(r.tenant_id, r.key) AS lock_key
-           FROM jsonb_to_recordset($1::jsonb) AS r(tenant_id text, key text) ORDER BY 1) keys`,
-      [plan],
-    );
+    // Files the keys first (in key order, so two imports never deadlock): a key already
+    // filed keeps its claim, and a writer taking one of these keys meanwhile waits for
+    // this transaction, then finds the imported claim.
     const { rowCount } = await tx.query(
-      `INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, locked_until, attempt, downstream_key,
+      `WITH batch AS (
+         SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(tenant_id text, key text, status text, created_at timestamptz,
+              account_id text, response_status int, response_body jsonb, response_outcome text, amount bigint,
+              currency text, fingerprint text, downstream_key text)
+       ), filed AS (
+         INSERT INTO idempotency_key_directory (tenant_id, key, created_at)
+         SELECT tenant_id, key, created_at FROM batch ORDER BY tenant_id, key
+         ON CONFLICT (tenant_id, key) DO NOTHING
+         RETURNING tenant_id, key
+       )
+       INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, locked_until, attempt, downstream_key,
                                      account_id, response_status, response_body, response_outcome, amount, currency,
                                      created_at, completed_at, updated_at)
        SELECT r.tenant_id, r.key, coalesce(r.fingerprint, sweeper_recreated_fingerprint()), r.status,
               CASE WHEN r.status = 'in_flight' THEN r.created_at + make_interval(secs => $2::double precision / 1000) END,
               1, r.downstream_key, r.account_id, r.response_status, r.response_body, r.response_outcome, r.amount,
               r.currency, r.created_at, CASE WHEN r.status = 'completed' THEN r.created_at END, r.created_at
-         FROM jsonb_to_recordset($1::jsonb) AS r(tenant_id text, key text, status text, created_at timestamptz,
-              account_id text, response_status int, response_body jsonb, response_outcome text, amount bigint,
-              currency text, fingerprint text, downstream_key text)
-        WHERE NOT EXISTS (SELECT 1 FROM idempotency_keys c WHERE c.tenant_id = r.tenant_id AND c.key = r.key)`,
+         FROM batch r JOIN filed f ON f.tenant_id = r.tenant_id AND f.key = r.key`,
       [plan, options.leaseMs],
     );
     return rowCount ?? 0;

@@ -85,8 +85,12 @@ export async function expirePartitions(
           if (mirror) await client.query('SELECT pg_advisory_unlock($1, $2)', [LOCK_CLASS, LockObject.partitions]);
         }
       }
-      // The mirror's key index (migration 009) is not partitioned: its entries of the dropped days go too.
-      if (!options.dryRun) await client.query('DELETE FROM stripe_charge_keys WHERE created < $1', [keptFrom]);
+      // The mirror's key index (migration 009) and the claims' directory (010) are not
+      // partitioned: their entries of the dropped days go too.
+      if (!options.dryRun) {
+        await client.query('DELETE FROM stripe_charge_keys WHERE created < $1', [keptFrom]);
+        await client.query('DELETE FROM idempotency_key_directory WHERE created_at < $1', [keptFrom]);
+      }
       const created = options.dryRun
         ? 0
         : await ensureDayPartitions(client, partitionDays(options.now, options.retentionMs));

@@ -201,7 +201,7 @@ async function finish(
   const fault = async (phase: string) => deps.faultPoint?.(`${batch.name}:${phase}`);
   const now = deps.clock();
   deps.observeJudgement?.(judgement, batch.name);
-  const findings = capClaimCreation([...judgement.findings, ...batch.unreadable.flatMap(unjudgeable)]);
+  const findings = [...judgement.findings, ...batch.unreadable.flatMap(unjudgeable)];
   await fault('judged');
   // A dry run repairs inside a savepoint that it rolls back at once: the row and
   // advisory locks those writes took go with it, so live writers wait milliseconds, not
@@ -290,29 +290,6 @@ function createdById(facts: SliceFacts): Map<string, Date> {
   for (const loose of facts.looseCharges) created.set(loose.charge.id, loose.charge.created);
   for (const loose of facts.looseEffects) if (loose.charge) created.set(loose.charge.id, loose.charge.created);
   return created;
-}
-
-/**
- * Every claim insert holds an advisory lock until its transaction commits (that is
- * what makes claims unique across partitions), and PostgreSQL's lock table is
- * bounded (max_locks_per_transaction × connections, about 6,400 by default). A batch
- * re-creates at most this many claims; the rest stay open findings that say why,
- * and a backfill of the range with a smaller SWEEPER_SLICE picks them up.
- */
-export const MAX_CLAIMS_CREATED_PER_SLICE = 1_000;
-
-function capClaimCreation(findings: Finding[]): Finding[] {
-  let creations = 0;
-  return findings.map((f) => {
-    if (f.repair?.kind !== 'recreate_claim' || !f.repair.withClaim) return f;
-    creations += 1;
-    if (creations <= MAX_CLAIMS_CREATED_PER_SLICE) return f;
-    return {
-      ...f,
-      repair: null,
-      reason: `deferred: more than ${MAX_CLAIMS_CREATED_PER_SLICE} claims to re-create in one slice; backfill this range with a smaller SWEEPER_SLICE`,
-    };
-  });
 }
 
 /**

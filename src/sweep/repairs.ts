@@ -237,21 +237,18 @@ async function recreateClaims(
     };
   });
   const planJson = JSON.stringify(plan);
-  // Lock every key first, in key order, in one statement: a live writer taking one of
-  // these claims now waits for this transaction, and one that committed before is seen
-  // by the insert below (a new statement, a new snapshot) and wins.
-  await db.query(
-    `SELECT count(pg_advisory_xact_lock(lock_key)) FROM (
-       SELECT DISTINCT sweeper_claim_lock_key(r.tenant_id, r.key) AS lock_key
-         FROM jsonb_to_recordset($1::jsonb) AS r(tenant_id text, key text, with_claim boolean)
-        WHERE r.with_claim ORDER BY 1) keys`,
-    [planJson],
-  );
   const { rows } = await db.query<{ tenant_id: string; key: string; ok: boolean }>(
     `WITH plan AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(tenant_id text, key text, downstream_key text, account_id text,
               created_at timestamptz, response_status int, response_body jsonb, response_outcome text, amount bigint,
               currency text, with_claim boolean, effect jsonb)
+     ), filed AS (
+       -- The keys first, in key order: a live writer taking one of them now waits for this
+       -- transaction; one that filed it before keeps it (its claim wins, no repair here).
+       INSERT INTO idempotency_key_directory (tenant_id, key, created_at)
+       SELECT p.tenant_id, p.key, p.created_at FROM plan p WHERE p.with_claim ORDER BY p.tenant_id, p.key
+       ON CONFLICT (tenant_id, key) DO NOTHING
+       RETURNING tenant_id, key
      ), created AS (
        -- One statement, so the cross-partition uniqueness is checked once for all of them.
        INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, locked_until, attempt, downstream_key,
@@ -259,8 +256,7 @@ async function recreateClaims(
                                      created_at, completed_at, updated_at)
        SELECT p.tenant_id, p.key, sweeper_recreated_fingerprint(), 'completed', NULL, 1, p.downstream_key, p.account_id,
               p.response_status, p.response_body, p.response_outcome, p.amount, p.currency, p.created_at, $2, $2
-         FROM plan p
-        WHERE p.with_claim AND NOT EXISTS (SELECT 1 FROM idempotency_keys c WHERE c.tenant_id = p.tenant_id AND c.key = p.key)
+         FROM plan p JOIN filed f ON f.tenant_id = p.tenant_id AND f.key = p.key
        RETURNING tenant_id, key
      ), attempted AS (
        SELECT plan.*, (NOT plan.with_claim OR EXISTS (SELECT 1 FROM created c WHERE c.tenant_id = plan.tenant_id AND c.key = plan.key)) AS ok

@@ -428,19 +428,16 @@ describe('uniqueness of (tenant_id, key) across day partitions', () => {
     const second = await db.pool.connect();
     try {
       await first.query('BEGIN');
-      await bulk(first, keys, '2026-03-16T10:00:00Z'); // holds every key's lock until it commits
+      await bulk(first, keys, '2026-03-16T10:00:00Z'); // holds every key's directory entry until it commits
       await second.query('BEGIN');
       const pid = (await second.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid;
       const racing = bulk(second, [...keys].reverse(), '2026-03-17T10:00:00Z').then(
         () => 'inserted',
         (e: { code?: string }) => e.code,
       );
-      // The second waits for the first's locks (observed, not slept on).
+      // The second waits for the first's entries (observed, not slept on).
       for (;;) {
-        const { rows } = await db.pool.query(
-          `SELECT 1 FROM pg_locks WHERE pid = $1 AND locktype = 'advisory' AND NOT granted`,
-          [pid],
-        );
+        const { rows } = await db.pool.query(`SELECT 1 FROM pg_locks WHERE pid = $1 AND NOT granted`, [pid]);
         if (rows.length > 0) break;
       }
       await first.query('COMMIT');
@@ -455,6 +452,86 @@ describe('uniqueness of (tenant_id, key) across day partitions', () => {
       [keys],
     );
     expect(rows[0]).toEqual({ n: 100, keys: 100 });
+  });
+
+  it('files every claim in the directory with its day, whoever inserts it; DELETE and TRUNCATE take the entries with them', async () => {
+    const [taken, plain] = [freshKey(), freshKey()];
+    const directory = async (key: string) =>
+      (
+        await db.pool.query<{ created_at: Date }>(
+          `SELECT created_at FROM idempotency_key_directory WHERE tenant_id = 'acme' AND key = $1`,
+          [key],
+        )
+      ).rows.map((r) => r.created_at.toISOString());
+    await takeClaim(db.pool, {
+      tenantId: 'acme',
+      key: taken,
+      fingerprint: 'f',
+      downstreamKey: 'd',
+      now: new Date('2026-03-16T10:00:00Z'),
+      leaseMs: 1000,
+    });
+    await db.pool.query(
+      `INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, downstream_key, created_at, updated_at)
+       VALUES ('acme', $1, 'f', 'released', 'd', '2026-03-17T10:00:00Z', '2026-03-17T10:00:00Z')`,
+      [plain],
+    );
+    expect([await directory(taken), await directory(plain)]).toEqual([
+      ['2026-03-16T10:00:00.000Z'],
+      ['2026-03-17T10:00:00.000Z'],
+    ]);
+    await db.pool.query(`DELETE FROM idempotency_keys WHERE tenant_id = 'acme' AND key = $1`, [plain]);
+    expect(await directory(plain)).toEqual([]);
+    const client = await db.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('TRUNCATE idempotency_keys');
+      expect((await client.query('SELECT count(*)::int AS n FROM idempotency_key_directory')).rows).toEqual([{ n: 0 }]);
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
+    expect(await directory(taken)).toEqual(['2026-03-16T10:00:00.000Z']);
+  });
+
+  it('an entry whose claim is gone (its day truncated directly) is replaced by the next take or insert, never a duplicate', async () => {
+    const [a, b, c] = [freshKey(), freshKey(), freshKey()];
+    for (const key of [a, b, c]) {
+      await db.pool.query(
+        `INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, downstream_key, created_at, updated_at)
+         VALUES ('acme', $1, 'f', 'released', 'd', '2026-03-18T10:00:00Z', '2026-03-18T10:00:00Z')`,
+        [key],
+      );
+    }
+    // Outside the sweeper: one day's partition emptied by hand leaves its entries behind.
+    await db.pool.query('TRUNCATE idempotency_keys_p20260318');
+    const take = (key: string, at: string) =>
+      takeClaim(db.pool, {
+        tenantId: 'acme',
+        key,
+        fingerprint: 'f',
+        downstreamKey: 'd',
+        now: new Date(at),
+        leaseMs: LEASE_MS,
+      });
+    expect((await take(a, '2026-03-19T10:00:00Z')).outcome).toBe('claimed');
+    expect((await take(a, '2026-03-19T10:00:01Z')).outcome).toBe('in_flight');
+    await db.pool.query(
+      `INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, downstream_key, created_at, updated_at)
+       VALUES ('acme', $1, 'f', 'released', 'd', '2026-03-19T11:00:00Z', '2026-03-19T11:00:00Z')`,
+      [b],
+    );
+    // Forty takers of c at once, on two days: one claim.
+    const outcomes = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => take(c, i % 2 ? '2026-03-19T12:00:00Z' : '2026-03-20T12:00:00Z')),
+    );
+    expect(outcomes.filter((o) => o.outcome === 'claimed')).toHaveLength(1);
+    const { rows } = await db.pool.query(
+      `SELECT k.key, k.created_at = d.created_at AS filed FROM idempotency_keys k
+         JOIN idempotency_key_directory d USING (tenant_id, key) WHERE k.key = ANY($1) ORDER BY k.key`,
+      [[a, b, c]],
+    );
+    expect(rows).toEqual([a, b, c].sort().map((key) => ({ key, filed: true })));
   });
 
   it.each(['REPEATABLE READ', 'SERIALIZABLE'])(

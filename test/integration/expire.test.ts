@@ -87,6 +87,11 @@ describe('expire', () => {
     for (let i = 0; i < 200; i += 1) expect(keys).toContain(`live-${i}`);
     for (let d = 1; d <= 7; d += 1) expect(keys).toContain(`old-${d}`); // inside the window: kept
     for (let d = 9; d <= 18; d += 1) expect(keys).not.toContain(`old-${d}`);
+    // The claims' directory keeps exactly the claims that are left.
+    const { rows: filed } = await db.pool.query<{ key: string }>(
+      `SELECT key FROM idempotency_key_directory ORDER BY key`,
+    );
+    expect(filed.map((r) => r.key)).toEqual(keys);
   });
 
   it('refuses a retention shorter than 24 h plus the retry horizon, with exit 64 and a reason', async () => {

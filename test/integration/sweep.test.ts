@@ -251,8 +251,11 @@ describe('a sweep over every category', () => {
             const row = await other.query(
               `SELECT status FROM idempotency_keys WHERE key = 'k-stale' FOR UPDATE NOWAIT`,
             );
+            // Filing k-ewc would wait for the dry run's transaction if it still held the key.
+            await other.query(`SET LOCAL lock_timeout = '2s'`);
             const lock = await other.query(
-              `SELECT pg_try_advisory_xact_lock(sweeper_claim_lock_key('acme', 'k-ewc')) AS free`,
+              `INSERT INTO idempotency_key_directory (tenant_id, key, created_at) VALUES ('acme', 'k-ewc', now())
+               ON CONFLICT DO NOTHING RETURNING true AS free`,
             );
             await other.query('ROLLBACK');
             seen.push(row.rows[0], lock.rows[0]);
