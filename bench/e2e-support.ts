@@ -225,8 +225,9 @@ export function expectedFindings(set: SeededSet): Record<Kind, number> {
 /**
  * The local side of a seeded set: claims and payment rows as the payment service
  * would have written them, in bulk. Inserted with `session_replication_role = replica`
- * (no per-row claim trigger, no advisory lock per row): the rows are unique by
- * construction, and this is set-up, not what is measured.
+ * (no triggers): the rows are unique by construction, and this is set-up, not what is
+ * measured. With the triggers off, the claims' directory (migration 010) is filed here,
+ * in the same statement, as the insert trigger would have.
  */
 export async function seedLocal(dbUrl: string, set: SeededSet): Promise<{ claims: number; payments: number }> {
   const client = new pg.Client({ connectionString: dbUrl });
@@ -292,7 +293,12 @@ export async function seedLocal(dbUrl: string, set: SeededSet): Promise<{ claims
       }
       if (c.key.length > 0) {
         const r = await client.query(
-          `INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, locked_until, attempt, downstream_key, account_id,
+          `WITH filed AS (
+             INSERT INTO idempotency_key_directory (tenant_id, key, created_at)
+             SELECT r.tenant, r.key, to_timestamp(r.created - 2)
+               FROM unnest($1::text[], $2::text[], $4::float8[]) AS r(tenant, key, created)
+           )
+           INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, locked_until, attempt, downstream_key, account_id,
                                          response_status, response_body, response_outcome, amount, currency, created_at, completed_at, updated_at)
            SELECT r.tenant, r.key, md5(r.key || ':request'),
                   CASE WHEN r.done THEN 'completed' ELSE 'in_flight' END,

@@ -50,28 +50,31 @@ BEGIN
     RAISE EXCEPTION 'idempotency_keys inserts must run under READ COMMITTED (this transaction is %)',
       current_setting('transaction_isolation') USING ERRCODE = '25001';
   END IF;
+  -- OFFSET 0 in each subquery keeps it a probe per row of the statement: the planner
+  -- knows nothing of a transition table's size and would otherwise hash-join it against
+  -- the whole directory.
   IF NOT EXISTS (SELECT 1 FROM new_claims n
                   WHERE NOT EXISTS (SELECT 1 FROM idempotency_key_directory d
                                      WHERE d.tenant_id = n.tenant_id AND d.key = n.key AND d.created_at = n.created_at
-                                       AND d.xmin = pg_current_xact_id()::xid)) THEN
+                                       AND d.xmin = pg_current_xact_id()::xid OFFSET 0)) THEN
     RETURN NULL;
   END IF;
   INSERT INTO idempotency_key_directory (tenant_id, key, created_at)
   SELECT tenant_id, key, created_at FROM new_claims ORDER BY tenant_id, key, created_at
   ON CONFLICT (tenant_id, key) DO NOTHING;
-  PERFORM 1 FROM idempotency_key_directory d
-   WHERE (d.tenant_id, d.key) IN (SELECT tenant_id, key FROM new_claims)
-   ORDER BY d.tenant_id, d.key
-     FOR UPDATE OF d;
+  PERFORM 1
+     FROM (SELECT DISTINCT tenant_id, key FROM new_claims ORDER BY tenant_id, key) n
+     CROSS JOIN LATERAL (SELECT 1 FROM idempotency_key_directory d
+                          WHERE d.tenant_id = n.tenant_id AND d.key = n.key FOR UPDATE) locked;
   UPDATE idempotency_key_directory d SET created_at = n.created_at
     FROM new_claims n
    WHERE d.tenant_id = n.tenant_id AND d.key = n.key AND d.created_at <> n.created_at
      AND NOT EXISTS (SELECT 1 FROM idempotency_keys c
-                      WHERE c.tenant_id = d.tenant_id AND c.key = d.key AND c.created_at = d.created_at);
+                      WHERE c.tenant_id = d.tenant_id AND c.key = d.key AND c.created_at = d.created_at OFFSET 0);
   SELECT n.tenant_id, n.key INTO duplicate
     FROM new_claims n
    WHERE NOT EXISTS (SELECT 1 FROM idempotency_key_directory d
-                      WHERE d.tenant_id = n.tenant_id AND d.key = n.key AND d.created_at = n.created_at)
+                      WHERE d.tenant_id = n.tenant_id AND d.key = n.key AND d.created_at = n.created_at OFFSET 0)
    LIMIT 1;
   IF FOUND THEN
     RAISE EXCEPTION 'duplicate idempotency key (tenant_id, key) = (%, %)', duplicate.tenant_id, duplicate.key
@@ -81,14 +84,18 @@ BEGIN
 END $$;
 
 -- A claim deleted (by hand: the sweeper never deletes claims) takes its entry with it;
--- TRUNCATE of the whole table empties the directory. (Truncating or dropping one day's
--- partition directly leaves stale entries: the take and the insert guard replace them
--- when they meet them; README "Why a claim is unique across partitions".)
+-- TRUNCATE empties the directory, or (on one day's partition, TG_ARGV[0] its first
+-- instant) that day of it. (Dropping one day's partition by hand leaves stale entries:
+-- the take and the insert guard replace them when they meet them; README "Why a claim
+-- is unique across partitions".)
 CREATE FUNCTION sweeper_forget_claim_keys() RETURNS trigger
   LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
-  IF TG_OP = 'TRUNCATE' THEN
+  IF TG_OP = 'TRUNCATE' AND TG_NARGS = 0 THEN
     TRUNCATE idempotency_key_directory;
+  ELSIF TG_OP = 'TRUNCATE' THEN
+    DELETE FROM idempotency_key_directory
+     WHERE created_at >= TG_ARGV[0]::timestamptz AND created_at < TG_ARGV[0]::timestamptz + interval '1 day';
   ELSE
     DELETE FROM idempotency_key_directory d USING old_claims o
      WHERE d.tenant_id = o.tenant_id AND d.key = o.key AND d.created_at = o.created_at;
@@ -107,6 +114,38 @@ CREATE TRIGGER idempotency_keys_deleted
 CREATE TRIGGER idempotency_keys_truncated
   AFTER TRUNCATE ON idempotency_keys
   FOR EACH STATEMENT EXECUTE FUNCTION sweeper_forget_claim_keys();
+
+-- Statement triggers fire only for the table a statement names: an INSERT, DELETE or
+-- TRUNCATE aimed at one day's partition directly needs the same triggers on the
+-- partition. (Before this migration such an INSERT bypassed the uniqueness check.)
+-- New partitions get them from sweeper_ensure_day_partitions below.
+CREATE FUNCTION sweeper_guard_claim_partition(p_partition regclass, p_day date) RETURNS void
+  LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE format('CREATE TRIGGER idempotency_keys_unique_across_partitions AFTER INSERT ON %s '
+                 'REFERENCING NEW TABLE AS new_claims FOR EACH STATEMENT EXECUTE FUNCTION sweeper_file_claim_keys()',
+                 p_partition);
+  EXECUTE format('CREATE TRIGGER idempotency_keys_deleted AFTER DELETE ON %s '
+                 'REFERENCING OLD TABLE AS old_claims FOR EACH STATEMENT EXECUTE FUNCTION sweeper_forget_claim_keys()',
+                 p_partition);
+  EXECUTE format('CREATE TRIGGER idempotency_keys_truncated AFTER TRUNCATE ON %s '
+                 'FOR EACH STATEMENT EXECUTE FUNCTION sweeper_forget_claim_keys(%L)',
+                 p_partition, (p_day::timestamp AT TIME ZONE 'UTC')::text);
+END $$;
+REVOKE EXECUTE ON FUNCTION sweeper_guard_claim_partition(regclass, date) FROM PUBLIC;
+
+DO $$
+DECLARE
+  part record;
+BEGIN
+  FOR part IN
+    SELECT c.oid::regclass AS partition, to_date(substring(c.relname FROM '_p(\d{8})$'), 'YYYYMMDD') AS day
+      FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+     WHERE i.inhparent = 'idempotency_keys'::regclass AND c.relname ~ '_p\d{8}$'
+  LOOP
+    PERFORM sweeper_guard_claim_partition(part.partition, part.day);
+  END LOOP;
+END $$;
 
 -- The per-partition UNIQUE (tenant_id, key) said "unique within a day", which the
 -- directory now says for every day; it was one more index to write per claim taken.
@@ -165,6 +204,9 @@ BEGIN
         EXECUTE format('CREATE TABLE %I PARTITION OF %s FOR VALUES FROM (%L) TO (%L)',
                        part_name, p_parent,
                        (day::timestamp AT TIME ZONE 'UTC'), ((day + 1)::timestamp AT TIME ZONE 'UTC'));
+        IF parent_name = 'idempotency_keys' THEN
+          PERFORM sweeper_guard_claim_partition(to_regclass(quote_ident(part_name)), day);
+        END IF;
         created := created + 1;
       EXCEPTION WHEN duplicate_table THEN
         NULL;

@@ -1,7 +1,8 @@
 /**
  * Advisory-lock keys. Session and run locks use the two-int form (class, object) so
- * they can never collide with the per-claim bigint locks of `sweeper_claim_lock_key`:
- * PostgreSQL keeps the two key spaces apart.
+ * they can never collide with bigint advisory locks (the partition-creation lock, and
+ * the per-claim locks of `sweeper_claim_lock_key` before migration 010): PostgreSQL
+ * keeps the two key spaces apart.
  */
 export const LOCK_CLASS = 0x53574550; // "SWEP"
 

@@ -203,8 +203,8 @@ async function finish(
   deps.observeJudgement?.(judgement, batch.name);
   const findings = [...judgement.findings, ...batch.unreadable.flatMap(unjudgeable)];
   await fault('judged');
-  // A dry run repairs inside a savepoint that it rolls back at once: the row and
-  // advisory locks those writes took go with it, so live writers wait milliseconds, not
+  // A dry run repairs inside a savepoint that it rolls back at once: the row locks and
+  // directory entries those writes took go with it, so live writers wait milliseconds, not
   // for the whole dry run. What the repairs did is kept in the overlay, so later
   // batches judge what a real run would see.
   if (options.dryRun) await client.query('SAVEPOINT dry_run_batch');

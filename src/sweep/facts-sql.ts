@@ -65,12 +65,19 @@ SELECT k.tenant_id, k.key, c.key AS claim_key, c.account_id, c.status, c.attempt
        CASE WHEN jsonb_typeof(c.response_body) = 'object' THEN c.response_body->>'charge' END AS response_charge_id
   -- The key's day from the directory (migration 010), then its claim by primary key in that
   -- day's partition only. LATERAL with OFFSET 0: a probe per key, whatever the size of the
-  -- store (a hash join would scan it all). A stale entry (claim gone) finds no claim.
+  -- store (a hash join would scan it all). A stale entry (claim gone) finds no claim. A key
+  -- with no entry at all is looked for in every partition: a claim loaded with the triggers
+  -- off (session_replication_role = replica) has none, and must never look missing (its
+  -- key would be re-created beside it).
   FROM keys k
   LEFT JOIN LATERAL (SELECT d.created_at FROM idempotency_key_directory d
                       WHERE d.tenant_id = k.tenant_id AND d.key = k.key OFFSET 0) d ON true
   LEFT JOIN LATERAL (SELECT * FROM idempotency_keys c
-                      WHERE c.tenant_id = k.tenant_id AND c.key = k.key AND c.created_at = d.created_at OFFSET 0) c ON true`;
+                      WHERE c.tenant_id = k.tenant_id AND c.key = k.key AND c.created_at = d.created_at
+                     UNION ALL
+                     SELECT * FROM idempotency_keys c
+                      WHERE d.created_at IS NULL AND c.tenant_id = k.tenant_id AND c.key = k.key
+                     LIMIT 1) c ON true`;
 
 const CHARGE_COLUMNS = `sc.account, sc.charge_id, sc.created, sc.amount, sc.amount_captured, sc.amount_refunded, sc.currency,
   sc.status, sc.captured, sc.refunded, sc.disputed, sc.payment_intent_id, sc.customer, sc.payment_method, sc.tenant_id,

@@ -39,7 +39,7 @@ beforeEach(async () => {
 });
 
 describe('sweeper import-claims', () => {
-  it('loads 20,000 claims in batches (far more advisory locks than one transaction could hold), and a rerun changes nothing', async () => {
+  it('loads 20,000 claims in batches, and a rerun changes nothing', async () => {
     const lines = Array.from(
       { length: 20_000 },
       (_, i) =>

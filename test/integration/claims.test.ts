@@ -494,44 +494,74 @@ describe('uniqueness of (tenant_id, key) across day partitions', () => {
     expect(await directory(taken)).toEqual(['2026-03-16T10:00:00.000Z']);
   });
 
-  it('an entry whose claim is gone (its day truncated directly) is replaced by the next take or insert, never a duplicate', async () => {
+  it("an INSERT, DELETE or TRUNCATE aimed at one day's partition directly keeps the directory as through the parent", async () => {
+    const [a, b] = [freshKey(), freshKey()];
+    const insertInto = (table: string, key: string, day: string) =>
+      db.pool.query(
+        `INSERT INTO ${table} (tenant_id, key, request_fingerprint, status, downstream_key, created_at, updated_at)
+         VALUES ('acme', $1, 'f', 'released', 'd', $2, $2)`,
+        [key, day],
+      );
+    await insertInto('idempotency_keys', a, '2026-03-06T10:00:00Z');
+    await expect(insertInto('idempotency_keys_p20260307', a, '2026-03-07T10:00:00Z')).rejects.toMatchObject({
+      code: '23505',
+    });
+    await insertInto('idempotency_keys_p20260307', b, '2026-03-07T10:00:00Z');
+    const filed = async () =>
+      (
+        await db.pool.query<{ key: string }>(
+          `SELECT key FROM idempotency_key_directory WHERE key = ANY($1) ORDER BY key`,
+          [[a, b]],
+        )
+      ).rows.map((r) => r.key);
+    expect(await filed()).toEqual([a, b].sort());
+    await db.pool.query(`DELETE FROM idempotency_keys_p20260306 WHERE key = $1`, [a]);
+    await db.pool.query('TRUNCATE idempotency_keys_p20260307');
+    expect(await filed()).toEqual([]);
+  });
+
+  it('an entry whose claim is gone (its day dropped by hand) is replaced by the next take or insert, never a duplicate', async () => {
     const [a, b, c] = [freshKey(), freshKey(), freshKey()];
     for (const key of [a, b, c]) {
       await db.pool.query(
         `INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, downstream_key, created_at, updated_at)
-         VALUES ('acme', $1, 'f', 'released', 'd', '2026-03-18T10:00:00Z', '2026-03-18T10:00:00Z')`,
+         VALUES ('acme', $1, 'f', 'released', 'd', '2026-03-05T10:00:00Z', '2026-03-05T10:00:00Z')`,
         [key],
       );
     }
-    // Outside the sweeper: one day's partition emptied by hand leaves its entries behind.
-    await db.pool.query('TRUNCATE idempotency_keys_p20260318');
-    const take = (key: string, at: string) =>
-      takeClaim(db.pool, {
-        tenantId: 'acme',
-        key,
-        fingerprint: 'f',
-        downstreamKey: 'd',
-        now: new Date(at),
-        leaseMs: LEASE_MS,
-      });
-    expect((await take(a, '2026-03-19T10:00:00Z')).outcome).toBe('claimed');
-    expect((await take(a, '2026-03-19T10:00:01Z')).outcome).toBe('in_flight');
-    await db.pool.query(
-      `INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, downstream_key, created_at, updated_at)
-       VALUES ('acme', $1, 'f', 'released', 'd', '2026-03-19T11:00:00Z', '2026-03-19T11:00:00Z')`,
-      [b],
-    );
-    // Forty takers of c at once, on two days: one claim.
-    const outcomes = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => take(c, i % 2 ? '2026-03-19T12:00:00Z' : '2026-03-20T12:00:00Z')),
-    );
-    expect(outcomes.filter((o) => o.outcome === 'claimed')).toHaveLength(1);
-    const { rows } = await db.pool.query(
-      `SELECT k.key, k.created_at = d.created_at AS filed FROM idempotency_keys k
-         JOIN idempotency_key_directory d USING (tenant_id, key) WHERE k.key = ANY($1) ORDER BY k.key`,
-      [[a, b, c]],
-    );
-    expect(rows).toEqual([a, b, c].sort().map((key) => ({ key, filed: true })));
+    // Outside the sweeper: one day's partition dropped by hand leaves its entries behind.
+    await db.pool.query('DROP TABLE idempotency_keys_p20260305');
+    try {
+      const take = (key: string, at: string) =>
+        takeClaim(db.pool, {
+          tenantId: 'acme',
+          key,
+          fingerprint: 'f',
+          downstreamKey: 'd',
+          now: new Date(at),
+          leaseMs: LEASE_MS,
+        });
+      expect((await take(a, '2026-03-19T10:00:00Z')).outcome).toBe('claimed');
+      expect((await take(a, '2026-03-19T10:00:01Z')).outcome).toBe('in_flight');
+      await db.pool.query(
+        `INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, downstream_key, created_at, updated_at)
+         VALUES ('acme', $1, 'f', 'released', 'd', '2026-03-19T11:00:00Z', '2026-03-19T11:00:00Z')`,
+        [b],
+      );
+      // Forty takers of c at once, on two days: one claim.
+      const outcomes = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => take(c, i % 2 ? '2026-03-19T12:00:00Z' : '2026-03-20T12:00:00Z')),
+      );
+      expect(outcomes.filter((o) => o.outcome === 'claimed')).toHaveLength(1);
+      const { rows } = await db.pool.query(
+        `SELECT k.key, k.created_at = d.created_at AS filed FROM idempotency_keys k
+           JOIN idempotency_key_directory d USING (tenant_id, key) WHERE k.key = ANY($1) ORDER BY k.key`,
+        [[a, b, c]],
+      );
+      expect(rows).toEqual([a, b, c].sort().map((key) => ({ key, filed: true })));
+    } finally {
+      await ensureDayPartitions(db.pool, { from: '2026-03-05', to: '2026-03-05' });
+    }
   });
 
   it.each(['REPEATABLE READ', 'SERIALIZABLE'])(

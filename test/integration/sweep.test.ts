@@ -452,6 +452,37 @@ describe('claims written by other clients', () => {
   });
 });
 
+describe('claims loaded with the triggers off', () => {
+  it("a claim with no directory entry (session_replication_role = replica) is still its key's claim: judged, never re-created beside it", async () => {
+    const client = await db.pool.connect();
+    try {
+      await client.query('SET session_replication_role = replica');
+      await client.query(
+        `INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, attempt, downstream_key, response_status,
+                                       response_body, created_at, completed_at, updated_at)
+         VALUES ('acme', 'k-replica', 'fp', 'completed', 1, 'd', 200, '{"charge": "ch_replica"}',
+                 '2026-11-10T09:05:00Z', '2026-11-10T09:05:02Z', '2026-11-10T09:05:02Z')`,
+      );
+    } finally {
+      await client.query('RESET session_replication_role');
+      client.release();
+    }
+    await seedEffect(db.pool, {
+      chargeId: 'ch_replica',
+      tenantId: 'acme',
+      key: 'k-replica',
+      createdAt: at('10T09:05:01'),
+    });
+    stripe.push(charge({ id: 'ch_replica', created: secs('10T09:05:01'), ...meta('k-replica') }));
+    const [report] = await run();
+    expect(report!.repaired.effect_without_claim).toBe(1); // k-ewc only
+    expect(await query(`SELECT count(*)::int AS n FROM idempotency_keys WHERE key = 'k-replica'`)).toEqual([{ n: 1 }]);
+    expect(await query(`SELECT count(*)::int AS n FROM recon_findings WHERE idempotency_key = 'k-replica'`)).toEqual([
+      { n: 0 },
+    ]);
+  });
+});
+
 describe('runs, watermarks and locks', () => {
   it('a scheduled run advances the watermark to now − settle; a backfill never moves it', async () => {
     await db.pool.query(`DELETE FROM idempotency_keys WHERE key = 'k-live'`); // see the next test
