@@ -23,6 +23,26 @@ CREATE TABLE idempotency_key_directory (
 -- No index on created_at: only the daily `expire` deletes by day, and one scan a day is
 -- cheaper than an index entry for every claim taken.
 
+-- Claims written while this migration runs (a rolling deploy migrates while the old code
+-- still takes claims) must be in the copy or wait for the new trigger: no claim is
+-- written between the copy and the trigger swap below.
+LOCK TABLE idempotency_keys IN SHARE ROW EXCLUSIVE MODE;
+
+-- Two claims of one key could exist only if one was inserted straight into a day's
+-- partition (the old statement trigger sat on the parent only). Say so, rather than pick one.
+DO $$
+DECLARE
+  twice record;
+BEGIN
+  SELECT tenant_id, key, count(*) AS n INTO twice FROM idempotency_keys
+   GROUP BY tenant_id, key HAVING count(*) > 1 LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION 'idempotency_keys holds % claims of (tenant_id, key) = (%, %)', twice.n, twice.tenant_id, twice.key
+      USING HINT = 'keep one claim per key (SELECT tenant_id, key FROM idempotency_keys GROUP BY 1, 2 HAVING count(*) > 1 '
+                   'lists them), then run sweeper migrate again';
+  END IF;
+END $$;
+
 INSERT INTO idempotency_key_directory (tenant_id, key, created_at)
 SELECT tenant_id, key, created_at FROM idempotency_keys;
 
@@ -84,8 +104,8 @@ BEGIN
 END $$;
 
 -- A claim deleted (by hand: the sweeper never deletes claims) takes its entry with it;
--- TRUNCATE empties the directory, or (on one day's partition, TG_ARGV[0] its first
--- instant) that day of it. (Dropping one day's partition by hand leaves stale entries:
+-- TRUNCATE empties the directory, or (on one day's partition, TG_ARGV[0] its UTC day)
+-- that day of it. (Dropping one day's partition by hand leaves stale entries:
 -- the take and the insert guard replace them when they meet them; README "Why a claim
 -- is unique across partitions".)
 CREATE FUNCTION sweeper_forget_claim_keys() RETURNS trigger
@@ -94,8 +114,10 @@ BEGIN
   IF TG_OP = 'TRUNCATE' AND TG_NARGS = 0 THEN
     TRUNCATE idempotency_key_directory;
   ELSIF TG_OP = 'TRUNCATE' THEN
+    -- The day as YYYY-MM-DD, its bounds in UTC: neither DateStyle nor TimeZone moves them.
     DELETE FROM idempotency_key_directory
-     WHERE created_at >= TG_ARGV[0]::timestamptz AND created_at < TG_ARGV[0]::timestamptz + interval '1 day';
+     WHERE created_at >= (TG_ARGV[0]::date)::timestamp AT TIME ZONE 'UTC'
+       AND created_at < (TG_ARGV[0]::date + 1)::timestamp AT TIME ZONE 'UTC';
   ELSE
     DELETE FROM idempotency_key_directory d USING old_claims o
      WHERE d.tenant_id = o.tenant_id AND d.key = o.key AND d.created_at = o.created_at;
@@ -130,7 +152,7 @@ BEGIN
                  p_partition);
   EXECUTE format('CREATE TRIGGER idempotency_keys_truncated AFTER TRUNCATE ON %s '
                  'FOR EACH STATEMENT EXECUTE FUNCTION sweeper_forget_claim_keys(%L)',
-                 p_partition, (p_day::timestamp AT TIME ZONE 'UTC')::text);
+                 p_partition, to_char(p_day, 'YYYY-MM-DD'));
 END $$;
 REVOKE EXECUTE ON FUNCTION sweeper_guard_claim_partition(regclass, date) FROM PUBLIC;
 
@@ -218,6 +240,29 @@ BEGIN
 END $$;
 REVOKE EXECUTE ON FUNCTION sweeper_ensure_day_partitions(regclass, date, date) FROM PUBLIC;
 
+-- An entry whose claim is gone, forgotten: the entry is locked first, then its claim looked
+-- for again with a fresh snapshot (the insert guard holds the same lock while it files a
+-- claim against an existing entry), so a claim inserted meanwhile is seen, never doubled.
+-- SECURITY DEFINER: takers may file keys, but never delete an entry themselves.
+CREATE FUNCTION sweeper_forget_stale_claim_key(p_tenant_id text, p_key text) RETURNS boolean
+  LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+DECLARE
+  filed_at timestamptz;
+BEGIN
+  SELECT d.created_at INTO filed_at FROM idempotency_key_directory d
+   WHERE d.tenant_id = p_tenant_id AND d.key = p_key
+     FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  IF EXISTS (SELECT 1 FROM idempotency_keys k
+              WHERE k.tenant_id = p_tenant_id AND k.key = p_key AND k.created_at = filed_at) THEN
+    RETURN false;
+  END IF;
+  DELETE FROM idempotency_key_directory d WHERE d.tenant_id = p_tenant_id AND d.key = p_key;
+  RETURN true;
+END $$;
+
 -- The take files the key first: a new key is one insert into the directory and one into
 -- its day's partition; a known key is one probe in the directory and one in the
 -- partition of its day, locked for update. Concurrent takers of a new key wait on the
@@ -261,18 +306,8 @@ BEGIN
      FOR UPDATE;
     EXIT WHEN FOUND;
     -- No claim where the entry says: the entry is stale (its claim is gone), or it changed
-    -- meanwhile. Lock it, then look again with a fresh snapshot (the insert guard holds
-    -- the same lock while it files a claim against an existing entry), and only then
-    -- forget it and file anew.
-    SELECT d.created_at INTO filed_at FROM idempotency_key_directory d
-     WHERE d.tenant_id = p_tenant_id AND d.key = p_key
-       FOR UPDATE;
-    CONTINUE WHEN NOT FOUND;
-    SELECT * INTO found_claim FROM idempotency_keys k
-     WHERE k.tenant_id = p_tenant_id AND k.key = p_key AND k.created_at = filed_at
-     FOR UPDATE;
-    EXIT WHEN FOUND;
-    DELETE FROM idempotency_key_directory d WHERE d.tenant_id = p_tenant_id AND d.key = p_key;
+    -- meanwhile. Forget it if stale, and file (or find) again.
+    PERFORM sweeper_forget_stale_claim_key(p_tenant_id, p_key);
   END LOOP;
 
   outcome := CASE
@@ -318,6 +353,6 @@ BEGIN
      WHERE g.table_name = 'idempotency_keys' AND g.table_schema = current_schema()
        AND g.privilege_type = 'INSERT' AND g.grantee <> current_user AND g.grantee <> 'PUBLIC'
   LOOP
-    EXECUTE format('GRANT SELECT, INSERT, DELETE ON idempotency_key_directory TO %I', grantee);
+    EXECUTE format('GRANT SELECT, INSERT ON idempotency_key_directory TO %I', grantee);
   END LOOP;
 END $$;

@@ -26,8 +26,9 @@ GRANT SELECT, INSERT ON recon_repairs TO sweeper_runtime;
 -- Written by the mirror's own trigger (as the owner); the sweep only reads it.
 GRANT SELECT ON stripe_charge_keys TO sweeper_runtime;
 -- The claims' directory (migration 010): the take and the sweep's re-created claims file
--- their keys there first; the take replaces an entry whose claim is gone.
-GRANT SELECT, INSERT, DELETE ON idempotency_key_directory TO sweeper_runtime;
+-- their keys there first (an entry whose claim is gone is forgotten by a SECURITY DEFINER
+-- function, never deleted by the role).
+GRANT SELECT, INSERT ON idempotency_key_directory TO sweeper_runtime;
 GRANT SELECT ON sweeper_migrations TO sweeper_runtime;
 GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO sweeper_runtime;
 GRANT EXECUTE ON FUNCTION sweeper_take_claim(text, text, text, text, timestamptz, interval, text),

@@ -88,8 +88,10 @@ export async function expirePartitions(
       // The mirror's key index (migration 009) and the claims' directory (010) are not
       // partitioned: their entries of the dropped days go too.
       if (!options.dryRun) {
-        await client.query('DELETE FROM stripe_charge_keys WHERE created < $1', [keptFrom]);
-        await client.query('DELETE FROM idempotency_key_directory WHERE created_at < $1', [keptFrom]);
+        // The day's first instant in UTC, as the partitions are cut: not the session's time zone.
+        const cut = `($1::date)::timestamp AT TIME ZONE 'UTC'`;
+        await client.query(`DELETE FROM stripe_charge_keys WHERE created < ${cut}`, [keptFrom]);
+        await client.query(`DELETE FROM idempotency_key_directory WHERE created_at < ${cut}`, [keptFrom]);
       }
       const created = options.dryRun
         ? 0

@@ -520,6 +520,35 @@ describe('uniqueness of (tenant_id, key) across day partitions', () => {
     expect(await filed()).toEqual([]);
   });
 
+  it('a TRUNCATE of one day forgets that UTC day only, whatever DateStyle the partition was made under', async () => {
+    const [feb, may] = [freshKey(), freshKey()];
+    const client = await db.pool.connect();
+    try {
+      await client.query(`SET DateStyle = 'SQL, DMY'`);
+      await ensureDayPartitions(client, { from: '2026-02-05', to: '2026-02-05' });
+    } finally {
+      await client.query('RESET DateStyle');
+      client.release();
+    }
+    await ensureDayPartitions(db.pool, { from: '2026-05-02', to: '2026-05-02' });
+    for (const [key, day] of [
+      [feb, '2026-02-05T10:00:00Z'],
+      [may, '2026-05-02T10:00:00Z'],
+    ] as const) {
+      await db.pool.query(
+        `INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, downstream_key, created_at, updated_at)
+         VALUES ('acme', $1, 'f', 'released', 'd', $2, $2)`,
+        [key, day],
+      );
+    }
+    await db.pool.query('TRUNCATE idempotency_keys_p20260205');
+    const { rows } = await db.pool.query<{ key: string }>(
+      `SELECT key FROM idempotency_key_directory WHERE key = ANY($1)`,
+      [[feb, may]],
+    );
+    expect(rows.map((r) => r.key)).toEqual([may]);
+  });
+
   it('an entry whose claim is gone (its day dropped by hand) is replaced by the next take or insert, never a duplicate', async () => {
     const [a, b, c] = [freshKey(), freshKey(), freshKey()];
     for (const key of [a, b, c]) {

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { takeClaim } from '../../src/claims/claim-store.js';
 import { downstreamKey } from '../../src/claims/keys.js';
@@ -92,6 +93,29 @@ describe('expire', () => {
       `SELECT key FROM idempotency_key_directory ORDER BY key`,
     );
     expect(filed.map((r) => r.key)).toEqual(keys);
+  });
+
+  it('cuts the days in UTC whatever the session time zone: a claim early on the first kept day keeps its entry', async () => {
+    const key = `early-${Date.now()}`;
+    await seedClaim(db.pool, {
+      tenantId: 'acme',
+      key,
+      status: 'completed',
+      createdAt: new Date('2026-11-13T02:00:00Z'),
+    });
+    // A role or server set to New York: '2026-11-13' read there is 05:00 UTC.
+    const westward = new pg.Pool({ connectionString: db.url, max: 1, options: '-c TimeZone=America/New_York' });
+    try {
+      const result = await expirePartitions(westward, { now: NOW, retentionMs: 7 * DAY });
+      expect(result.keptFrom).toBe('2026-11-13');
+    } finally {
+      await westward.end();
+    }
+    const { rows } = await db.pool.query(
+      `SELECT count(*)::int AS n FROM idempotency_key_directory WHERE tenant_id = 'acme' AND key = $1`,
+      [key],
+    );
+    expect(rows).toEqual([{ n: 1 }]);
   });
 
   it('refuses a retention shorter than 24 h plus the retry horizon, with exit 64 and a reason', async () => {
