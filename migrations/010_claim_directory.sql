@@ -37,9 +37,9 @@ BEGIN
   SELECT tenant_id, key, count(*) AS n INTO twice FROM idempotency_keys
    GROUP BY tenant_id, key HAVING count(*) > 1 LIMIT 1;
   IF FOUND THEN
-    RAISE EXCEPTION 'idempotency_keys holds % claims of (tenant_id, key) = (%, %)', twice.n, twice.tenant_id, twice.key
-      USING HINT = 'keep one claim per key (SELECT tenant_id, key FROM idempotency_keys GROUP BY 1, 2 HAVING count(*) > 1 '
-                   'lists them), then run sweeper migrate again';
+    RAISE EXCEPTION 'idempotency_keys holds % claims of (tenant_id, key) = (%, %): keep one claim per key '
+                    '(SELECT tenant_id, key FROM idempotency_keys GROUP BY 1, 2 HAVING count(*) > 1 lists them), '
+                    'then run sweeper migrate again', twice.n, twice.tenant_id, twice.key;
   END IF;
 END $$;
 
