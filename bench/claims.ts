@@ -8,7 +8,8 @@
  *   - the baseline: a plain `INSERT … ON CONFLICT (tenant_id, key) DO NOTHING` of the
  *     same columns into an unpartitioned table with the same unique key;
  * each with one caller and with BENCH_CLAIMS_CONCURRENCY (8) callers at once, on a
- * freshly migrated database (the default 7-day retention: 15 day partitions).
+ * freshly migrated database (the default 7-day retention: 15 day partitions). The take
+ * and the baseline run in ten alternating rounds (a noisy moment falls on both).
  * Run with `npm run bench -- claims`.
  */
 import { createClaimClient } from '../src/claims/index.js';
@@ -23,6 +24,8 @@ import { writeResult } from './support.js';
 
 const OPS = scaled(3_000, 500);
 const WARMUP = 200;
+/** The take and its baseline alternate in this many rounds of OPS / ROUNDS calls each. */
+const ROUNDS = 10;
 const CONCURRENCY = Math.max(2, Number(process.env.BENCH_CLAIMS_CONCURRENCY ?? 8));
 const LEASE_MS = 120_000;
 let keyCounter = 0;
@@ -85,12 +88,25 @@ try {
   };
 
   const results: Record<string, Record<string, unknown>> = {};
-  for (const [name, op] of Object.entries(subjects)) {
-    results[name] = {};
-    for (const callers of [1, CONCURRENCY]) {
-      await measure(`${name}-warmup-${callers}`, op, WARMUP, callers);
-      const m = await measure(`${name}-${callers}`, op, OPS, callers);
-      results[name][`callers_${callers}`] = m;
+  for (const name of Object.keys(subjects)) results[name] = {};
+  for (const callers of [1, CONCURRENCY]) {
+    for (const [name, op] of Object.entries(subjects)) await runOps(`${name}-warmup-${callers}`, op, WARMUP, callers);
+    // The take and its baseline in alternating rounds: a noisy moment on a shared machine
+    // falls on both, not on whichever happened to run then.
+    const paired = ['baseline_insert_on_conflict', 'sweeper_take_claim'];
+    const runs = Object.fromEntries(paired.map((name) => [name, { latencies: [] as number[], seconds: 0 }]));
+    for (let round = 0; round < ROUNDS; round += 1) {
+      for (const name of round % 2 === 0 ? paired : [...paired].reverse()) {
+        const r = await runOps(`${name}-${callers}-${round}`, subjects[name]!, OPS / ROUNDS, callers);
+        runs[name]!.latencies.push(...r.latencies);
+        runs[name]!.seconds += r.seconds;
+      }
+    }
+    const chargeOnce = await runOps(`charge_once-${callers}`, subjects.charge_once!, OPS, callers);
+    runs.charge_once = { latencies: chargeOnce.latencies, seconds: chargeOnce.seconds };
+    for (const [name, r] of Object.entries(runs)) {
+      const m = summarize(r.latencies, r.seconds, callers);
+      results[name]![`callers_${callers}`] = m;
       log(`${name}, ${callers} caller(s): ${m.per_second}/s, p50 ${m.p50_ms} ms, p99 ${m.p99_ms} ms`);
     }
   }
@@ -145,14 +161,14 @@ try {
   await server.stop();
 }
 
-/** `ops` calls of `op` on new keys from `callers` concurrent loops: throughput and latency percentiles. */
-async function measure(
+/** `ops` calls of `op` on new keys from `callers` concurrent loops: each call's latency, and the wall time. */
+async function runOps(
   label: string,
   op: (tenant: string, key: string) => Promise<unknown>,
   ops: number,
   callers: number,
-) {
-  const latencies = new Float64Array(ops);
+): Promise<{ latencies: number[]; seconds: number }> {
+  const latencies: number[] = new Array<number>(ops);
   let next = 0;
   const t0 = performance.now();
   await Promise.all(
@@ -167,9 +183,14 @@ async function measure(
       }
     }),
   );
-  const seconds = (performance.now() - t0) / 1000;
-  latencies.sort();
-  const at = (q: number) => round(latencies[Math.min(ops - 1, Math.floor(q * ops))] as number, 3);
+  return { latencies, seconds: (performance.now() - t0) / 1000 };
+}
+
+/** Throughput and latency percentiles of the calls measured. */
+function summarize(latencies: number[], seconds: number, callers: number) {
+  const ops = latencies.length;
+  const sorted = Float64Array.from(latencies).sort();
+  const at = (q: number) => round(sorted[Math.min(ops - 1, Math.floor(q * ops))] as number, 3);
   return {
     ops,
     callers,
