@@ -131,6 +131,7 @@ try {
     settings: {
       ops: OPS,
       warmup: WARMUP,
+      rounds: ROUNDS,
       concurrency: CONCURRENCY,
       partitions,
       double_latency_ms: 0,

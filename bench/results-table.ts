@@ -159,7 +159,14 @@ if (scales.some((s) => s !== 1))
     `**BENCH_SCALE ${scales.join(', ')}**: not the issue's sizes; the ratios are not comparable with its goals.`,
   );
 
-const code = base.code as Json;
+/** One commit, or each benchmark's when they differ (results from several invocations). */
+function codeMeasured(): string {
+  const describe = (c: Json) =>
+    `commit ${c.commit as string}${(c.uncommitted as string[]).length ? ` with uncommitted changes in ${(c.uncommitted as string[]).join(', ')}` : ''}`;
+  const each = headline.map((r) => ({ name: r.benchmark as string, code: describe(r.code as Json) }));
+  if (new Set(each.map((e) => e.code)).size === 1) return each[0]?.code ?? describe(base.code as Json);
+  return each.map((e) => `${e.name} at ${e.code}`).join('; ');
+}
 const settings = m.postgres_settings as Record<string, string>;
 const lines: string[] = [
   '# Benchmark results',
@@ -168,7 +175,7 @@ const lines: string[] = [
     .map((r) => r.date as string)
     .sort()
     .at(-1)}.`,
-  `Code measured: commit ${code.commit}${code.uncommitted.length ? ` with uncommitted changes in ${code.uncommitted.join(', ')}` : ''}.`,
+  `Code measured: ${codeMeasured()}.`,
   ...(notes.length ? ['', ...notes] : []),
   '',
   '## Machine',
@@ -214,7 +221,7 @@ if (un) {
 if (claims) {
   const set = claims.settings as Json;
   lines.push(
-    `- **Claim library** (bench/claims.ts): ${fmt(set.ops, 0)} operations per measure after ${set.warmup} warm-up, new keys, 1 and ${set.concurrency} concurrent callers, fresh database (${set.partitions} day partitions); the double answers at once.`,
+    `- **Claim library** (bench/claims.ts): ${fmt(set.ops, 0)} operations per measure after ${set.warmup} warm-up, new keys, 1 and ${set.concurrency} concurrent callers, fresh database (${set.partitions} day partitions); the double answers at once${set.rounds ? `; the take and the baseline in ${set.rounds as number} alternating rounds` : ''}.`,
   );
 }
 
