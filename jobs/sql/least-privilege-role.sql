@@ -41,9 +41,7 @@ GRANT EXECUTE ON FUNCTION sweeper_take_claim(text, text, text, text, timestamptz
 -- own (src/db/pool.ts sets the same per session, from SWEEPER_DB_*): a runner waiting
 -- on a lock held by a frozen runner gives up after 30 s, and a session left idle inside
 -- a transaction (a frozen or killed runner) is ended by the server after 5 minutes, so
--- its row locks are freed. Payment code using this role gets them too. No JIT, as
--- src/db/pool.ts: the sweep's queries are index probes that JIT only slows down.
+-- its row locks are freed. Payment code using this role gets them too.
 ALTER ROLE sweeper_runtime SET lock_timeout = '30s';
 ALTER ROLE sweeper_runtime SET statement_timeout = '5min';
 ALTER ROLE sweeper_runtime SET idle_in_transaction_session_timeout = '5min';
-ALTER ROLE sweeper_runtime SET jit = off;

@@ -56,10 +56,6 @@ export function createPool(connectionString: string, options: PoolOptions = {}):
     lock_timeout: timeouts.lockTimeoutMs,
     statement_timeout: timeouts.statementTimeoutMs,
     idle_in_transaction_session_timeout: timeouts.idleInTransactionTimeoutMs,
-    // No JIT: a slice's queries are index probes over a few thousand keys, whose plans the
-    // planner prices high enough to compile, which cost 0.1–0.3 s per statement per slice
-    // and bought nothing (README "Throughput"). A connection string's own `options` win.
-    options: '-c jit=off',
     types,
   });
   // An idle client losing its connection must not crash the process; the next
