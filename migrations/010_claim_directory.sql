@@ -46,6 +46,27 @@ END $$;
 INSERT INTO idempotency_key_directory (tenant_id, key, created_at)
 SELECT tenant_id, key, created_at FROM idempotency_keys;
 
+-- Entries whose claim is gone, forgotten, for the keys given (the take's one key, an
+-- INSERT statement's, a repair's or an import batch's). Every entry of those keys is
+-- locked first, in key order, and kept locked to the end of the transaction; only then,
+-- with a fresh snapshot, is each one's claim looked for. So whoever forgets an entry
+-- holds it, and a claim filed against it meanwhile (which holds it too) is seen, never
+-- doubled. SECURITY DEFINER: writers of claims file keys, but never delete an entry
+-- themselves.
+CREATE FUNCTION sweeper_forget_stale_claim_keys(p_tenant_ids text[], p_keys text[]) RETURNS void
+  LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+BEGIN
+  PERFORM 1
+     FROM (SELECT DISTINCT t, k FROM unnest(p_tenant_ids, p_keys) AS u(t, k) ORDER BY t, k) n
+     CROSS JOIN LATERAL (SELECT 1 FROM idempotency_key_directory d
+                          WHERE d.tenant_id = n.t AND d.key = n.k FOR UPDATE) locked;
+  DELETE FROM idempotency_key_directory d
+   USING (SELECT DISTINCT t, k FROM unnest(p_tenant_ids, p_keys) AS u(t, k)) n
+   WHERE d.tenant_id = n.t AND d.key = n.k
+     AND NOT EXISTS (SELECT 1 FROM idempotency_keys c
+                      WHERE c.tenant_id = d.tenant_id AND c.key = d.key AND c.created_at = d.created_at OFFSET 0);
+END $$;
+
 -- Every INSERT into idempotency_keys, whoever makes it, files its keys, once per
 -- statement. SECURITY DEFINER: a role that may insert claims files them without rights
 -- of its own on the directory.
@@ -56,11 +77,8 @@ SELECT tenant_id, key, created_at FROM idempotency_keys;
 -- else until commit, and anyone filing the same key waits for it on the index.
 --
 -- Otherwise (a plain INSERT, by a person or other code): file the missing keys (in key
--- order, so two many-row inserts never deadlock), lock every entry of the statement's
--- keys, and only then, with a fresh snapshot (each statement here takes one), replace
--- entries whose claim is gone and refuse a key filed for another claim. The lock is
--- what makes replacing safe: whoever replaces an entry holds it and looks for its claim
--- after that, so a claim inserted meanwhile against the same entry is seen, never lost.
+-- order, so two many-row inserts never deadlock), replace the entries whose claim is gone,
+-- and refuse a key filed for another claim.
 CREATE FUNCTION sweeper_file_claim_keys() RETURNS trigger
   LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
@@ -79,18 +97,15 @@ BEGIN
                                        AND d.xmin = pg_current_xact_id()::xid OFFSET 0)) THEN
     RETURN NULL;
   END IF;
+  -- File what is free; forget the entries whose claim is gone (locking the rest until
+  -- commit, see sweeper_forget_stale_claim_keys); file again what that freed.
   INSERT INTO idempotency_key_directory (tenant_id, key, created_at)
   SELECT tenant_id, key, created_at FROM new_claims ORDER BY tenant_id, key, created_at
   ON CONFLICT (tenant_id, key) DO NOTHING;
-  PERFORM 1
-     FROM (SELECT DISTINCT tenant_id, key FROM new_claims ORDER BY tenant_id, key) n
-     CROSS JOIN LATERAL (SELECT 1 FROM idempotency_key_directory d
-                          WHERE d.tenant_id = n.tenant_id AND d.key = n.key FOR UPDATE) locked;
-  UPDATE idempotency_key_directory d SET created_at = n.created_at
-    FROM new_claims n
-   WHERE d.tenant_id = n.tenant_id AND d.key = n.key AND d.created_at <> n.created_at
-     AND NOT EXISTS (SELECT 1 FROM idempotency_keys c
-                      WHERE c.tenant_id = d.tenant_id AND c.key = d.key AND c.created_at = d.created_at OFFSET 0);
+  PERFORM sweeper_forget_stale_claim_keys(array_agg(tenant_id), array_agg(key)) FROM new_claims;
+  INSERT INTO idempotency_key_directory (tenant_id, key, created_at)
+  SELECT tenant_id, key, created_at FROM new_claims ORDER BY tenant_id, key, created_at
+  ON CONFLICT (tenant_id, key) DO NOTHING;
   SELECT n.tenant_id, n.key INTO duplicate
     FROM new_claims n
    WHERE NOT EXISTS (SELECT 1 FROM idempotency_key_directory d
@@ -156,33 +171,22 @@ BEGIN
 END $$;
 REVOKE EXECUTE ON FUNCTION sweeper_guard_claim_partition(regclass, date) FROM PUBLIC;
 
+-- The existing partitions: their triggers, and without the per-day UNIQUE (tenant_id, key),
+-- which said "unique within a day": the directory now says it for every day, and it was
+-- one more index to write per claim taken. The primary key (tenant_id, key, created_at)
+-- still serves every lookup by key.
 DO $$
 DECLARE
   part record;
 BEGIN
   FOR part IN
-    SELECT c.oid::regclass AS partition, to_date(substring(c.relname FROM '_p(\d{8})$'), 'YYYYMMDD') AS day
+    SELECT c.oid::regclass AS partition, c.relname,
+           to_date(substring(c.relname FROM '_p(\d{8})$'), 'YYYYMMDD') AS day
       FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
      WHERE i.inhparent = 'idempotency_keys'::regclass AND c.relname ~ '_p\d{8}$'
   LOOP
     PERFORM sweeper_guard_claim_partition(part.partition, part.day);
-  END LOOP;
-END $$;
-
--- The per-partition UNIQUE (tenant_id, key) said "unique within a day", which the
--- directory now says for every day; it was one more index to write per claim taken.
--- The primary key (tenant_id, key, created_at) still serves every lookup by key.
-DO $$
-DECLARE
-  part record;
-BEGIN
-  FOR part IN
-    SELECT c.relname, con.conname FROM pg_inherits i
-      JOIN pg_class c ON c.oid = i.inhrelid
-      JOIN pg_constraint con ON con.conrelid = c.oid AND con.contype = 'u'
-     WHERE i.inhparent = 'idempotency_keys'::regclass AND con.conname = c.relname || '_tenant_key'
-  LOOP
-    EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', part.relname, part.conname);
+    EXECUTE format('ALTER TABLE %s DROP CONSTRAINT IF EXISTS %I', part.partition, part.relname || '_tenant_key');
   END LOOP;
 END $$;
 
@@ -240,29 +244,6 @@ BEGIN
 END $$;
 REVOKE EXECUTE ON FUNCTION sweeper_ensure_day_partitions(regclass, date, date) FROM PUBLIC;
 
--- An entry whose claim is gone, forgotten: the entry is locked first, then its claim looked
--- for again with a fresh snapshot (the insert guard holds the same lock while it files a
--- claim against an existing entry), so a claim inserted meanwhile is seen, never doubled.
--- SECURITY DEFINER: takers may file keys, but never delete an entry themselves.
-CREATE FUNCTION sweeper_forget_stale_claim_key(p_tenant_id text, p_key text) RETURNS boolean
-  LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
-DECLARE
-  filed_at timestamptz;
-BEGIN
-  SELECT d.created_at INTO filed_at FROM idempotency_key_directory d
-   WHERE d.tenant_id = p_tenant_id AND d.key = p_key
-     FOR UPDATE;
-  IF NOT FOUND THEN
-    RETURN false;
-  END IF;
-  IF EXISTS (SELECT 1 FROM idempotency_keys k
-              WHERE k.tenant_id = p_tenant_id AND k.key = p_key AND k.created_at = filed_at) THEN
-    RETURN false;
-  END IF;
-  DELETE FROM idempotency_key_directory d WHERE d.tenant_id = p_tenant_id AND d.key = p_key;
-  RETURN true;
-END $$;
-
 -- The take files the key first: a new key is one insert into the directory and one into
 -- its day's partition; a known key is one probe in the directory and one in the
 -- partition of its day, locked for update. Concurrent takers of a new key wait on the
@@ -307,7 +288,7 @@ BEGIN
     EXIT WHEN FOUND;
     -- No claim where the entry says: the entry is stale (its claim is gone), or it changed
     -- meanwhile. Forget it if stale, and file (or find) again.
-    PERFORM sweeper_forget_stale_claim_key(p_tenant_id, p_key);
+    PERFORM sweeper_forget_stale_claim_keys(ARRAY[p_tenant_id], ARRAY[p_key]);
   END LOOP;
 
   outcome := CASE

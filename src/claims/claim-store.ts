@@ -64,6 +64,22 @@ export async function takeClaim(
 }
 
 /**
+ * Before filing these keys in the claims' directory (migration 010): forgets the entries
+ * whose claim is gone, so a writer that skips keys already filed (a repair, an import)
+ * skips only keys that have a claim. Locks the keys' entries to the end of the
+ * transaction.
+ */
+export async function forgetStaleClaimKeys(
+  db: Queryable,
+  keys: ReadonlyArray<{ tenant_id: string; key: string }>,
+): Promise<void> {
+  await db.query('SELECT sweeper_forget_stale_claim_keys($1::text[], $2::text[])', [
+    keys.map((k) => k.tenant_id),
+    keys.map((k) => k.key),
+  ]);
+}
+
+/**
  * What a stored answer means, whatever its HTTP status (`response_outcome`): the
  * sweep reads success from this, never from one status code.
  */

@@ -2,7 +2,7 @@ import type { Pool } from '../db/pool.js';
 import { inTransaction } from '../db/pool.js';
 import { claimKey } from '../domain/identity.js';
 import { downstreamKey } from './keys.js';
-import type { ResponseOutcome } from './claim-store.js';
+import { forgetStaleClaimKeys, type ResponseOutcome } from './claim-store.js';
 
 /**
  * Loads an existing claims table into `idempotency_keys` (README "Adopting the sweeper:
@@ -151,9 +151,13 @@ async function insertBatch(pool: Pool, rows: ClaimImportRow[], options: ImportOp
     })),
   );
   return inTransaction(pool, async (tx) => {
+    await forgetStaleClaimKeys(
+      tx,
+      rows.map((r) => ({ tenant_id: r.tenantId, key: r.key })),
+    );
     // Files the keys first (in key order, so two imports never deadlock): a key already
-    // filed keeps its claim, and a writer taking one of these keys meanwhile waits for
-    // this transaction, then finds the imported claim.
+    // filed has a claim, which stays; a writer taking one of these keys meanwhile waits
+    // for this transaction, then finds the imported claim.
     const { rowCount } = await tx.query(
       `WITH batch AS (
          SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(tenant_id text, key text, status text, created_at timestamptz,

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/pool.js';
+import { forgetStaleClaimKeys } from '../claims/claim-store.js';
 import { downstreamKey } from '../claims/keys.js';
 import { accountIdOf, claimKey } from '../domain/identity.js';
 import {
@@ -237,6 +238,9 @@ async function recreateClaims(
     };
   });
   const planJson = JSON.stringify(plan);
+  const claimed = plan.filter((p) => p.with_claim);
+  // An entry whose claim is gone (a partition dropped by hand) must not stand in the way.
+  if (claimed.length > 0) await forgetStaleClaimKeys(db, claimed);
   const { rows } = await db.query<{ tenant_id: string; key: string; ok: boolean }>(
     `WITH plan AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(tenant_id text, key text, downstream_key text, account_id text,
@@ -244,7 +248,7 @@ async function recreateClaims(
               currency text, with_claim boolean, effect jsonb)
      ), filed AS (
        -- The keys first, in key order: a live writer taking one of them now waits for this
-       -- transaction; one that filed it before keeps it (its claim wins, no repair here).
+       -- transaction; one that filed it before has a claim, which wins (no repair here).
        INSERT INTO idempotency_key_directory (tenant_id, key, created_at)
        SELECT p.tenant_id, p.key, p.created_at FROM plan p WHERE p.with_claim ORDER BY p.tenant_id, p.key
        ON CONFLICT (tenant_id, key) DO NOTHING

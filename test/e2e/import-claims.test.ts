@@ -108,6 +108,21 @@ describe('sweeper import-claims', () => {
     ]);
   });
 
+  it('imports a key whose directory entry names a claim that is gone (its day dropped by hand)', async () => {
+    await db.pool.query(
+      `INSERT INTO idempotency_key_directory (tenant_id, key, created_at) VALUES ('acme', 'orphaned-entry', now() - interval '40 days')`,
+    );
+    const file = await csv('stale.csv', [`acme,orphaned-entry,completed,${recent(40)},,200,,success,700,usd`]);
+    const result = await runCli(['import-claims', '--csv', file, '--json'], env());
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ read: 1, imported: 1, existing: 0 });
+    const { rows } = await db.pool.query(
+      `SELECT k.key, d.created_at = k.created_at AS filed FROM idempotency_keys k
+         JOIN idempotency_key_directory d USING (tenant_id, key) WHERE k.key = 'orphaned-entry'`,
+    );
+    expect(rows).toEqual([{ key: 'orphaned-entry', filed: true }]);
+  });
+
   it('reads a query on the same database with a cursor', async () => {
     await db.pool.query(`CREATE TABLE IF NOT EXISTS legacy_claims (tenant text, idem text, at timestamptz, code int)`);
     await db.pool.query(`TRUNCATE legacy_claims`);

@@ -483,6 +483,23 @@ describe('claims loaded with the triggers off', () => {
   });
 });
 
+describe('a directory entry whose claim is gone', () => {
+  it('does not stop the repair of its key: the claim is re-created and the entry names it', async () => {
+    // Outside the sweeper: the claim of k-ewc lived on a day whose partition was dropped by hand.
+    await db.pool.query(
+      `INSERT INTO idempotency_key_directory (tenant_id, key, created_at) VALUES ('acme', 'k-ewc', '2026-10-01T00:00:00Z')`,
+    );
+    const [report] = await run();
+    expect(report!.repaired.effect_without_claim).toBe(1);
+    expect(
+      await query(
+        `SELECT k.status, d.created_at = k.created_at AS filed FROM idempotency_keys k
+           JOIN idempotency_key_directory d USING (tenant_id, key) WHERE k.key = 'k-ewc'`,
+      ),
+    ).toEqual([{ status: 'completed', filed: true }]);
+  });
+});
+
 describe('runs, watermarks and locks', () => {
   it('a scheduled run advances the watermark to now − settle; a backfill never moves it', async () => {
     await db.pool.query(`DELETE FROM idempotency_keys WHERE key = 'k-live'`); // see the next test
