@@ -123,6 +123,8 @@ try {
       'platform',
       keys.map((k) => k.tenant_id),
       keys.map((k) => k.key),
+      from,
+      to,
     ]);
     await explain('named effects', SLICE_FACTS_SQL.namedEffects, [
       'platform',
