@@ -72,6 +72,42 @@ describe('stripe_charge_keys', () => {
     expect(await evidenceOf('key_new')).toEqual(['ch_moved']);
   });
 
+  it("a slice's key has as evidence its charges in what the slice listed and outside it, each once", async () => {
+    // A slice's charges are read from the window it listed (one range scan) plus, through
+    // the index, the key's charges outside it: both parts, and never a stale entry.
+    const slice = { from: new Date(NOW.getTime() - 2 * 3_600_000), to: new Date(NOW.getTime() - 3_600_000) };
+    const listed = { from: new Date(slice.from.getTime() - 120_000), to: new Date(slice.to.getTime() + 120_000) };
+    const inSlice = Math.floor(slice.from.getTime() / 1000) + 600;
+    const inMargin = Math.floor(slice.to.getTime() / 1000) + 60;
+    const named = (id: string, key: string, created: number) =>
+      charge({ id, created, tenantId: 't1', idempotencyKey: key });
+    await upsertCharges(
+      db.pool,
+      [
+        named('ch_w_in', 'key_w', inSlice),
+        named('ch_w_margin', 'key_w', inMargin),
+        attributed('ch_w_old', 'key_w', 4),
+        named('ch_w_moved', 'key_gone', inSlice + 5),
+      ],
+      NOW,
+    );
+    // Its metadata changed: the entry under key_gone stays, inside the listed window.
+    await upsertCharges(db.pool, [named('ch_w_moved', 'key_w2', inSlice + 5)], new Date(NOW.getTime() + 1_000));
+    await db.pool.query(
+      `INSERT INTO payments (charge_id, tenant_id, idempotency_key, amount, currency, status, created_at, updated_at)
+       VALUES ('ch_local_gone', 't1', 'key_gone', 1000, 'usd', 'succeeded', $1, $1)`,
+      [new Date(inSlice * 1000)],
+    );
+    const facts = await loadSliceFacts(db.pool, 'platform', slice, listed);
+    const evidence = (key: string) => {
+      const identity = facts.identities.find((i) => i.key === key);
+      return identity ? identity.charges.map((c) => c.id).sort() : null;
+    };
+    expect(evidence('key_w')).toEqual(['ch_w_in', 'ch_w_margin', 'ch_w_old']);
+    expect(evidence('key_w2')).toEqual(['ch_w_moved']);
+    expect(evidence('key_gone')).toEqual([]); // judged (its payment row), without the moved charge
+  });
+
   it('expire drops the entries of the days it drops from the mirror, and keeps the rest', async () => {
     await upsertCharges(db.pool, [attributed('ch_old', 'key_e', 15), attributed('ch_kept', 'key_e', 1)], NOW);
     await expirePartitions(db.pool, { now: NOW, retentionMs: 7 * DAY });
