@@ -91,11 +91,13 @@ const EFFECT_COLUMNS = `p.charge_id AS p_charge_id, p.tenant_id AS p_tenant_id, 
  * account: see `recordedIn`). One probe per key in stripe_charge_keys (migration 009),
  * then each charge by its primary key, pruned to its own day's partition at run time;
  * the metadata is checked on the charge itself (an entry may be stale, never missing).
+ * `entries`: which of the keys' entries to follow (a slice's: those outside its window).
  */
-const ATTRIBUTED_CHARGES = `
+const attributedChargesSql = (entries = 'true') => `
 SELECT ${CHARGE_COLUMNS}, ${EFFECT_COLUMNS}
   FROM unnest($2::text[], $3::text[]) AS k(tenant_id, key)
   JOIN stripe_charge_keys ck ON ck.tenant_id = k.tenant_id AND ck.idempotency_key = k.key AND ck.account = $1
+   AND ${entries}
   -- LATERAL with OFFSET 0 (kept a subquery, not flattened into a join): a primary-key probe
   -- per charge in one partition, never a hash join over the whole mirror.
   CROSS JOIN LATERAL (SELECT * FROM stripe_charges x
@@ -118,7 +120,7 @@ SELECT ${CHARGE_COLUMNS}, ${EFFECT_COLUMNS}
  WHERE sc.account = $1 AND sc.created >= $4 AND sc.created < $5
    AND sc.tenant_id IS NOT NULL AND sc.idempotency_key IS NOT NULL
 UNION ALL
-${ATTRIBUTED_CHARGES.replace('AND ck.account = $1', 'AND ck.account = $1 AND (ck.created < $4 OR ck.created >= $5)')}`;
+${attributedChargesSql('(ck.created < $4 OR ck.created >= $5)')}`;
 
 /** Charges by id (links from payment rows and stored answers), each with its payment row if any. */
 const CHARGES_BY_ID = `
@@ -173,7 +175,7 @@ const SLICE = {
 };
 const CHANGED = {
   claims: claimsSql(CHARGES_KEYS),
-  attributed: ATTRIBUTED_CHARGES,
+  attributed: attributedChargesSql(),
   looseCharges: looseChargesSql('sc.charge_id = ANY($2::text[])'),
   looseEffects: looseEffectsSql('p.charge_id = ANY($2::text[])'),
 };
