@@ -2,6 +2,7 @@ import pg from 'pg';
 import { DatabaseUnavailableError } from '../errors.js';
 import { redactUrlPassword, type DbTimeouts } from '../config.js';
 import { registerUrlCredentials } from '../secrets.js';
+import { isoTimestamptzMs } from './timestamps.js';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -9,6 +10,13 @@ export type PoolClient = pg.PoolClient;
 export type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>;
 
 const INT8_OID = 20;
+const TIMESTAMPTZ_OID = 1184;
+const parseTimestamptzGeneric = pg.types.getTypeParser(TIMESTAMPTZ_OID, 'text') as (text: string) => unknown;
+// The sweep reads millions of these: read in place (src/db/timestamps.ts), the generic parser for the rest.
+const parseTimestamptz = (text: string): unknown => {
+  const ms = isoTimestamptzMs(text);
+  return ms === null ? parseTimestamptzGeneric(text) : new Date(ms);
+};
 
 // Amounts are bigint in minor units; JavaScript numbers hold them exactly up to 2^53,
 // far beyond any charge. Parse them as numbers, but refuse silently losing precision.
@@ -21,6 +29,7 @@ const types = {
         return n;
       };
     }
+    if (oid === TIMESTAMPTZ_OID && format !== 'binary') return parseTimestamptz;
     return pg.types.getTypeParser(oid, format as 'text');
   },
 } as pg.CustomTypesConfig;
