@@ -1,8 +1,8 @@
 /**
  * timestamptz values as PostgreSQL prints them with `DateStyle = ISO` (its default, and
  * what node-postgres expects): `2026-11-26 03:14:15.123456+00`, the offset `±HH`,
- * `±HH:MM` or `±HH:MM:SS` in the session's time zone. The sweep reads several per charge
- * (about four million in a backfill of a million charges), and the generic parser
+ * `±HH:MM` or `±HH:MM:SS` in the session's time zone. The sweep's gather reads five or
+ * six per charge (five million or more in a backfill of a million), and the generic parser
  * (postgres-date) runs three regular expressions and builds a dozen substrings for
  * each; this reads the characters in place. Anything else (`infinity`, a year before
  * 1000 or after 9999, `BC`, another DateStyle) returns null: the caller falls back to
