@@ -119,7 +119,7 @@ try {
     };
     const keys = (await db.pool.query<{ tenant_id: string; key: string }>(SLICE_FACTS_SQL.claims, slice)).rows;
     await explain('claims', SLICE_FACTS_SQL.claims, slice);
-    await explain('attributed charges', SLICE_FACTS_SQL.attributedCharges, [
+    await explain('attributed charges', SLICE_FACTS_SQL.attributed, [
       'platform',
       keys.map((k) => k.tenant_id),
       keys.map((k) => k.key),

@@ -185,7 +185,6 @@ type Queries = typeof SLICE;
 export const SLICE_FACTS_SQL = {
   ...SLICE,
   knownTenants: KNOWN_TENANTS,
-  attributedCharges: SLICE_ATTRIBUTED_CHARGES,
   namedEffects: NAMED_EFFECTS,
 };
 
