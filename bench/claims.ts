@@ -22,10 +22,11 @@ import { startBenchServer } from './pg-server.js';
 import { codeState, ensureBuilt, log, machine, resultHeader, round, runSweeper, scaled } from './e2e-support.js';
 import { writeResult } from './support.js';
 
-const OPS = scaled(3_000, 500);
-const WARMUP = 200;
-/** The take and its baseline alternate in this many rounds of ⌈OPS / ROUNDS⌉ calls each (a BENCH_SCALE may leave OPS no multiple of it). */
+/** The take and its baseline alternate in this many rounds of OPS / ROUNDS calls each. */
 const ROUNDS = 10;
+/** Operations per measure: a multiple of ROUNDS whatever BENCH_SCALE says, so every measure reports what it ran. */
+const OPS = Math.ceil(scaled(3_000, 500) / ROUNDS) * ROUNDS;
+const WARMUP = 200;
 const CONCURRENCY = Math.max(2, Number(process.env.BENCH_CLAIMS_CONCURRENCY ?? 8));
 const LEASE_MS = 120_000;
 let keyCounter = 0;
@@ -97,7 +98,7 @@ try {
     const runs = Object.fromEntries(paired.map((name) => [name, { latencies: [] as number[], seconds: 0 }]));
     for (let round = 0; round < ROUNDS; round += 1) {
       for (const name of round % 2 === 0 ? paired : [...paired].reverse()) {
-        const r = await runOps(`${name}-${callers}-${round}`, subjects[name]!, Math.ceil(OPS / ROUNDS), callers);
+        const r = await runOps(`${name}-${callers}-${round}`, subjects[name]!, OPS / ROUNDS, callers);
         runs[name]!.latencies.push(...r.latencies);
         runs[name]!.seconds += r.seconds;
       }
