@@ -176,6 +176,10 @@ const envSchema = z.object({
   SWEEPER_MAX_LAG: duration('SWEEPER_MAX_LAG'),
   SWEEPER_PROGRESS_INTERVAL: duration('SWEEPER_PROGRESS_INTERVAL'),
   SWEEPER_DEEP_READ_DAYS: positiveInt('SWEEPER_DEEP_READ_DAYS', '3', 30),
+  SWEEPER_BATCH_CHARGES: positiveInt('SWEEPER_BATCH_CHARGES', '2000', 100_000).refine((n) => n >= 100, {
+    message:
+      'SWEEPER_BATCH_CHARGES must be at least 100 (a batch of fewer charges costs more statements than it saves memory)',
+  }),
   // Stripe's default per endpoint (GET /v1/charges is one); above 100 only where Stripe raised the account's limit, or a double.
   SWEEPER_STRIPE_RATE: positiveInt('SWEEPER_STRIPE_RATE', '25', 1000),
   SWEEPER_LOG_LEVEL: z
@@ -219,8 +223,10 @@ export interface Config {
   settleMs: number;
   /** How far behind the watermark a scheduled run starts again. */
   overlapMs: number;
-  /** Unit of checkpointing: one transaction per slice. */
+  /** Unit of listing and progress: each slice is listed once, and judged in one or more batches. */
   sliceMs: number;
+  /** The most charges created in a slice that one batch (one transaction) judges; a denser slice is judged in parts. */
+  batchCharges: number;
   firstRunLookbackMs: number;
   /** Stripe read requests per second, shared by all accounts of the process. */
   stripeRatePerSecond: number;
@@ -336,6 +342,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     settleMs: e.SWEEPER_SETTLE,
     overlapMs: e.SWEEPER_OVERLAP,
     sliceMs: e.SWEEPER_SLICE,
+    batchCharges: e.SWEEPER_BATCH_CHARGES,
     firstRunLookbackMs: e.SWEEPER_FIRST_RUN_LOOKBACK,
     stripeRatePerSecond: e.SWEEPER_STRIPE_RATE,
     retryHorizonMs: e.SWEEPER_RETRY_HORIZON,

@@ -1,14 +1,17 @@
 import { judgeBatch, type RunContext } from './batch.js';
 import type { ListedSlice } from './prefetch.js';
 import { loadSliceFacts } from './facts-sql.js';
+import { partsOf } from './parts.js';
 import { advanceWatermark, recordSliceProgress } from './runs-store.js';
 import type { SweepDeps, SweepOptions } from './types.js';
 import type { TimeWindow } from './window.js';
 
 /**
  * One slice of the window: its listing (charges created in it ± a lease, read outside
- * any transaction by the prefetcher) judged as one batch (batch.ts) whose checkpoint is
- * the run's resume point and, for a scheduled run, the watermark.
+ * any transaction by the prefetcher) judged as one batch (batch.ts), or, when it holds
+ * more than SweepOptions.batchCharges charges, as several batches, one per part of it
+ * (parts.ts). Each batch's checkpoint is the run's resume point and, for a scheduled
+ * run, the watermark.
  */
 
 export interface SliceContext extends RunContext {
@@ -28,30 +31,45 @@ export async function sweepSlice(
   ctx: SliceContext,
   /** The slice's listing, from the prefetcher (prefetch.ts). */
   listed: ListedSlice,
-): Promise<{ refundIntents: number }> {
+): Promise<{ refundIntents: number; complete: boolean }> {
   const { run, slice, report } = ctx;
-  const { charges, unreadable, inSlice, fetchedAt, readWindow } = listed;
+  const { charges, unreadable, fetchedAt, readWindow } = listed;
   await deps.faultPoint?.(`slice:${ctx.index}:listed`);
-  report.charges_scanned += inSlice;
-  return judgeBatch(deps, options, ctx, {
-    name: `slice:${ctx.index}`,
-    charges,
-    fetchedAt,
-    unreadable,
-    load: (client) => loadSliceFacts(client, run.account, slice, readWindow),
-    countsMatched: (created) => created >= slice.from && created < slice.to,
-    async checkpoint(client, deferred, now) {
-      if (deferred.length > 0) holdAt(ctx, deferred);
-      const reached = ctx.watermarkHold.at ?? slice.to;
-      await recordSliceProgress(client, run.id, {
-        checkpoint: reached,
-        chargesScanned: report.charges_scanned,
-        findings: report.findings,
-        repaired: report.repaired,
-      });
-      if (run.mode === 'run') await advanceWatermark(client, run.account, reached, run.id, now);
-    },
-  });
+  const from = slice.from.getTime();
+  const to = slice.to.getTime();
+  const created: number[] = [];
+  for (const c of charges) if (c.created * 1000 >= from && c.created * 1000 < to) created.push(c.created);
+  const parts = partsOf(slice, readWindow, created, options.batchCharges);
+  let refundIntents = 0;
+  for (const [k, part] of parts.entries()) {
+    // Between parts, as between slices: a stop asked for ends the run at the last commit.
+    if (k > 0 && options.signal?.aborted) return { refundIntents, complete: false };
+    const partCtx: SliceContext = { ...ctx, slice: part.slice };
+    report.charges_scanned += part.charges;
+    // The first part lands the slice's whole listing: every part then judges its
+    // identities with every charge the slice listed (parts.ts).
+    const done = await judgeBatch(deps, options, partCtx, {
+      name: parts.length === 1 ? `slice:${ctx.index}` : `slice:${ctx.index}.${k}`,
+      charges: k === 0 ? charges : [],
+      fetchedAt,
+      unreadable: k === 0 ? unreadable : [],
+      load: (client) => loadSliceFacts(client, run.account, part.slice, part.listed),
+      countsMatched: (at) => at >= part.slice.from && at < part.slice.to,
+      async checkpoint(client, deferred, now) {
+        if (deferred.length > 0) holdAt(partCtx, deferred);
+        const reached = ctx.watermarkHold.at ?? part.slice.to;
+        await recordSliceProgress(client, run.id, {
+          checkpoint: reached,
+          chargesScanned: report.charges_scanned,
+          findings: report.findings,
+          repaired: report.repaired,
+        });
+        if (run.mode === 'run') await advanceWatermark(client, run.account, reached, run.id, now);
+      },
+    });
+    refundIntents += done.refundIntents;
+  }
+  return { refundIntents, complete: true };
 }
 
 /**

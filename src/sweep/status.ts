@@ -36,7 +36,7 @@ export interface LiveRun {
   account: string;
   window: { from: string; to: string };
   checkpoint: string;
-  /** Slices of the window up to the checkpoint, of all its slices (SWEEPER_SLICE), when the slice length is known. */
+  /** Whole slices of the window up to the checkpoint, of all its slices (SWEEPER_SLICE), when the slice length is known. */
   slices_done: number | null;
   slices_total: number | null;
   /** How far the checkpoint is through the window, 0..100. */
@@ -130,7 +130,8 @@ async function readLiveRuns(db: Queryable, now: Date, sliceMs: number | undefine
     const done = Math.max(0, r.checkpoint.getTime() - r.window_from.getTime());
     const slices = sliceMs
       ? {
-          done: slicesOf({ from: r.window_from, to: r.checkpoint }, sliceMs).length,
+          // Whole slices only: a dense slice checkpoints after each of its parts.
+          done: slicesOf({ from: r.window_from, to: r.window_to }, sliceMs).filter((s) => s.to <= r.checkpoint).length,
           total: slicesOf({ from: r.window_from, to: r.window_to }, sliceMs).length,
         }
       : null;

@@ -227,8 +227,13 @@ async function sweepAccount(
       }
       lock.assertHeld();
       const listed = await prefetcher.take(index);
-      const { refundIntents } = await sweepSlice(deps, options, { ...shared, slice, index }, listed);
+      const { refundIntents, complete } = await sweepSlice(deps, options, { ...shared, slice, index }, listed);
       if (refundIntents > 0) await settleRefunds();
+      if (!complete) {
+        // Stopped between two parts of a dense slice: its committed parts stand.
+        report.status = 'interrupted';
+        break;
+      }
       deps.onSlice?.(index + 1, slices.length);
       progress('slices', index + 1);
     }

@@ -58,6 +58,11 @@ export interface SweepOptions {
   settleMs: number;
   overlapMs: number;
   sliceMs: number;
+  /**
+   * The most charges created in a slice that one batch judges: a denser slice is judged
+   * in parts of about this many (parts.ts), which bounds a batch's memory.
+   */
+  batchCharges: number;
   /** The longest claim lease: how far around a slice charges are read to judge it. */
   leaseMs: number;
   retentionMs: number;
@@ -126,6 +131,7 @@ export function sweepOptions(options: Partial<SweepOptions> & Pick<SweepOptions,
     settleMs: 10 * 60_000,
     overlapMs: 15 * 60_000,
     sliceMs: 3_600_000,
+    batchCharges: 2_000,
     leaseMs: 2 * 60_000,
     retentionMs: 7 * 86_400_000,
     firstRunLookbackMs: 86_400_000,

@@ -687,6 +687,53 @@ describe('runs, watermarks and locks', () => {
   });
 });
 
+describe('a dense slice judged in parts (batchCharges)', () => {
+  const findings = () =>
+    query('SELECT category, subject, state, charge_id FROM recon_findings ORDER BY category, subject');
+
+  it('names its parts, checkpoints after each, stops between two, and resumes to what a whole run finds', async () => {
+    const [whole] = await run({ resume: true });
+    const expected = await findings();
+    await db.pool.query(
+      'TRUNCATE recon_event_cursors, recon_deep_reads, recon_refunds, recon_repairs, recon_findings, recon_watermarks, recon_runs, stripe_charges, payments, idempotency_keys',
+    );
+    await buildScenario();
+
+    // The last slice (10:00–11:00) holds six charges: parts of two, cut at 10:20:01 and 10:40:01.
+    const controller = new AbortController();
+    const points: string[] = [];
+    const [stopped] = await sweepWith(
+      {
+        faultPoint: (name) => {
+          points.push(name);
+          if (name === 'slice:26.0:committed') controller.abort(); // SIGTERM after the first part
+        },
+      },
+      { batchCharges: 2, resume: true, signal: controller.signal },
+    );
+    expect(stopped?.status).toBe('interrupted');
+    expect(points.filter((p) => p.startsWith('slice:26'))).toEqual([
+      'slice:26:listed',
+      'slice:26.0:ingested',
+      'slice:26.0:verified', // the orphan's charge is read again from Stripe before its critical finding
+      'slice:26.0:judged',
+      'slice:26.0:repaired',
+      'slice:26.0:before-commit',
+      'slice:26.0:committed',
+    ]);
+    expect(points).toContain('slice:0:committed'); // a slice within the bound is one batch, named as before
+    expect(points).toContain('slice:25.1:committed'); // 09:00–10:00 holds four: two parts
+    const [runRow] = await query<{ status: string; checkpoint: Date }>('SELECT status, checkpoint FROM recon_runs');
+    expect(runRow).toEqual({ status: 'interrupted', checkpoint: at('10T10:20:01') });
+
+    const [resumed] = await run({ batchCharges: 2, resume: true });
+    expect(resumed?.status).toBe('succeeded');
+    expect(resumed?.window?.from).toBe(at('09T08:00:00').toISOString());
+    expect(await findings()).toEqual(expected);
+    expect(stopped!.charges_scanned + resumed!.charges_scanned).toBe(whole!.charges_scanned);
+  });
+});
+
 describe('stopping', () => {
   it('an abort mid-run finishes the slice in progress, records the run interrupted and frees the lock', async () => {
     const controller = new AbortController();

@@ -66,6 +66,9 @@ describe('loadConfig', () => {
       /^SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT must be between 1s and 1h/,
     ],
     [{ SWEEPER_STRIPE_RATE: '1001' }, /^SWEEPER_STRIPE_RATE must be at most 1000 \(got 1001\)/],
+    [{ SWEEPER_BATCH_CHARGES: '99' }, /^SWEEPER_BATCH_CHARGES must be at least 100/],
+    [{ SWEEPER_BATCH_CHARGES: '100001' }, /^SWEEPER_BATCH_CHARGES must be at most 100000 \(got 100001\)/],
+    [{ SWEEPER_BATCH_CHARGES: '2k' }, /^SWEEPER_BATCH_CHARGES must be a positive integer \(got "2k"\)/],
   ])('rejects %j with a ConfigError naming the variable', (env, message) => {
     const error = (() => {
       try {
@@ -98,8 +101,11 @@ describe('loadConfig', () => {
       SWEEPER_OVERLAP: '1d',
       SWEEPER_RETENTION: '366d',
       SWEEPER_STRIPE_RATE: '100',
+      SWEEPER_BATCH_CHARGES: '100',
     });
+    expect(loadConfig({ SWEEPER_BATCH_CHARGES: '100000' }).batchCharges).toBe(100_000);
     expect(config).toMatchObject({
+      batchCharges: 100,
       sliceMs: 60_000,
       overlapMs: 86_400_000,
       retentionMs: 366 * 86_400_000,
@@ -109,6 +115,7 @@ describe('loadConfig', () => {
       runDeadlineMs: 12 * 60_000,
       backfillDeadlineMs: 350 * 60_000,
       requestDeadlineMs: 20_000,
+      batchCharges: 2_000,
       db: { lockTimeoutMs: 30_000, statementTimeoutMs: 300_000, idleInTransactionTimeoutMs: 300_000 },
     });
     expect(loadConfig({ DATABASE_URL: 'postgres:///payments?host=/var/run/postgresql' }).databaseUrl).toMatch(

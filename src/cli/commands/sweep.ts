@@ -208,6 +208,7 @@ function sweepOptionsOf(
     settleMs: config.settleMs,
     overlapMs: config.overlapMs,
     sliceMs: config.sliceMs,
+    batchCharges: config.batchCharges,
     leaseMs: config.claimLeaseMs,
     retentionMs: config.retentionMs,
     firstRunLookbackMs: config.firstRunLookbackMs,
