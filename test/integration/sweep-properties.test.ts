@@ -185,7 +185,7 @@ describe('the sweep over random histories', () => {
     );
   }, 600_000);
 
-  it('a slice judged in parts (SWEEPER_BATCH_CHARGES) ends exactly as judged whole: tables, counts, charges scanned', async () => {
+  it('a slice judged in parts (SWEEPER_BATCH_CHARGES) ends exactly as judged whole: tables, counts, charges scanned, dry runs too', async () => {
     await fc.assert(
       fc.asyncProperty(historyArb, fc.integer({ min: 1, max: 3 }), async (h, batchCharges) => {
         const outcome = async (options: Partial<SweepOptions>) => {
@@ -203,6 +203,21 @@ describe('the sweep over random histories', () => {
         const whole = await outcome({ batchCharges: 1_000_000 });
         const parts = await outcome({ batchCharges });
         expect(parts.counts, 'counts differ when slices are judged in parts').toEqual(whole.counts);
+        // A dry run in parts (one transaction, the overlay carried from part to part) counts alike too.
+        const stripe = await reset(h);
+        const dry = await run(
+          stripe,
+          memoryEvidence(() => stripe),
+          {
+            accounts: [...ACCOUNTS],
+            batchCharges,
+            dryRun: true,
+          },
+        );
+        expect(
+          dry.map((r) => ({ ...counts(r), scanned: r.charges_scanned, status: r.status })),
+          'a dry run in parts counted differently',
+        ).toEqual(whole.counts);
         expect(parts.tables, 'tables differ when slices are judged in parts').toEqual(whole.tables);
       }),
       params<[History, number]>(Math.max(10, Math.floor(RUNS / 2))),
