@@ -2,7 +2,7 @@ import type { TimeWindow } from './window.js';
 
 /**
  * A dense slice is judged in parts, each holding at most `maxCharges` of the charges
- * created in the slice (README "Memory"): one batch gathers and judges every identity of
+ * created in the slice (README "Dense slices judged in parts"): one batch gathers and judges every identity of
  * its charges at once, so its objects grow with the slice's density, not with the run.
  *
  * The parts cut the slice at whole seconds (Stripe's `created` resolution) between
@@ -27,14 +27,16 @@ export interface SlicePart {
 export function partsOf(
   slice: TimeWindow,
   listed: TimeWindow,
-  /** `created` (unix seconds) of the charges created in the slice, in any order. */
+  /** `created` (unix seconds) of the charges listed, in any order; those outside the slice are left out. */
   createdSeconds: readonly number[],
   maxCharges: number,
 ): SlicePart[] {
   if (!(Number.isInteger(maxCharges) && maxCharges >= 1)) {
     throw new RangeError(`maxCharges must be a positive integer (got ${maxCharges})`);
   }
-  const sorted = Float64Array.from(createdSeconds).sort();
+  const from = slice.from.getTime();
+  const to = slice.to.getTime();
+  const sorted = Float64Array.from(createdSeconds.filter((s) => s * 1000 >= from && s * 1000 < to)).sort();
   const cuts: Array<{ at: number; index: number }> = [];
   let start = 0;
   while (sorted.length - start > maxCharges) {
@@ -47,16 +49,16 @@ export function partsOf(
     cuts.push({ at: (sorted[index] as number) * 1000, index });
     start = index;
   }
-  const bounds = [slice.from.getTime(), ...cuts.map((c) => c.at), slice.to.getTime()];
+  const bounds = [from, ...cuts.map((c) => c.at), to];
   const indices = [0, ...cuts.map((c) => c.index), sorted.length];
   const last = bounds.length - 2;
-  return bounds.slice(0, -1).map((from, k) => {
-    const to = bounds[k + 1] as number;
+  return bounds.slice(0, -1).map((start, k) => {
+    const end = bounds[k + 1] as number;
     return {
-      slice: { from: new Date(from), to: new Date(to) },
+      slice: { from: new Date(start), to: new Date(end) },
       listed: {
-        from: k === 0 ? listed.from : new Date(from),
-        to: k === last ? listed.to : new Date(to),
+        from: k === 0 ? listed.from : new Date(start),
+        to: k === last ? listed.to : new Date(end),
       },
       charges: (indices[k + 1] as number) - (indices[k] as number),
     };

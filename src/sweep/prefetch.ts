@@ -23,7 +23,7 @@ export const MAX_PREFETCHED_CHARGES = 20_000;
 export interface ListedSlice {
   charges: NormalizedCharge[];
   unreadable: MalformedCharge[];
-  /** Charges created in the slice itself (not the lease margins): `charges_scanned`. */
+  /** Charges created in the slice itself (not the lease margins); slice.ts counts them per part. */
   inSlice: number;
   /** When its listing started: what the mirror records as the read time. */
   fetchedAt: Date;

@@ -35,11 +35,12 @@ export async function sweepSlice(
   const { run, slice, report } = ctx;
   const { charges, unreadable, fetchedAt, readWindow } = listed;
   await deps.faultPoint?.(`slice:${ctx.index}:listed`);
-  const from = slice.from.getTime();
-  const to = slice.to.getTime();
-  const created: number[] = [];
-  for (const c of charges) if (c.created * 1000 >= from && c.created * 1000 < to) created.push(c.created);
-  const parts = partsOf(slice, readWindow, created, options.batchCharges);
+  const parts = partsOf(
+    slice,
+    readWindow,
+    charges.map((c) => c.created),
+    options.batchCharges,
+  );
   let refundIntents = 0;
   for (const [k, part] of parts.entries()) {
     // Between parts, as between slices: a stop asked for ends the run at the last commit.
@@ -52,7 +53,10 @@ export async function sweepSlice(
       name: parts.length === 1 ? `slice:${ctx.index}` : `slice:${ctx.index}.${k}`,
       charges: k === 0 ? charges : [],
       fetchedAt,
-      unreadable: k === 0 ? unreadable : [],
+      // Every part carries the slice's named unreadable charges (the first part's refused
+      // ones included): a later part may judge an older read of one from the mirror, and
+      // must not close its finding as healed. Counted once (countedMalformed).
+      unreadable: k === 0 ? unreadable : unreadable.filter((bad) => bad.id !== null),
       load: (client) => loadSliceFacts(client, run.account, part.slice, part.listed),
       countsMatched: (at) => at >= part.slice.from && at < part.slice.to,
       async checkpoint(client, deferred, now) {

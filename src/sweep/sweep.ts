@@ -31,7 +31,8 @@ export function newRunId(now: Date): string {
 
 /**
  * One sweep over the given accounts: lock, then per account window → slices →
- * (ingest, diff, repair, record, checkpoint) per slice, each slice one transaction.
+ * (ingest, diff, repair, record, checkpoint) per slice, each slice one transaction, or
+ * one per part of a dense slice (slice.ts).
  */
 export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<SweepReport[]> {
   const lock = await lockAccounts(deps.pool, options.accounts, {
@@ -283,7 +284,8 @@ async function sweepAccount(
     }
   }
   report.duration_ms = Date.now() - t0;
-  if (report.status === 'interrupted') log.warn('sweep interrupted between slices; the next run resumes from here');
+  if (report.status === 'interrupted')
+    log.warn('sweep interrupted between slices (or parts of one); the next run resumes from here');
   else
     log.info(
       { findings: report.findings, repaired: report.repaired, unreconciled: report.unreconciled },

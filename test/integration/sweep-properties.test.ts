@@ -203,21 +203,26 @@ describe('the sweep over random histories', () => {
         const whole = await outcome({ batchCharges: 1_000_000 });
         const parts = await outcome({ batchCharges });
         expect(parts.counts, 'counts differ when slices are judged in parts').toEqual(whole.counts);
-        // A dry run in parts (one transaction, the overlay carried from part to part) counts alike too.
-        const stripe = await reset(h);
-        const dry = await run(
-          stripe,
-          memoryEvidence(() => stripe),
-          {
-            accounts: [...ACCOUNTS],
-            batchCharges,
-            dryRun: true,
-          },
+        // A dry run in parts (one transaction, the overlay carried from part to part) counts
+        // as a dry run of whole slices. (Not as the real run: with several accounts in one
+        // dry run, one account's would-be repairs are not laid over the next account's
+        // judgement, which the first property avoids by running the accounts one by one.)
+        const dryCounts = async (options: Partial<SweepOptions>) => {
+          const stripe = await reset(h);
+          const reports = await run(
+            stripe,
+            memoryEvidence(() => stripe),
+            {
+              accounts: [...ACCOUNTS],
+              dryRun: true,
+              ...options,
+            },
+          );
+          return reports.map((r) => ({ ...counts(r), scanned: r.charges_scanned, status: r.status }));
+        };
+        expect(await dryCounts({ batchCharges }), 'a dry run in parts counted differently').toEqual(
+          await dryCounts({ batchCharges: 1_000_000 }),
         );
-        expect(
-          dry.map((r) => ({ ...counts(r), scanned: r.charges_scanned, status: r.status })),
-          'a dry run in parts counted differently',
-        ).toEqual(whole.counts);
         expect(parts.tables, 'tables differ when slices are judged in parts').toEqual(whole.tables);
       }),
       params<[History, number]>(Math.max(10, Math.floor(RUNS / 2))),

@@ -734,6 +734,23 @@ describe('a dense slice judged in parts (batchCharges)', () => {
   });
 });
 
+describe('a dense slice judged in parts, with a charge Stripe now returns malformed', () => {
+  it('keeps its finding open in every part, though a later part judges its older read from the mirror', async () => {
+    await run({ batchCharges: 2 }); // ch_drift (10:30:01) lands in the mirror, well read
+    const listing = async function* (account: string, window: { from: Date; to: Date }) {
+      yield* memoryChargeSource(() => stripe.filter((c) => c.id !== 'ch_drift'))(account, window);
+      const created = secs('10T10:30:01');
+      if (created >= window.from.getTime() / 1000 && created < window.to.getTime() / 1000)
+        yield { charges: [], malformed: [{ id: 'ch_drift', account: null, problem: 'amount is missing', created }] };
+    };
+    const [report] = await sweepWith({ listCharges: listing }, { batchCharges: 2 });
+    expect(report!.malformed_charges).toBe(1);
+    expect(
+      await query(`SELECT state FROM recon_findings WHERE subject = 'ch_drift' AND details ? 'malformed'`),
+    ).toEqual([{ state: 'open' }]);
+  });
+});
+
 describe('stopping', () => {
   it('an abort mid-run finishes the slice in progress, records the run interrupted and frees the lock', async () => {
     const controller = new AbortController();

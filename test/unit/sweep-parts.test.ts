@@ -29,6 +29,14 @@ describe('partsOf (a dense slice judged in parts)', () => {
     expect(parts[1]?.slice).toEqual({ from: new Date(second(7) * 1000), to: new Date(second(9) * 1000) });
   });
 
+  it("leaves out the margins' charges, and cuts only between whole seconds when the slice starts mid-second", () => {
+    const odd = { from: new Date(slice.from.getTime() + 400), to: slice.to };
+    const parts = partsOf(odd, listed, [second(-60), second(0), second(1), second(2), second(3600), second(3700)], 1);
+    expect(parts.map((p) => p.charges)).toEqual([1, 1]); // second(0) is before the slice's start
+    expect(parts[0]?.slice).toEqual({ from: odd.from, to: new Date(second(2) * 1000) });
+    expect(parts[1]?.slice).toEqual({ from: new Date(second(2) * 1000), to: odd.to });
+  });
+
   it('refuses a part size that is not a positive integer', () => {
     expect(() => partsOf(slice, listed, [], 0)).toThrow(RangeError);
     expect(() => partsOf(slice, listed, [], 1.5)).toThrow(RangeError);
