@@ -228,7 +228,9 @@ async function finish(
   const lostToWriter = findings.filter((f) => f.repair && !repairs.has(f) && !isRefund(f)).map((f) => f.subject);
   const refunds = recorded.filter(isRefund);
   if (ctx.overlay) {
-    await client.query('ROLLBACK TO SAVEPOINT dry_run_batch');
+    // Released too: ROLLBACK TO keeps the savepoint, and every batch of a long dry run
+    // would nest one subtransaction deeper in its one transaction.
+    await client.query('ROLLBACK TO SAVEPOINT dry_run_batch; RELEASE SAVEPOINT dry_run_batch');
     ctx.overlay.record(repairs, refunds, now);
   }
   const rows = await recordFindings(client, { account: run.account, runId: run.id, now, findings: recorded, repairs });
