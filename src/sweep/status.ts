@@ -128,13 +128,9 @@ async function readLiveRuns(db: Queryable, now: Date, sliceMs: number | undefine
   return rows.map((r) => {
     const span = r.window_to.getTime() - r.window_from.getTime();
     const done = Math.max(0, r.checkpoint.getTime() - r.window_from.getTime());
-    const slices = sliceMs
-      ? {
-          // Whole slices only: a dense slice checkpoints after each of its parts.
-          done: slicesOf({ from: r.window_from, to: r.window_to }, sliceMs).filter((s) => s.to <= r.checkpoint).length,
-          total: slicesOf({ from: r.window_from, to: r.window_to }, sliceMs).length,
-        }
-      : null;
+    const all = sliceMs ? slicesOf({ from: r.window_from, to: r.window_to }, sliceMs) : null;
+    // Whole slices only: a dense slice checkpoints after each of its parts.
+    const slices = all ? { done: all.filter((s) => s.to <= r.checkpoint).length, total: all.length } : null;
     return {
       id: r.id,
       mode: r.mode,

@@ -236,6 +236,13 @@ describe('status of a run in progress', () => {
       await lock.release();
     }
     expect((await readStatus(db.pool, NOW, options)).live_runs[0]?.lock_held).toBe(false);
+    // A dense slice's part committed (checkpoint inside 09:00-10:00): still four whole slices.
+    await db.pool.query(`UPDATE recon_runs SET checkpoint = $1 WHERE id = 'run_live'`, [at(Y + 9.5 * HOUR)]);
+    expect((await readStatus(db.pool, NOW, options)).live_runs[0]).toMatchObject({
+      checkpoint: at(Y + 9.5 * HOUR).toISOString(),
+      slices_done: 4,
+      slices_total: 7,
+    });
     await db.pool.query(`UPDATE recon_runs SET status = 'interrupted' WHERE id = 'run_live'`);
     expect((await readStatus(db.pool, NOW)).live_runs).toEqual([]);
   });
