@@ -61,7 +61,7 @@ const duration = (name: DurationVariable) => {
     });
 };
 
-const positiveInt = (name: string, fallback: string, max = Number.MAX_SAFE_INTEGER) =>
+const positiveInt = (name: string, fallback: string, max = Number.MAX_SAFE_INTEGER, min = 1) =>
   z
     .string()
     .default(fallback)
@@ -73,6 +73,10 @@ const positiveInt = (name: string, fallback: string, max = Number.MAX_SAFE_INTEG
       }
       if (n > max) {
         ctx.addIssue({ code: 'custom', message: `${name} must be at most ${max} (got ${n})` });
+        return z.NEVER;
+      }
+      if (n < min) {
+        ctx.addIssue({ code: 'custom', message: `${name} must be at least ${min} (got ${n})` });
         return z.NEVER;
       }
       return n;
@@ -176,10 +180,8 @@ const envSchema = z.object({
   SWEEPER_MAX_LAG: duration('SWEEPER_MAX_LAG'),
   SWEEPER_PROGRESS_INTERVAL: duration('SWEEPER_PROGRESS_INTERVAL'),
   SWEEPER_DEEP_READ_DAYS: positiveInt('SWEEPER_DEEP_READ_DAYS', '3', 30),
-  SWEEPER_BATCH_CHARGES: positiveInt('SWEEPER_BATCH_CHARGES', '2000', 100_000).refine((n) => n >= 100, {
-    message:
-      'SWEEPER_BATCH_CHARGES must be at least 100 (a batch of fewer charges costs more statements than it saves memory)',
-  }),
+  // Below 100, a batch costs more statements than it saves memory.
+  SWEEPER_BATCH_CHARGES: positiveInt('SWEEPER_BATCH_CHARGES', '2000', 100_000, 100),
   // Stripe's default per endpoint (GET /v1/charges is one); above 100 only where Stripe raised the account's limit, or a double.
   SWEEPER_STRIPE_RATE: positiveInt('SWEEPER_STRIPE_RATE', '25', 1000),
   SWEEPER_LOG_LEVEL: z

@@ -66,7 +66,7 @@ describe('loadConfig', () => {
       /^SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT must be between 1s and 1h/,
     ],
     [{ SWEEPER_STRIPE_RATE: '1001' }, /^SWEEPER_STRIPE_RATE must be at most 1000 \(got 1001\)/],
-    [{ SWEEPER_BATCH_CHARGES: '99' }, /^SWEEPER_BATCH_CHARGES must be at least 100/],
+    [{ SWEEPER_BATCH_CHARGES: '99' }, /^SWEEPER_BATCH_CHARGES must be at least 100 \(got 99\)/],
     [{ SWEEPER_BATCH_CHARGES: '100001' }, /^SWEEPER_BATCH_CHARGES must be at most 100000 \(got 100001\)/],
     [{ SWEEPER_BATCH_CHARGES: '2k' }, /^SWEEPER_BATCH_CHARGES must be a positive integer \(got "2k"\)/],
   ])('rejects %j with a ConfigError naming the variable', (env, message) => {
