@@ -23,8 +23,6 @@ export const MAX_PREFETCHED_CHARGES = 20_000;
 export interface ListedSlice {
   charges: NormalizedCharge[];
   unreadable: MalformedCharge[];
-  /** Charges created in the slice itself (not the lease margins); slice.ts counts them per part. */
-  inSlice: number;
   /** When its listing started: what the mirror records as the read time. */
   fetchedAt: Date;
   /** What was listed: the slice with its lease margins (up to the run's start). */
@@ -124,7 +122,6 @@ export class SlicePrefetcher {
       return {
         charges,
         unreadable: listed.unreadable.filter((bad) => ownedBy(slice, bad)),
-        inSlice: own.length,
         // The earliest read of them all: a later read of any of these charges must be able to replace it.
         fetchedAt: earliest(fetchedAt, after.fetchedAt),
         readWindow,
