@@ -203,27 +203,16 @@ describe('the sweep over random histories', () => {
         const whole = await outcome({ batchCharges: 1_000_000 });
         const parts = await outcome({ batchCharges });
         expect(parts.counts, 'counts differ when slices are judged in parts').toEqual(whole.counts);
-        // A dry run in parts (one transaction, the overlay carried from part to part) counts
-        // as a dry run of whole slices. (Not as the real run: with several accounts in one
-        // dry run, one account's would-be repairs are not laid over the next account's
-        // judgement, which the first property avoids by running the accounts one by one.)
-        const dryCounts = async (options: Partial<SweepOptions>) => {
-          const stripe = await reset(h);
-          const reports = await run(
-            stripe,
-            memoryEvidence(() => stripe),
-            {
-              accounts: [...ACCOUNTS],
-              dryRun: true,
-              ...options,
-            },
-          );
-          return reports.map((r) => ({ ...counts(r), scanned: r.charges_scanned, status: r.status }));
-        };
-        expect(await dryCounts({ batchCharges }), 'a dry run in parts counted differently').toEqual(
-          await dryCounts({ batchCharges: 1_000_000 }),
-        );
         expect(parts.tables, 'tables differ when slices are judged in parts').toEqual(whole.tables);
+        // A dry run in parts (one transaction, the overlay carried from part to part) counts
+        // as a dry run of whole slices, and both leave the tables as they were. (Not as the
+        // real run: with several accounts in one dry run, one account's would-be repairs are
+        // not laid over the next account's judgement, which the first property avoids by
+        // running the accounts one by one.)
+        const dryWhole = await outcome({ batchCharges: 1_000_000, dryRun: true });
+        const dryParts = await outcome({ batchCharges, dryRun: true });
+        expect(dryParts.counts, 'a dry run in parts counted differently').toEqual(dryWhole.counts);
+        expect(dryParts.tables, 'a dry run in parts left other tables').toEqual(dryWhole.tables);
       }),
       params<[History, number]>(Math.max(10, Math.floor(RUNS / 2))),
     );
