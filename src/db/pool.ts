@@ -70,6 +70,13 @@ export function createPool(connectionString: string, options: PoolOptions = {}):
   // An idle client losing its connection must not crash the process; the next
   // checkout reconnects or fails with a real error.
   pool.on('error', () => undefined);
+  // No parallel workers: every sweeper statement reads a slice's few thousand rows by
+  // index, but the planner misjudges some (a slice's charges without metadata against
+  // every claim partition) as large, and starting a worker costs ~15 ms, more than the
+  // whole statement (README "Throughput"). Queued before the checkout's first statement.
+  pool.on('connect', (client) => {
+    client.query('SET max_parallel_workers_per_gather = 0').catch(() => undefined);
+  });
   return pool;
 }
 

@@ -39,6 +39,31 @@ describe('session limits', () => {
     expect(d[0]?.lock).toBe('30s');
   });
 
+  it('no connection plans parallel workers, its first statement included', async () => {
+    const fresh = createPool(db.url, { max: 2 });
+    try {
+      // Two connections at once: each runs the setting before the statement checked out with it.
+      const [a, b] = await Promise.all([fresh.connect(), fresh.connect()]);
+      try {
+        for (const client of [a, b]) {
+          const { rows } = await client.query<{ workers: string }>(
+            `SELECT current_setting('max_parallel_workers_per_gather') AS workers`,
+          );
+          expect(rows[0]?.workers).toBe('0');
+        }
+      } finally {
+        a.release();
+        b.release();
+      }
+      const { rows } = await fresh.query<{ workers: string }>(
+        `SELECT current_setting('max_parallel_workers_per_gather') AS workers`,
+      );
+      expect(rows[0]?.workers).toBe('0');
+    } finally {
+      await fresh.end();
+    }
+  });
+
   it('a session frozen inside a transaction is ended by the server, and its row locks go with it', async () => {
     await db.pool.query(`CREATE TABLE IF NOT EXISTS limits_probe (id int PRIMARY KEY)`);
     await db.pool.query(`INSERT INTO limits_probe VALUES (1) ON CONFLICT DO NOTHING`);
