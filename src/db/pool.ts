@@ -65,18 +65,16 @@ export function createPool(connectionString: string, options: PoolOptions = {}):
     lock_timeout: timeouts.lockTimeoutMs,
     statement_timeout: timeouts.statementTimeoutMs,
     idle_in_transaction_session_timeout: timeouts.idleInTransactionTimeoutMs,
+    // No parallel workers: every sweeper statement reads a slice's few thousand rows by
+    // index, but the planner misjudges some (a slice's charges without metadata against
+    // every claim partition) as large, and starting a worker costs more than the whole
+    // statement (README "Throughput"). An `options` in DATABASE_URL replaces this one.
+    options: '-c max_parallel_workers_per_gather=0',
     types,
   });
   // An idle client losing its connection must not crash the process; the next
   // checkout reconnects or fails with a real error.
   pool.on('error', () => undefined);
-  // No parallel workers: every sweeper statement reads a slice's few thousand rows by
-  // index, but the planner misjudges some (a slice's charges without metadata against
-  // every claim partition) as large, and starting a worker costs ~15 ms, more than the
-  // whole statement (README "Throughput"). Queued before the checkout's first statement.
-  pool.on('connect', (client) => {
-    client.query('SET max_parallel_workers_per_gather = 0').catch(() => undefined);
-  });
   return pool;
 }
 

@@ -42,7 +42,7 @@ describe('session limits', () => {
   it('no connection plans parallel workers, its first statement included', async () => {
     const fresh = createPool(db.url, { max: 2 });
     try {
-      // Two connections at once: each runs the setting before the statement checked out with it.
+      // Two connections at once: the setting comes with each one's start-up, before any statement.
       const [a, b] = await Promise.all([fresh.connect(), fresh.connect()]);
       try {
         for (const client of [a, b]) {
