@@ -231,7 +231,7 @@ async function finish(
     // Released too: ROLLBACK TO keeps the savepoint, and every batch of a long dry run
     // would nest one subtransaction deeper in its one transaction.
     await client.query('ROLLBACK TO SAVEPOINT dry_run_batch; RELEASE SAVEPOINT dry_run_batch');
-    ctx.overlay.record(repairs, refunds, now);
+    ctx.overlay.record(repairs, refunds, now, run.account);
   }
   const rows = await recordFindings(client, { account: run.account, runId: run.id, now, findings: recorded, repairs });
   await closeHealedFindings(client, {

@@ -12,17 +12,17 @@ import { responseFromCharge, type RepairOutcome } from './repairs.js';
  */
 export class DryRunOverlay {
   private readonly claims = new Map<string, ClaimFact>();
-  private readonly accountId: string | null;
-
-  /** One overlay per account's run: every claim it completes or releases is on that account. */
-  constructor(account: string) {
-    this.accountId = accountIdOf(account);
-  }
   private readonly effects = new Map<string, EffectFact>();
   private readonly refunded = new Set<string>();
 
-  record(repairs: ReadonlyMap<Finding, RepairOutcome>, refunds: readonly Finding[], now: Date): void {
-    for (const finding of repairs.keys()) this.recordOne(finding, now);
+  /**
+   * One overlay per dry run, whatever its accounts (claims are unique per tenant and key
+   * across accounts). `account`: the account the batch judged; every claim it completes
+   * or releases is on that account.
+   */
+  record(repairs: ReadonlyMap<Finding, RepairOutcome>, refunds: readonly Finding[], now: Date, account: string): void {
+    const accountId = accountIdOf(account);
+    for (const finding of repairs.keys()) this.recordOne(finding, now, accountId);
     for (const finding of refunds) {
       if (finding.repair?.kind === 'refund_duplicates') for (const c of finding.repair.refund) this.refunded.add(c.id);
     }
@@ -64,7 +64,7 @@ export class DryRunOverlay {
     };
   }
 
-  private recordOne(finding: Finding, now: Date): void {
+  private recordOne(finding: Finding, now: Date, accountId: string | null): void {
     const repair = finding.repair;
     if (!repair) return;
     switch (repair.kind) {
@@ -78,7 +78,7 @@ export class DryRunOverlay {
         this.claims.set(key, {
           ...(claim ?? {
             ...placeholderClaim(repair.claim.tenantId, repair.claim.key, repair.charge, now),
-            accountId: this.accountId,
+            accountId,
           }),
           status: 'completed',
           lockedUntil: null,
@@ -94,7 +94,7 @@ export class DryRunOverlay {
       case 'release_claim': {
         const key = claimKey(repair.claim.tenantId, repair.claim.key);
         this.claims.set(key, {
-          ...(this.claims.get(key) ?? released(repair.claim, this.accountId, now)),
+          ...(this.claims.get(key) ?? released(repair.claim, accountId, now)),
           status: 'released',
           lockedUntil: null,
           updatedAt: now,

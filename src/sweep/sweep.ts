@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { checkout, inTransaction } from '../db/pool.js';
+import { checkout, inTransaction, type PoolClient } from '../db/pool.js';
 import { emptyCounts } from './categories.js';
 import { lockAccounts, type SweepLock } from './lock.js';
 import {
@@ -45,7 +45,12 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
         'another sweep holds the account; waiting for it (--wait)',
       ),
   });
+  // A dry run of several accounts is one transaction, rolled back at the end, with one
+  // overlay: each account is judged on what the accounts before it would have written,
+  // as the real run (accounts one after another, in this order) would judge it.
+  let dry: DryRun | null = null;
   try {
+    if (options.dryRun) dry = await beginDryRun(deps);
     const reports: SweepReport[] = [];
     const failures: Error[] = [];
     for (const account of lock.skipped) {
@@ -59,7 +64,7 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
       if (options.signal?.aborted) break;
       lock.assertHeld();
       try {
-        reports.push(await sweepAccount(deps, options, account, lock));
+        reports.push(await sweepAccount(deps, options, account, lock, dry));
       } catch (error) {
         lock.assertHeld(); // a lost lock stops everything, at once
         // One account failing (its Stripe key lacks access, say) must not hide the
@@ -72,7 +77,48 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
     if (failures.length > 0) throw new SweepFailedError(failures[0]!.message, reports);
     return reports;
   } finally {
+    if (dry) {
+      await dry.client.query('ROLLBACK').catch(() => undefined);
+      dry.client.release();
+    }
     await lock.release();
+  }
+}
+
+/** A dry run's one connection, in its one transaction, and what its repairs would have written. */
+interface DryRun {
+  client: PoolClient;
+  overlay: DryRunOverlay;
+}
+
+async function beginDryRun(deps: SweepDeps): Promise<DryRun> {
+  const client = await checkout(deps.pool);
+  try {
+    await client.query('BEGIN');
+    // The dry run's one transaction stays open while each slice lists Stripe: the
+    // session's idle-in-transaction limit (SWEEPER_DB_*) must not end it midway.
+    await client.query('SET LOCAL idle_in_transaction_session_timeout = 0');
+  } catch (error) {
+    client.release(true);
+    throw error;
+  }
+  return { client, overlay: new DryRunOverlay() };
+}
+
+/**
+ * A dry run's batch: in a savepoint, so a batch that fails leaves what the batches before
+ * it wrote, as a real run's failed transaction leaves the committed ones, and the
+ * transaction goes on for the next account.
+ */
+async function inDrySavepoint<T>(client: PoolClient, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  await client.query('SAVEPOINT dry_run_transaction');
+  try {
+    const result = await fn(client);
+    await client.query('RELEASE SAVEPOINT dry_run_transaction');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK TO SAVEPOINT dry_run_transaction; RELEASE SAVEPOINT dry_run_transaction');
+    throw error;
   }
 }
 
@@ -117,6 +163,7 @@ async function sweepAccount(
   options: SweepOptions,
   account: string,
   lock: SweepLock,
+  dryRun: DryRun | null,
 ): Promise<SweepReport> {
   const started = deps.clock();
   const t0 = Date.now();
@@ -154,12 +201,14 @@ async function sweepAccount(
   };
   const slices = slicesOf({ from: window.start, to: window.full.to }, options.sliceMs);
   const watermarkHold = { at: null as Date | null };
-  // A real run commits slice by slice. A dry run keeps one transaction that it rolls
-  // back at the end, so later slices see the charges and findings earlier ones wrote;
-  // each slice's repairs are undone at once and laid over later slices by the overlay
-  // (see sweepSlice).
-  const dry = options.dryRun ? await checkout(deps.pool) : null;
-  const inTx: SliceContext['inTransaction'] = dry ? (fn) => fn(dry) : (fn) => inTransaction(deps.pool, fn);
+  // A real run commits slice by slice. A dry run keeps one transaction (for all its
+  // accounts) that it rolls back at the end, so later slices see the charges and findings
+  // earlier ones wrote; each slice's repairs are undone at once and laid over later
+  // slices by the overlay (see judgeBatch).
+  const dry = dryRun?.client ?? null;
+  const inTx: SliceContext['inTransaction'] = dry
+    ? (fn) => inDrySavepoint(dry, fn)
+    : (fn) => inTransaction(deps.pool, fn);
   const shared = {
     run,
     report,
@@ -172,7 +221,7 @@ async function sweepAccount(
     lock,
     watermarkHold,
     verified: nothingVerifiedYet(),
-    overlay: dry ? new DryRunOverlay(account) : null,
+    overlay: dryRun?.overlay ?? null,
   };
   const settleRefunds = async () => {
     if (dry) return;
@@ -197,12 +246,6 @@ async function sweepAccount(
     options.signal,
   );
   try {
-    if (dry) {
-      await dry.query('BEGIN');
-      // The dry run's one transaction stays open while each slice lists Stripe: the
-      // session's idle-in-transaction limit (SWEEPER_DB_*) must not end it midway.
-      await dry.query('SET LOCAL idle_in_transaction_session_timeout = 0');
-    }
     await insertRun(dry ?? deps.pool, run);
     log.info({ window: report.window, slices: slices.length, start: window.start.toISOString() }, 'sweep started');
     const progress = (phase: 'slices' | 'changes', slicesDone: number) =>
@@ -278,10 +321,6 @@ async function sweepAccount(
     throw error;
   } finally {
     prefetcher.close();
-    if (dry) {
-      await dry.query('ROLLBACK').catch(() => undefined);
-      dry.release();
-    }
   }
   report.duration_ms = Date.now() - t0;
   if (report.status === 'interrupted')

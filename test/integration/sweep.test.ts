@@ -434,6 +434,36 @@ describe('Stripe Connect', () => {
   });
 });
 
+describe('a dry run of several accounts', () => {
+  it('judges each account on what the accounts before it would have repaired, so it counts as the real run', async () => {
+    // No claim for acme/k-shared anywhere. The platform's charge names it: the sweep
+    // re-creates the claim there. A payment row of the connected account names the same
+    // key: once the platform holds the claim, the connected account may not take it.
+    stripe.push(charge({ id: 'ch_shared_p', created: secs('10T09:30:01'), ...meta('k-shared') }));
+    stripe.push(
+      charge({ id: 'ch_shared_c', account: 'acct_1Connected', created: secs('10T09:31:01'), ...meta('k-shared') }),
+    );
+    await seedEffect(db.pool, {
+      chargeId: 'ch_shared_c',
+      tenantId: 'acme',
+      key: 'k-shared',
+      accountId: 'acct_1Connected',
+      createdAt: at('10T09:31:02'),
+    });
+    const accounts = ['platform', 'acct_1Connected'];
+    const untouched = await tableChecksums(db.pool);
+    const dry = await run({ dryRun: true, accounts });
+    expect(await tableChecksums(db.pool), 'a dry run changed a table').toEqual(untouched);
+    const real = await run({ accounts });
+    const counted = (reports: typeof real) =>
+      reports.map((r) => ({ account: r.account, findings: r.findings, repaired: r.repaired, open: r.unreconciled }));
+    expect(counted(dry)).toEqual(counted(real));
+    expect(await query(`SELECT account_id FROM idempotency_keys WHERE key = 'k-shared'`)).toEqual([
+      { account_id: null },
+    ]);
+  });
+});
+
 describe('claims written by other clients', () => {
   it('repairs a claim whose created_at carries microseconds (a JavaScript Date cannot hold them)', async () => {
     await db.pool.query(
