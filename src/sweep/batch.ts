@@ -120,7 +120,12 @@ export async function judgeBatch(
   // refuse one, the transaction rolls back and the batch lands again, guarded. A dry run's
   // one transaction cannot roll back a batch: it is always guarded.
   let guarded = ctx.overlay !== null;
+  // A dry run lays a batch's would-be repairs over later batches only once the batch
+  // stands (its savepoint released): a batch that fails leaves nothing, as a real run's
+  // rolled-back transaction does.
+  let overlay: OverlayRecord | null = null;
   const ingestAndJudge = async (client: PoolClient) => {
+    overlay = null;
     await prepare(client, days);
     for (let i = 0; i < batch.charges.length; i += INGEST_BATCH) {
       // A charge the database refuses (one the normaliser did not know to refuse) becomes
@@ -142,7 +147,8 @@ export async function judgeBatch(
     }
     await fault('ingested');
     first = await judge(client);
-    if (!needsStripe(first.judgement)) refundIntents = await finish(deps, options, ctx, batch, client, first);
+    if (!needsStripe(first.judgement))
+      ({ intents: refundIntents, overlay } = await finish(deps, options, ctx, batch, client, first));
   };
   try {
     await ctx.inTransaction(ingestAndJudge);
@@ -155,6 +161,7 @@ export async function judgeBatch(
     guarded = true; // the refusal came while landing, before anything was judged
     await ctx.inTransaction(ingestAndJudge);
   }
+  layOver(ctx, overlay);
   const pending = first as { facts: SliceFacts; judgement: Judgement } | null;
   if (!pending || !needsStripe(pending.judgement)) {
     await fault('committed');
@@ -168,10 +175,18 @@ export async function judgeBatch(
     await prepare(client, spanOf(found));
     await upsertCharges(client, found, deps.clock());
     const second = await judge(client);
-    refundIntents = await finish(deps, options, ctx, batch, client, second);
+    ({ intents: refundIntents, overlay } = await finish(deps, options, ctx, batch, client, second));
   });
+  layOver(ctx, overlay);
   await fault('committed');
   return { refundIntents };
+}
+
+/** What a dry run's batch would have written, for the overlay (dry-run-overlay.ts). */
+type OverlayRecord = Parameters<DryRunOverlay['record']>;
+
+function layOver(ctx: RunContext, record: OverlayRecord | null): void {
+  if (record) ctx.overlay?.record(...record);
 }
 
 function needsStripe(judgement: Judgement): boolean {
@@ -196,7 +211,7 @@ async function finish(
   batch: Batch,
   client: PoolClient,
   { facts, judgement }: { facts: SliceFacts; judgement: Judgement },
-): Promise<number> {
+): Promise<{ intents: number; overlay: OverlayRecord | null }> {
   const { run, report } = ctx;
   const fault = async (phase: string) => deps.faultPoint?.(`${batch.name}:${phase}`);
   const now = deps.clock();
@@ -227,11 +242,12 @@ async function finish(
   const recorded = findings.filter((f) => !f.repair || repairs.has(f) || isRefund(f));
   const lostToWriter = findings.filter((f) => f.repair && !repairs.has(f) && !isRefund(f)).map((f) => f.subject);
   const refunds = recorded.filter(isRefund);
+  let overlay: OverlayRecord | null = null;
   if (ctx.overlay) {
     // Released too: ROLLBACK TO keeps the savepoint, and every batch of a long dry run
     // would nest one subtransaction deeper in its one transaction.
     await client.query('ROLLBACK TO SAVEPOINT dry_run_batch; RELEASE SAVEPOINT dry_run_batch');
-    ctx.overlay.record(repairs, refunds, now, run.account);
+    overlay = [repairs, refunds, now, run.account];
   }
   const rows = await recordFindings(client, { account: run.account, runId: run.id, now, findings: recorded, repairs });
   await closeHealedFindings(client, {
@@ -283,7 +299,7 @@ async function finish(
     for (const [f, r] of repairs)
       ctx.log.info({ category: f.category, subject: f.subject, action: r.action }, 'dry run: would repair');
   }
-  return intents;
+  return { intents, overlay };
 }
 
 function createdById(facts: SliceFacts): Map<string, Date> {

@@ -117,7 +117,11 @@ async function inDrySavepoint<T>(client: PoolClient, fn: (client: PoolClient) =>
     await client.query('RELEASE SAVEPOINT dry_run_transaction');
     return result;
   } catch (error) {
-    await client.query('ROLLBACK TO SAVEPOINT dry_run_transaction; RELEASE SAVEPOINT dry_run_transaction');
+    // The batch's own error is the one to report; a connection too broken to roll back
+    // fails the next account's first statement with its own.
+    await client
+      .query('ROLLBACK TO SAVEPOINT dry_run_transaction; RELEASE SAVEPOINT dry_run_transaction')
+      .catch(() => undefined);
     throw error;
   }
 }

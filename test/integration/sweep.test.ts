@@ -462,6 +462,47 @@ describe('a dry run of several accounts', () => {
       { account_id: null },
     ]);
   });
+
+  it('lays nothing of a batch that failed over the next account, as the real run keeps nothing of it', async () => {
+    stripe.push(charge({ id: 'ch_shared_p', created: secs('10T09:30:01'), ...meta('k-shared') }));
+    stripe.push(
+      charge({ id: 'ch_shared_c', account: 'acct_1Connected', created: secs('10T09:31:01'), ...meta('k-shared') }),
+    );
+    await seedEffect(db.pool, {
+      chargeId: 'ch_shared_c',
+      tenantId: 'acme',
+      key: 'k-shared',
+      accountId: 'acct_1Connected',
+      createdAt: at('10T09:31:02'),
+    });
+    // The first account swept (the platform) fails just before committing the slice that
+    // holds k-shared, after its repairs were judged.
+    const failOnce = () => {
+      let failed = false;
+      return async (name: string) => {
+        if (name === 'slice:25:before-commit' && !failed) {
+          failed = true;
+          throw new Error('the database went away');
+        }
+      };
+    };
+    const accounts = ['platform', 'acct_1Connected'];
+    const counted = (error: unknown) =>
+      (error as SweepFailedError).reports.map((r) => ({
+        account: r.account,
+        status: r.status,
+        findings: r.findings,
+        repaired: r.repaired,
+        open: r.unreconciled,
+      }));
+    const dry = await sweepWith({ faultPoint: failOnce() }, { dryRun: true, accounts }).catch((e: unknown) => e);
+    const real = await sweepWith({ faultPoint: failOnce() }, { accounts }).catch((e: unknown) => e);
+    expect(counted(real).map((r) => [r.account, r.status])).toEqual([
+      ['platform', 'failed'],
+      ['acct_1Connected', 'succeeded'],
+    ]);
+    expect(counted(dry)).toEqual(counted(real));
+  });
 });
 
 describe('claims written by other clients', () => {
