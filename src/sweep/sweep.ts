@@ -60,7 +60,7 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
       );
       deps.onSkipped?.(account);
     }
-    for (const account of lock.accounts) {
+    for (const [i, account] of lock.accounts.entries()) {
       if (options.signal?.aborted) break;
       lock.assertHeld();
       try {
@@ -72,17 +72,36 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
         const failure = error instanceof Error ? error : new Error(String(error));
         failures.push(failure);
         reports.push(failedReport(options, account, failure));
+        if (dry && !(await stillUsable(dry.client))) {
+          // The dry run's one transaction (or its connection) is gone: the accounts after
+          // this one cannot be judged on what it would have written. Say so for each.
+          const lost = new Error(
+            `not judged: the dry run's database transaction broke while judging ${account} (${failure.message}); dry-run it again`,
+          );
+          for (const rest of lock.accounts.slice(i + 1)) reports.push(failedReport(options, rest, lost));
+          break;
+        }
       }
     }
     if (failures.length > 0) throw new SweepFailedError(failures[0]!.message, reports);
     return reports;
   } finally {
     if (dry) {
-      await dry.client.query('ROLLBACK').catch(() => undefined);
-      dry.client.release();
+      const rolledBack = await dry.client.query('ROLLBACK').then(
+        () => true,
+        () => false,
+      );
+      dry.client.release(!rolledBack); // a connection that cannot roll back is not given to anyone else
     }
     await lock.release();
   }
+}
+
+async function stillUsable(client: PoolClient): Promise<boolean> {
+  return client.query('SELECT 1').then(
+    () => true,
+    () => false,
+  );
 }
 
 /** A dry run's one connection, in its one transaction, and what its repairs would have written. */
@@ -250,7 +269,9 @@ async function sweepAccount(
     options.signal,
   );
   try {
-    await insertRun(dry ?? deps.pool, run);
+    // A dry run's statements all run in a savepoint (inTx): one failing must not abort the
+    // transaction the accounts after this one are judged in.
+    await (dry ? inTx((client) => insertRun(client, run)) : insertRun(deps.pool, run));
     log.info({ window: report.window, slices: slices.length, start: window.start.toISOString() }, 'sweep started');
     const progress = (phase: 'slices' | 'changes', slicesDone: number) =>
       deps.onProgress?.({
@@ -295,7 +316,9 @@ async function sweepAccount(
         await settleRefunds();
       }
     }
-    report.unreconciled = await countOpenFindings(dry ?? deps.pool, account);
+    report.unreconciled = await (dry
+      ? inTx((client) => countOpenFindings(client, account))
+      : countOpenFindings(deps.pool, account));
     if (!dry)
       await finishRun(deps.pool, runId, {
         status: report.status,

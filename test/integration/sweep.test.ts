@@ -503,6 +503,39 @@ describe('a dry run of several accounts', () => {
     ]);
     expect(counted(dry)).toEqual(counted(real));
   });
+
+  it('whose connection dies reports the accounts after it as not judged, leaves every table as it was, and frees the lock', async () => {
+    const killer = await db.pool.connect();
+    try {
+      const untouched = await tableChecksums(db.pool);
+      const error = await sweepWith(
+        {
+          faultPoint: async (name) => {
+            if (name !== 'slice:25:judged') return;
+            // The dry run's one connection is the one idle inside a transaction right now.
+            await killer.query(
+              `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                WHERE datname = current_database() AND state = 'idle in transaction' AND pid <> pg_backend_pid()`,
+            );
+          },
+        },
+        { dryRun: true, accounts: ['platform', 'acct_1Connected'] },
+      ).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(SweepFailedError);
+      const reports = (error as SweepFailedError).reports;
+      expect(reports.map((r) => [r.account, r.status])).toEqual([
+        ['platform', 'failed'],
+        ['acct_1Connected', 'failed'],
+      ]);
+      expect(reports[1]?.error).toMatch(/^not judged: the dry run's database transaction broke while judging platform/);
+      expect(await tableChecksums(db.pool)).toEqual(untouched);
+      // The lock went with it: a real run of both accounts goes ahead at once.
+      const real = await run({ accounts: ['platform', 'acct_1Connected'] });
+      expect(real.map((r) => r.status)).toEqual(['succeeded', 'succeeded']);
+    } finally {
+      killer.release();
+    }
+  });
 });
 
 describe('claims written by other clients', () => {
