@@ -69,6 +69,11 @@ export interface Batch {
   fetchedAt: Date;
   /** Charges the listing could not read. */
   unreadable: MalformedCharge[];
+  /**
+   * The run's lock connection holds the mirror's partitions for this batch (the parts of
+   * a dense slice: SweepLock.holdPartitions), so its transaction takes no lock of its own.
+   */
+  partitionsHeld?: boolean;
   /** Gathers the facts to judge, inside the batch's transaction. */
   load: (client: PoolClient) => Promise<SliceFacts>;
   /** Whether a matched charge created at this instant is counted by this batch (each charge once per run). */
@@ -82,6 +87,7 @@ export interface Batch {
 
 const ENSURE_DAYS_UNDER_LOCK = `SELECT sweeper_ensure_day_partitions('stripe_charges'::regclass, $3::date, $4::date)
   FROM (SELECT pg_advisory_xact_lock_shared($1, $2)) AS held`;
+const ENSURE_DAYS = `SELECT sweeper_ensure_day_partitions('stripe_charges'::regclass, $1::date, $2::date)`;
 
 export async function judgeBatch(
   deps: SweepDeps,
@@ -96,9 +102,14 @@ export async function judgeBatch(
     // inserts; taken first (the FROM), then the days ensured, in one statement. In the
     // batch's transaction: `expire` may have dropped an old day since the run began (old
     // charges), and a dry run's partitions roll back with it.
+    // A part of a dense slice takes none: the lock connection holds it across the parts
+    // (a second shared request could queue behind `expire` waiting for that one).
     const lock = [LOCK_CLASS, LockObject.partitions];
-    if (!span) await client.query('SELECT pg_advisory_xact_lock_shared($1, $2)', lock);
-    else await client.query(ENSURE_DAYS_UNDER_LOCK, [...lock, utcDay(span.from), utcDay(span.to)]);
+    const days = span ? [utcDay(span.from), utcDay(span.to)] : null;
+    if (batch.partitionsHeld) {
+      if (days) await client.query(ENSURE_DAYS, days);
+    } else if (!days) await client.query('SELECT pg_advisory_xact_lock_shared($1, $2)', lock);
+    else await client.query(ENSURE_DAYS_UNDER_LOCK, [...lock, ...days]);
   };
   const judge = async (client: PoolClient): Promise<{ facts: SliceFacts; judgement: Judgement }> => {
     const raw = await batch.load(client);

@@ -1,5 +1,5 @@
 import { checkout, type Pool, type PoolClient, type Queryable } from '../db/pool.js';
-import { LOCK_CLASS } from '../db/locks.js';
+import { LOCK_CLASS, LockObject } from '../db/locks.js';
 import { formatDuration } from '../time/duration.js';
 
 /** Another sweep holds an account's lock (or a backfill waited for it in vain): exit 75. */
@@ -21,6 +21,12 @@ export interface SweepLock {
    * commits: a slice never commits after its run lost the lock.
    */
   confirmHeld(db: Queryable): Promise<void>;
+  /**
+   * Holds the mirror's partitions (shared, on the lock connection) until the returned
+   * function is called: `expire` detaches no day meanwhile, though no transaction is
+   * open (between the parts of a dense slice).
+   */
+  holdPartitions(): Promise<() => Promise<void>>;
 }
 
 export interface LockRequest {
@@ -112,6 +118,15 @@ export async function lockAccounts(
       // A session being terminated still shows its locks until its backend exits; the
       // connection's error event may already have told us it is gone.
       assertHeld();
+    },
+    async holdPartitions() {
+      assertHeld();
+      const lock = [LOCK_CLASS, LockObject.partitions];
+      await client.query('SELECT pg_advisory_lock_shared($1, $2)', lock);
+      // A connection lost meanwhile took the lock with it; release() unlocks all anyway.
+      return async () => {
+        await client.query('SELECT pg_advisory_unlock_shared($1, $2)', lock).catch(() => undefined);
+      };
     },
     async release() {
       try {

@@ -42,38 +42,47 @@ export async function sweepSlice(
     options.batchCharges,
   );
   let refundIntents = 0;
-  for (const [k, part] of parts.entries()) {
-    // Between parts, as between slices: a stop asked for ends the run at the last commit.
-    if (k > 0 && options.signal?.aborted) return { refundIntents, complete: false };
-    const partCtx: SliceContext = { ...ctx, slice: part.slice };
-    report.charges_scanned += part.charges;
-    // The first part lands the slice's whole listing: every part then judges its
-    // identities with every charge the slice listed (parts.ts).
-    const done = await judgeBatch(deps, options, partCtx, {
-      name: parts.length === 1 ? `slice:${ctx.index}` : `slice:${ctx.index}.${k}`,
-      charges: k === 0 ? charges : [],
-      fetchedAt,
-      // Every part carries the slice's named unreadable charges (the first part's refused
-      // ones included): a later part may judge an older read of one from the mirror, and
-      // must not close its finding as healed. Counted once (countedMalformed).
-      unreadable: k === 0 ? unreadable : unreadable.filter((bad) => bad.id !== null),
-      load: (client) => loadSliceFacts(client, run.account, part.slice, part.listed),
-      countsMatched: (at) => at >= part.slice.from && at < part.slice.to,
-      async checkpoint(client, deferred, now) {
-        if (deferred.length > 0) holdAt(partCtx, deferred);
-        const reached = ctx.watermarkHold.at ?? part.slice.to;
-        await recordSliceProgress(client, run.id, {
-          checkpoint: reached,
-          chargesScanned: report.charges_scanned,
-          findings: report.findings,
-          repaired: report.repaired,
-        });
-        if (run.mode === 'run') await advanceWatermark(client, run.account, reached, run.id, now);
-      },
-    });
-    refundIntents += done.refundIntents;
+  // Between two parts no transaction holds the mirror's partitions: the lock connection
+  // does, for the whole slice, or `expire` could drop a day that part 0 landed and a
+  // later part judges (its payment rows would then look chargeless).
+  const release = parts.length > 1 ? await ctx.lock.holdPartitions() : null;
+  try {
+    for (const [k, part] of parts.entries()) {
+      // Between parts, as between slices: a stop asked for ends the run at the last commit.
+      if (k > 0 && options.signal?.aborted) return { refundIntents, complete: false };
+      const partCtx: SliceContext = { ...ctx, slice: part.slice };
+      report.charges_scanned += part.charges;
+      // The first part lands the slice's whole listing: every part then judges its
+      // identities with every charge the slice listed (parts.ts).
+      const done = await judgeBatch(deps, options, partCtx, {
+        name: parts.length === 1 ? `slice:${ctx.index}` : `slice:${ctx.index}.${k}`,
+        charges: k === 0 ? charges : [],
+        fetchedAt,
+        // Every part carries the slice's named unreadable charges (the first part's refused
+        // ones included): a later part may judge an older read of one from the mirror, and
+        // must not close its finding as healed. Counted once (countedMalformed).
+        unreadable: k === 0 ? unreadable : unreadable.filter((bad) => bad.id !== null),
+        partitionsHeld: release !== null,
+        load: (client) => loadSliceFacts(client, run.account, part.slice, part.listed),
+        countsMatched: (at) => at >= part.slice.from && at < part.slice.to,
+        async checkpoint(client, deferred, now) {
+          if (deferred.length > 0) holdAt(partCtx, deferred);
+          const reached = ctx.watermarkHold.at ?? part.slice.to;
+          await recordSliceProgress(client, run.id, {
+            checkpoint: reached,
+            chargesScanned: report.charges_scanned,
+            findings: report.findings,
+            repaired: report.repaired,
+          });
+          if (run.mode === 'run') await advanceWatermark(client, run.account, reached, run.id, now);
+        },
+      });
+      refundIntents += done.refundIntents;
+    }
+    return { refundIntents, complete: true };
+  } finally {
+    await release?.();
   }
-  return { refundIntents, complete: true };
 }
 
 /**

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { LOCK_CLASS, LockObject } from '../../src/db/locks.js';
 import { ensureDayPartitions } from '../../src/db/partitions.js';
 import { silentLogger } from '../../src/log.js';
 import type { NormalizedCharge } from '../../src/sweep/provider.js';
@@ -835,6 +836,42 @@ describe('a dense slice judged in parts (batchCharges)', () => {
     expect(resumed?.window?.from).toBe(at('09T08:00:00').toISOString());
     expect(await findings()).toEqual(expected);
     expect(stopped!.charges_scanned + resumed!.charges_scanned).toBe(whole!.charges_scanned);
+  });
+
+  it('keeps `expire` out of the mirror between its parts, and lets it in once the slice is done', async () => {
+    const expire = await db.pool.connect();
+    // What `expire` takes before it detaches a mirror day, waiting 100 ms at most.
+    const tryExpire = async () => {
+      await expire.query(`SET lock_timeout = '100ms'`);
+      return expire.query('SELECT pg_advisory_lock($1, $2)', [LOCK_CLASS, LockObject.partitions]).then(
+        async () => {
+          await expire.query('SELECT pg_advisory_unlock($1, $2)', [LOCK_CLASS, LockObject.partitions]);
+          return 'locked';
+        },
+        (error: { code?: string }) => error.code,
+      );
+    };
+    try {
+      const seen: Record<string, string | undefined> = {};
+      const [report] = await sweepWith(
+        {
+          faultPoint: async (name) => {
+            // Between the two parts of 09:00–10:00, and after that slice.
+            if (name === 'slice:25.0:committed' || name === 'slice:25.1:committed' || name === 'slice:26:listed')
+              seen[name] = await tryExpire();
+          },
+        },
+        { batchCharges: 2 },
+      );
+      expect(report?.status).toBe('succeeded');
+      expect(seen).toEqual({
+        'slice:25.0:committed': '55P03', // lock_not_available
+        'slice:25.1:committed': '55P03',
+        'slice:26:listed': 'locked',
+      });
+    } finally {
+      expire.release();
+    }
   });
 });
 
