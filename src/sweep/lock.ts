@@ -1,4 +1,4 @@
-import { checkout, type Pool, type PoolClient, type Queryable } from '../db/pool.js';
+import { checkout, explainTimeout, type Pool, type PoolClient, type Queryable } from '../db/pool.js';
 import { LOCK_CLASS, LockObject } from '../db/locks.js';
 import { formatDuration } from '../time/duration.js';
 
@@ -122,7 +122,10 @@ export async function lockAccounts(
     async holdPartitions() {
       assertHeld();
       const lock = [LOCK_CLASS, LockObject.partitions];
-      await client.query('SELECT pg_advisory_lock_shared($1, $2)', lock);
+      // Waits for an `expire` detaching a day, up to SWEEPER_DB_LOCK_TIMEOUT (then says so).
+      await client.query('SELECT pg_advisory_lock_shared($1, $2)', lock).catch((error: unknown) => {
+        throw explainTimeout(error);
+      });
       // A connection lost meanwhile took the lock with it; release() unlocks all anyway.
       return async () => {
         await client.query('SELECT pg_advisory_unlock_shared($1, $2)', lock).catch(() => undefined);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LOCK_CLASS, LockObject } from '../../src/db/locks.js';
 import { ensureDayPartitions } from '../../src/db/partitions.js';
+import { createPool } from '../../src/db/pool.js';
 import { silentLogger } from '../../src/log.js';
 import type { NormalizedCharge } from '../../src/sweep/provider.js';
 import { lockAccounts, SweepLockedError } from '../../src/sweep/lock.js';
@@ -436,10 +437,10 @@ describe('Stripe Connect', () => {
 });
 
 describe('a dry run of several accounts', () => {
-  it('judges each account on what the accounts before it would have repaired, so it counts as the real run', async () => {
-    // No claim for acme/k-shared anywhere. The platform's charge names it: the sweep
-    // re-creates the claim there. A payment row of the connected account names the same
-    // key: once the platform holds the claim, the connected account may not take it.
+  // No claim for acme/k-shared anywhere. The platform's charge names it: the sweep
+  // re-creates the claim there. A payment row of the connected account names the same
+  // key: once the platform holds the claim, the connected account may not take it.
+  const seedSharedKey = async () => {
     stripe.push(charge({ id: 'ch_shared_p', created: secs('10T09:30:01'), ...meta('k-shared') }));
     stripe.push(
       charge({ id: 'ch_shared_c', account: 'acct_1Connected', created: secs('10T09:31:01'), ...meta('k-shared') }),
@@ -451,6 +452,10 @@ describe('a dry run of several accounts', () => {
       accountId: 'acct_1Connected',
       createdAt: at('10T09:31:02'),
     });
+  };
+
+  it('judges each account on what the accounts before it would have repaired, so it counts as the real run', async () => {
+    await seedSharedKey();
     const accounts = ['platform', 'acct_1Connected'];
     const untouched = await tableChecksums(db.pool);
     const dry = await run({ dryRun: true, accounts });
@@ -465,17 +470,7 @@ describe('a dry run of several accounts', () => {
   });
 
   it('lays nothing of a batch that failed over the next account, as the real run keeps nothing of it', async () => {
-    stripe.push(charge({ id: 'ch_shared_p', created: secs('10T09:30:01'), ...meta('k-shared') }));
-    stripe.push(
-      charge({ id: 'ch_shared_c', account: 'acct_1Connected', created: secs('10T09:31:01'), ...meta('k-shared') }),
-    );
-    await seedEffect(db.pool, {
-      chargeId: 'ch_shared_c',
-      tenantId: 'acme',
-      key: 'k-shared',
-      accountId: 'acct_1Connected',
-      createdAt: at('10T09:31:02'),
-    });
+    await seedSharedKey();
     // The first account swept (the platform) fails just before committing the slice that
     // holds k-shared, after its repairs were judged.
     const failOnce = () => {
@@ -871,6 +866,32 @@ describe('a dense slice judged in parts (batchCharges)', () => {
       });
     } finally {
       expire.release();
+    }
+  });
+
+  it('waits for an `expire` detaching a day at most SWEEPER_DB_LOCK_TIMEOUT, and says so', async () => {
+    const impatient = createPool(db.url, { max: 4, timeouts: { lockTimeoutMs: 200 } });
+    const expire = await db.pool.connect();
+    try {
+      const error = await sweepWith(
+        {
+          pool: impatient,
+          faultPoint: async (name) => {
+            // `expire` takes the mirror's partitions just as the dense slice 09:00–10:00 starts.
+            if (name === 'slice:25:listed')
+              await expire.query('SELECT pg_advisory_lock($1, $2)', [LOCK_CLASS, LockObject.partitions]);
+          },
+        },
+        { batchCharges: 2 },
+      ).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(SweepFailedError);
+      expect((error as SweepFailedError).reports[0]?.error).toMatch(/SWEEPER_DB_LOCK_TIMEOUT/);
+      const [runRow] = await query<{ status: string; checkpoint: Date }>('SELECT status, checkpoint FROM recon_runs');
+      expect(runRow).toEqual({ status: 'failed', checkpoint: at('10T09:00:00') });
+    } finally {
+      await expire.query('SELECT pg_advisory_unlock_all()');
+      expire.release();
+      await impatient.end();
     }
   });
 });
