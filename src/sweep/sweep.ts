@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { checkout, inTransaction, type PoolClient } from '../db/pool.js';
+import { checkout, inTransaction, type PoolClient, type Queryable } from '../db/pool.js';
 import { emptyCounts } from './categories.js';
 import { lockAccounts, type SweepLock } from './lock.js';
 import {
@@ -72,7 +72,7 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
         const failure = error instanceof Error ? error : new Error(String(error));
         failures.push(failure);
         reports.push(failedReport(options, account, failure));
-        if (dry && !(await stillUsable(dry.client))) {
+        if (dry?.broken) {
           // The dry run's one transaction (or its connection) is gone: the accounts after
           // this one cannot be judged on what it would have written. Say so for each.
           const lost = new Error(
@@ -97,17 +97,12 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
   }
 }
 
-async function stillUsable(client: PoolClient): Promise<boolean> {
-  return client.query('SELECT 1').then(
-    () => true,
-    () => false,
-  );
-}
-
 /** A dry run's one connection, in its one transaction, and what its repairs would have written. */
 interface DryRun {
   client: PoolClient;
   overlay: DryRunOverlay;
+  /** A savepoint could not be taken or rolled back to: the transaction (or its connection) is gone. */
+  broken: boolean;
 }
 
 async function beginDryRun(deps: SweepDeps): Promise<DryRun> {
@@ -121,7 +116,7 @@ async function beginDryRun(deps: SweepDeps): Promise<DryRun> {
     client.release(true);
     throw error;
   }
-  return { client, overlay: new DryRunOverlay() };
+  return { client, overlay: new DryRunOverlay(), broken: false };
 }
 
 /**
@@ -129,18 +124,22 @@ async function beginDryRun(deps: SweepDeps): Promise<DryRun> {
  * it wrote, as a real run's failed transaction leaves the committed ones, and the
  * transaction goes on for the next account.
  */
-async function inDrySavepoint<T>(client: PoolClient, fn: (client: PoolClient) => Promise<T>): Promise<T> {
-  await client.query('SAVEPOINT dry_run_transaction');
+async function inDrySavepoint<T>(dry: DryRun, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  const { client } = dry;
+  await client.query('SAVEPOINT dry_run_transaction').catch((error: unknown) => {
+    dry.broken = true;
+    throw error;
+  });
   try {
     const result = await fn(client);
     await client.query('RELEASE SAVEPOINT dry_run_transaction');
     return result;
   } catch (error) {
-    // The batch's own error is the one to report; a connection too broken to roll back
-    // fails the next account's first statement with its own.
-    await client
-      .query('ROLLBACK TO SAVEPOINT dry_run_transaction; RELEASE SAVEPOINT dry_run_transaction')
-      .catch(() => undefined);
+    // The batch's own error is the one to report; one that cannot be rolled back to
+    // leaves the transaction broken for the accounts after this one (sweep()).
+    await client.query('ROLLBACK TO SAVEPOINT dry_run_transaction; RELEASE SAVEPOINT dry_run_transaction').catch(() => {
+      dry.broken = true;
+    });
     throw error;
   }
 }
@@ -228,10 +227,12 @@ async function sweepAccount(
   // accounts) that it rolls back at the end, so later slices see the charges and findings
   // earlier ones wrote; each slice's repairs are undone at once and laid over later
   // slices by the overlay (see judgeBatch).
-  const dry = dryRun?.client ?? null;
-  const inTx: SliceContext['inTransaction'] = dry
-    ? (fn) => inDrySavepoint(dry, fn)
+  const inTx: SliceContext['inTransaction'] = dryRun
+    ? (fn) => inDrySavepoint(dryRun, fn)
     : (fn) => inTransaction(deps.pool, fn);
+  // The run's own statements: a dry run's in a savepoint too (one failing must not abort
+  // the transaction the accounts after this one are judged in), a real run's on the pool.
+  const onRun = <T>(fn: (db: Queryable) => Promise<T>): Promise<T> => (dryRun ? inTx(fn) : fn(deps.pool));
   const shared = {
     run,
     report,
@@ -247,7 +248,7 @@ async function sweepAccount(
     overlay: dryRun?.overlay ?? null,
   };
   const settleRefunds = async () => {
-    if (dry) return;
+    if (dryRun) return;
     const settled = await settleRefundIntents({
       pool: deps.pool,
       evidence: deps.evidence,
@@ -269,9 +270,7 @@ async function sweepAccount(
     options.signal,
   );
   try {
-    // A dry run's statements all run in a savepoint (inTx): one failing must not abort the
-    // transaction the accounts after this one are judged in.
-    await (dry ? inTx((client) => insertRun(client, run)) : insertRun(deps.pool, run));
+    await onRun((db) => insertRun(db, run));
     log.info({ window: report.window, slices: slices.length, start: window.start.toISOString() }, 'sweep started');
     const progress = (phase: 'slices' | 'changes', slicesDone: number) =>
       deps.onProgress?.({
@@ -312,21 +311,19 @@ async function sweepAccount(
       const changes = await sweepChanges(deps, options, shared);
       if (changes) {
         report.changes = changes;
-        if (!dry) await recordRunChanges(deps.pool, runId, changes);
+        if (!dryRun) await recordRunChanges(deps.pool, runId, changes);
         await settleRefunds();
       }
     }
-    report.unreconciled = await (dry
-      ? inTx((client) => countOpenFindings(client, account))
-      : countOpenFindings(deps.pool, account));
-    if (!dry)
+    report.unreconciled = await onRun((db) => countOpenFindings(db, account));
+    if (!dryRun)
       await finishRun(deps.pool, runId, {
         status: report.status,
         now: deps.clock(),
         unreconciled: report.unreconciled,
       });
   } catch (error) {
-    if (dry) throw error;
+    if (dryRun) throw error;
     if (options.signal?.aborted) {
       // Asked to stop mid-slice: that slice rolled back; the committed ones stand.
       report.status = 'interrupted';
