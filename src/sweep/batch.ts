@@ -85,9 +85,8 @@ export interface Batch {
   checkpoint: (client: PoolClient, deferred: string[], now: Date) => Promise<void>;
 }
 
-const ENSURE_DAYS_UNDER_LOCK = `SELECT sweeper_ensure_day_partitions('stripe_charges'::regclass, $3::date, $4::date)
-  FROM (SELECT pg_advisory_xact_lock_shared($1, $2)) AS held`;
 const ENSURE_DAYS = `SELECT sweeper_ensure_day_partitions('stripe_charges'::regclass, $1::date, $2::date)`;
+const ENSURE_DAYS_UNDER_LOCK = `${ENSURE_DAYS} FROM (SELECT pg_advisory_xact_lock_shared($3, $4)) AS held`;
 
 export async function judgeBatch(
   deps: SweepDeps,
@@ -104,12 +103,14 @@ export async function judgeBatch(
     // charges), and a dry run's partitions roll back with it.
     // A part of a dense slice takes none: the lock connection holds it across the parts
     // (a second shared request could queue behind `expire` waiting for that one).
-    const lock = [LOCK_CLASS, LockObject.partitions];
-    const days = span ? [utcDay(span.from), utcDay(span.to)] : null;
+    const range = span ? [utcDay(span.from), utcDay(span.to)] : null;
     if (batch.partitionsHeld) {
-      if (days) await client.query(ENSURE_DAYS, days);
-    } else if (!days) await client.query('SELECT pg_advisory_xact_lock_shared($1, $2)', lock);
-    else await client.query(ENSURE_DAYS_UNDER_LOCK, [...lock, ...days]);
+      if (range) await client.query(ENSURE_DAYS, range);
+      return;
+    }
+    const lock = [LOCK_CLASS, LockObject.partitions];
+    if (range) await client.query(ENSURE_DAYS_UNDER_LOCK, [...range, ...lock]);
+    else await client.query('SELECT pg_advisory_xact_lock_shared($1, $2)', lock);
   };
   const judge = async (client: PoolClient): Promise<{ facts: SliceFacts; judgement: Judgement }> => {
     const raw = await batch.load(client);
