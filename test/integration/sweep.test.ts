@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LOCK_CLASS, LockObject } from '../../src/db/locks.js';
 import { ensureDayPartitions } from '../../src/db/partitions.js';
-import { createPool } from '../../src/db/pool.js';
+import { createPool, type Queryable } from '../../src/db/pool.js';
 import { silentLogger } from '../../src/log.js';
 import type { NormalizedCharge } from '../../src/sweep/provider.js';
 import { lockAccounts, SweepLockedError } from '../../src/sweep/lock.js';
@@ -63,6 +63,13 @@ function run(options: Partial<SweepOptions> = {}, clock = () => NOW) {
 }
 
 const meta = (key: string) => ({ tenantId: 'acme', idempotencyKey: key });
+
+/** Ends the sessions idle inside a transaction right now (a sweep's, stopped at a fault point): its connection dies. */
+const killIdleInTransaction = (killer: Queryable) =>
+  killer.query(
+    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+      WHERE datname = current_database() AND state = 'idle in transaction' AND pid <> pg_backend_pid()`,
+  );
 
 /** Every category of the table, as crashes and outside hands leave them. */
 async function buildScenario(): Promise<void> {
@@ -509,10 +516,7 @@ describe('a dry run of several accounts', () => {
           faultPoint: async (name) => {
             if (name !== 'slice:25:judged') return;
             // The dry run's one connection is the one idle inside a transaction right now.
-            await killer.query(
-              `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-                WHERE datname = current_database() AND state = 'idle in transaction' AND pid <> pg_backend_pid()`,
-            );
+            await killIdleInTransaction(killer);
           },
         },
         { dryRun: true, accounts: ['platform', 'acct_1Connected'] },
@@ -714,10 +718,7 @@ describe('runs, watermarks and locks', () => {
           faultPoint: async (name) => {
             if (name !== 'slice:2:judged') return;
             // The slice's own connection is the one idle inside a transaction right now.
-            await killer.query(
-              `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-                WHERE datname = current_database() AND state = 'idle in transaction' AND pid <> pg_backend_pid()`,
-            );
+            await killIdleInTransaction(killer);
           },
         },
         { mode: 'run', window: undefined, firstRunLookbackMs: 4 * 60 * MIN },

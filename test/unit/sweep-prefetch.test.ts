@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/log.js';
 import type { ChargePage, ChargeSource, NormalizedCharge } from '../../src/sweep/provider.js';
 import { BrokenListingError } from '../../src/sweep/listing.js';
+import { partsOf } from '../../src/sweep/parts.js';
 import { MAX_DEPTH, MIN_DEPTH, prefetchDepth, SlicePrefetcher } from '../../src/sweep/prefetch.js';
 import type { TimeWindow } from '../../src/sweep/window.js';
 import { deferred, settle } from '../support/promises.js';
@@ -173,11 +174,14 @@ describe('lease margins come from the neighbouring listings, not from listing th
           .map((c) => c.id)
           .sort(),
       );
-      // What slice.ts counts as scanned (per part): the listed charges created in the slice itself.
-      const own = listed.charges.filter(
-        (c) => c.created * 1000 >= slice.from.getTime() && c.created * 1000 < slice.to.getTime(),
+      // What slice.ts counts as scanned: the parts' charges, the margins left out.
+      const parts = partsOf(
+        slice,
+        listed.readWindow,
+        listed.charges.map((c) => c.created),
+        2,
       );
-      expect(own.length).toBe(inWindow(slice).length);
+      expect(parts.reduce((n, part) => n + part.charges, 0)).toBe(inWindow(slice).length);
     }
     p.close();
     const last = slices[slices.length - 1]!;
