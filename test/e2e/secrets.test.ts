@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
 import { runCli, type CliResult } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
@@ -24,6 +25,9 @@ const SECRETS = {
   slackPath: 'SEKRETslackPATH0005',
   pushPassword: 'SEKRETpushPASS0006',
 };
+// A role of the test's own whose password is the secret: a server that checks passwords
+// (the throwaway one `npm test` starts) then needs it, and a trusting one (CI's) ignores it.
+const ROLE = `sweeper_secrets_${process.pid}_${Date.now().toString(36)}`;
 const NEEDLES = [...Object.values(SECRETS), Buffer.from(`ops:${SECRETS.pushPassword}`).toString('base64')];
 
 interface Received {
@@ -58,6 +62,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => sinks.listen(0, '127.0.0.1', resolve));
   sinkUrl = `http://127.0.0.1:${(sinks.address() as AddressInfo).port}`;
   db = await createTestDatabase();
+  await db.pool.query(`CREATE ROLE ${ROLE} LOGIN SUPERUSER PASSWORD '${SECRETS.dbPassword}'`);
   dir = await mkdtemp(path.join(tmpdir(), 'sweeper-secrets-'));
   // Something to find, so that alerts go out.
   double.createCharge(null, { created: new Date(Date.now() - 40 * 60_000), amount: 4242 });
@@ -66,6 +71,10 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
   await db.drop();
+  // Roles belong to the cluster; what this one owned went with the database.
+  const admin = new pg.Client({ connectionString: inject('pgAdminUrl') });
+  await admin.connect();
+  await admin.query(`DROP ROLE IF EXISTS ${ROLE}`).finally(() => admin.end());
   await new Promise<void>((resolve) => {
     sinks.closeAllConnections();
     sinks.close(() => resolve());
@@ -76,6 +85,7 @@ afterAll(async () => {
 
 function env(): Record<string, string> {
   const url = new URL(db.url);
+  url.username = ROLE;
   url.password = SECRETS.dbPassword;
   const push = new URL(sinkUrl);
   push.username = 'ops';
