@@ -48,6 +48,7 @@ import {
   sweeperEnv,
   summary,
   sweeperOverrides,
+  memoryLimitSetting,
   perPage,
   type SeededSet,
 } from './e2e-support.js';
@@ -89,6 +90,7 @@ try {
       server_limit_requests_per_second: LIMIT_PER_SECOND,
       sweeper_stripe_rate: STRIPE_RATE === '' ? 'default' : Number(STRIPE_RATE),
       sweeper_overrides: sweeperOverrides(),
+      memory_limit: memoryLimitSetting(),
       page_bytes: pageBytes,
       charge_bytes: Math.round(pageBytes / PAGE),
       mix_per_100: MIX,

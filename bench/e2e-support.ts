@@ -13,6 +13,7 @@ import pg from 'pg';
 import type { StripeDouble } from '../testkit/stripe-double/index.js';
 import { ensureDayPartitions, utcDay } from '../src/db/partitions.js';
 import type { BenchServer, StatementCounts } from './pg-server.js';
+import { insideLimit, memoryLimitFromEnv, type MemoryLimit } from './memory-limit.js';
 
 export const ROOT = fileURLToPath(new URL('../', import.meta.url));
 export const LIST = 'GET /v1/charges';
@@ -364,6 +365,21 @@ export interface CliRun {
 
 const TIME = '/usr/bin/time';
 
+let memoryLimit: MemoryLimit | null | undefined;
+/** The cgroup BENCH_MEMORY_LIMIT asks for, made on first use and removed at exit. */
+function cgroupLimit(): MemoryLimit | null {
+  if (memoryLimit === undefined) {
+    memoryLimit = memoryLimitFromEnv();
+    if (memoryLimit) process.on('exit', () => memoryLimit?.remove());
+  }
+  return memoryLimit;
+}
+
+/** For a result's settings: the memory limit the timed processes ran under. */
+export function memoryLimitSetting(): string {
+  return process.env.BENCH_MEMORY_LIMIT ? `${process.env.BENCH_MEMORY_LIMIT} (memory cgroup)` : 'none';
+}
+
 /**
  * `node bin/sweeper.js <args>` (the built CLI) with `env` on top of a clean
  * environment (the bench's own SWEEPER_* variables pass through), stdout parsed as
@@ -388,7 +404,11 @@ export async function runTimed(label: string, argv: string[], env: Record<string
   const logFile = path.join(LOG_DIR, `${label}.log`);
   const timeFile = path.join(LOG_DIR, `${label}.time`);
   const useTime = existsSync(TIME);
-  const [file, args] = useTime ? [TIME, ['-v', '-o', timeFile, process.execPath, ...argv]] : [process.execPath, argv];
+  const timed: [string, string[]] = useTime
+    ? [TIME, ['-v', '-o', timeFile, process.execPath, ...argv]]
+    : [process.execPath, argv];
+  const limit = cgroupLimit();
+  const [file, args] = limit ? insideLimit(limit, ...timed) : timed;
   const clean = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !/^(DATABASE_URL|STRIPE_|PG[A-Z]+$)/.test(k)),
   ) as Record<string, string>;

@@ -47,6 +47,7 @@ import {
   summary,
   sweeperEnv,
   sweeperOverrides,
+  memoryLimitSetting,
   type SeededSet,
 } from './e2e-support.js';
 import { writeResult } from './support.js';
@@ -135,6 +136,7 @@ try {
       sweeper_stripe_rate: Number(STRIPE_RATE),
       client_budget_floor_s: round(last.charges / (Number(STRIPE_RATE) * 100), 1),
       sweeper_overrides: sweeperOverrides(),
+      memory_limit: memoryLimitSetting(),
       page_bytes: pageBytes,
       mix_per_100: MIX,
       new_charges_per_scheduled_run: NEW_CHARGES,

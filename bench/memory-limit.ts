@@ -1,0 +1,60 @@
+/**
+ * BENCH_MEMORY_LIMIT (`1G`, `512M`): run each timed process inside a memory cgroup with
+ * that limit, as a pod's `resources.limits.memory` would. Node sizes V8's heap from the
+ * limit of the cgroup it starts in, so peak RSS under a limit is not the unlimited
+ * figure (README, Benchmarks, "Eighth pass"). Needs root and a cgroup v1 memory
+ * controller or cgroup v2 with the memory controller; says so otherwise.
+ */
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+export interface MemoryLimit {
+  /** As given, for the results. */
+  limit: string;
+  bytes: number;
+  /** Write a pid here to move that process into the cgroup. */
+  procs: string;
+  remove(): void;
+}
+
+const V1 = '/sys/fs/cgroup/memory';
+const V2 = '/sys/fs/cgroup';
+
+export function parseMemoryLimit(text: string): number {
+  const m = /^(\d+)\s*([MG])i?$/i.exec(text.trim());
+  if (!m) throw new Error(`BENCH_MEMORY_LIMIT must look like 512M or 1G (got ${JSON.stringify(text)})`);
+  return Number(m[1]) * (m[2]!.toUpperCase() === 'G' ? 1024 ** 3 : 1024 ** 2);
+}
+
+/** The limit BENCH_MEMORY_LIMIT asks for, its cgroup made; null when unset. */
+export function memoryLimitFromEnv(env: NodeJS.ProcessEnv = process.env): MemoryLimit | null {
+  const text = env.BENCH_MEMORY_LIMIT;
+  if (!text) return null;
+  const bytes = parseMemoryLimit(text);
+  const name = `sweeper-bench-${process.pid}`;
+  try {
+    if (existsSync(path.join(V1, 'memory.limit_in_bytes'))) {
+      const dir = path.join(V1, name);
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(path.join(dir, 'memory.limit_in_bytes'), String(bytes));
+      return { limit: text, bytes, procs: path.join(dir, 'cgroup.procs'), remove: () => rmdirSync(dir) };
+    }
+    if (readFileSync(path.join(V2, 'cgroup.controllers'), 'utf8').split(/\s+/).includes('memory')) {
+      writeFileSync(path.join(V2, 'cgroup.subtree_control'), '+memory');
+      const dir = path.join(V2, name);
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(path.join(dir, 'memory.max'), String(bytes));
+      return { limit: text, bytes, procs: path.join(dir, 'cgroup.procs'), remove: () => rmdirSync(dir) };
+    }
+  } catch (error) {
+    throw new Error(
+      `BENCH_MEMORY_LIMIT=${text} needs a memory cgroup this process may create (run as root): ${String(error)}`,
+    );
+  }
+  throw new Error(`BENCH_MEMORY_LIMIT=${text}: this machine has no cgroup memory controller`);
+}
+
+/** `file args…` wrapped so that the process enters the cgroup before it starts (`exec`, same pid). */
+export function insideLimit(limit: MemoryLimit, file: string, args: string[]): [string, string[]] {
+  return ['/bin/sh', ['-c', 'echo $$ > "$0" && exec "$@"', limit.procs, file, ...args]];
+}
