@@ -370,14 +370,25 @@ let memoryLimit: MemoryLimit | null | undefined;
 function cgroupLimit(): MemoryLimit | null {
   if (memoryLimit === undefined) {
     memoryLimit = memoryLimitFromEnv();
-    if (memoryLimit) process.on('exit', () => memoryLimit?.remove());
+    // At exit the timed processes are gone; one left behind (a killed run's) keeps the
+    // cgroup busy, and an exit handler must not throw over that.
+    if (memoryLimit) process.on('exit', () => tryRemove(memoryLimit));
   }
   return memoryLimit;
 }
 
+function tryRemove(limit: MemoryLimit | null | undefined): void {
+  try {
+    limit?.remove();
+  } catch (error) {
+    console.error(`BENCH_MEMORY_LIMIT: could not remove the cgroup (${String(error)})`);
+  }
+}
+
 /** For a result's settings: the memory limit the timed processes ran under. */
 export function memoryLimitSetting(): string {
-  return process.env.BENCH_MEMORY_LIMIT ? `${process.env.BENCH_MEMORY_LIMIT} (memory cgroup)` : 'none';
+  const limit = cgroupLimit();
+  return limit ? `${limit.limit} (memory cgroup)` : 'none';
 }
 
 /**

@@ -11,7 +11,6 @@ import path from 'node:path';
 export interface MemoryLimit {
   /** As given, for the results. */
   limit: string;
-  bytes: number;
   /** Write a pid here to move that process into the cgroup. */
   procs: string;
   remove(): void;
@@ -20,7 +19,7 @@ export interface MemoryLimit {
 const V1 = '/sys/fs/cgroup/memory';
 const V2 = '/sys/fs/cgroup';
 
-export function parseMemoryLimit(text: string): number {
+function parseMemoryLimit(text: string): number {
   const m = /^(\d+)\s*([MG])i?$/i.exec(text.trim());
   if (!m) throw new Error(`BENCH_MEMORY_LIMIT must look like 512M or 1G (got ${JSON.stringify(text)})`);
   return Number(m[1]) * (m[2]!.toUpperCase() === 'G' ? 1024 ** 3 : 1024 ** 2);
@@ -37,14 +36,14 @@ export function memoryLimitFromEnv(env: NodeJS.ProcessEnv = process.env): Memory
       const dir = path.join(V1, name);
       mkdirSync(dir, { recursive: true });
       writeFileSync(path.join(dir, 'memory.limit_in_bytes'), String(bytes));
-      return { limit: text, bytes, procs: path.join(dir, 'cgroup.procs'), remove: () => rmdirSync(dir) };
+      return { limit: text, procs: path.join(dir, 'cgroup.procs'), remove: () => rmdirSync(dir) };
     }
     if (readFileSync(path.join(V2, 'cgroup.controllers'), 'utf8').split(/\s+/).includes('memory')) {
       writeFileSync(path.join(V2, 'cgroup.subtree_control'), '+memory');
       const dir = path.join(V2, name);
       mkdirSync(dir, { recursive: true });
       writeFileSync(path.join(dir, 'memory.max'), String(bytes));
-      return { limit: text, bytes, procs: path.join(dir, 'cgroup.procs'), remove: () => rmdirSync(dir) };
+      return { limit: text, procs: path.join(dir, 'cgroup.procs'), remove: () => rmdirSync(dir) };
     }
   } catch (error) {
     throw new Error(
