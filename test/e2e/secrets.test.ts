@@ -3,11 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
 import { runCli, type CliResult } from '../support/cli.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { createTestDatabase, onServer, type TestDatabase } from '../support/db.js';
 import { startHostileUpstream, type HostileUpstream } from '../support/hostile-upstream.js';
 
 /**
@@ -62,7 +61,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => sinks.listen(0, '127.0.0.1', resolve));
   sinkUrl = `http://127.0.0.1:${(sinks.address() as AddressInfo).port}`;
   db = await createTestDatabase();
-  await db.pool.query(`CREATE ROLE ${ROLE} LOGIN SUPERUSER PASSWORD '${SECRETS.dbPassword}'`);
+  await onServer(`CREATE ROLE ${ROLE} LOGIN SUPERUSER PASSWORD '${SECRETS.dbPassword}'`);
   dir = await mkdtemp(path.join(tmpdir(), 'sweeper-secrets-'));
   // Something to find, so that alerts go out.
   double.createCharge(null, { created: new Date(Date.now() - 40 * 60_000), amount: 4242 });
@@ -71,10 +70,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
   await db.drop();
-  // Roles belong to the cluster; what this one owned went with the database.
-  const admin = new pg.Client({ connectionString: inject('pgAdminUrl') });
-  await admin.connect();
-  await admin.query(`DROP ROLE IF EXISTS ${ROLE}`).finally(() => admin.end());
+  // What the role owned went with the database.
+  await onServer(`DROP ROLE IF EXISTS ${ROLE}`);
   await new Promise<void>((resolve) => {
     sinks.closeAllConnections();
     sinks.close(() => resolve());

@@ -55,6 +55,11 @@ export async function createEmptyDatabase(): Promise<{ url: string; drop(): Prom
   };
 }
 
+/** One statement on the server, outside any test database (roles belong to the cluster). */
+export async function onServer(sql: string): Promise<void> {
+  await withAdmin(inject('pgAdminUrl'), (admin) => admin.query(sql));
+}
+
 async function withAdmin<T>(adminUrl: string, fn: (admin: pg.Client) => Promise<T>): Promise<T> {
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
