@@ -8,6 +8,8 @@
  *   here, in-process) + COPY of the same rows into a table shaped like stripe_charges
  *   (pg-copy-streams);
  * - peak RSS of the sweeper process at each size;
+ * - the CPU each party spent at each size (sweep, PostgreSQL, the Stripe double, the
+ *   machine's idle time: cpu-parties.ts), and (sweep + PostgreSQL) / cores against the floor;
  * - SQL statements per page (pg_stat_statements, track = all) at each size;
  * - one scheduled run (`sweeper run`) of 5,000 new charges over the smallest and over
  *   the largest history: a first `sweeper run` sets the watermark, the events cursor
@@ -51,6 +53,7 @@ import {
   type SeededSet,
 } from './e2e-support.js';
 import { writeResult } from './support.js';
+import { countCpu } from './cpu-parties.js';
 
 const SIZES = [scaled(10_000), scaled(100_000), scaled(1_000_000)];
 const NEW_CHARGES = scaled(5_000);
@@ -88,11 +91,13 @@ try {
       if (server.statements) await resetStatements(server.url);
       double.counters.reset();
       log(`${label}: sweeper backfill`);
+      const cpu = await countCpu(server.url);
       const run = await runSweeper(
         label,
         ['backfill', '--from', from.toISOString(), '--to', to.toISOString(), '--json'],
         sweeperEnv(db.url, double, { SWEEPER_STRIPE_RATE: STRIPE_RATE }),
       );
+      const parties = cpu(summary(run).cpu_s);
       const pages = double.counters.status(LIST, 200);
       const statements = server.statements ? await readStatements(server.url, name) : null;
       const counts = reportCounts(run);
@@ -112,6 +117,7 @@ try {
         requests: double.counters.get(LIST),
         pages,
         statements: statements ? perPage(statements, pages, counts.charges_scanned) : null,
+        cpu_parties: parties,
       });
       if (i === SIZES.length - 1) floor = await measureFloor(db.url, double.url, set);
       if (i === 0 || i === SIZES.length - 1) scheduled[String(n)] = await scheduledRun(label, name, double, db.url, i);
@@ -146,6 +152,11 @@ try {
     sizes,
     floor: f,
     wall_over_floor: round(last.wall_s / f.floor_s, 2),
+    // The least wall the sweep's and PostgreSQL's CPU allow on these cores, over the floor.
+    cpu_bound_over_floor:
+      last.cpu_parties.sweep_and_postgres_over_cores_s === null
+        ? null
+        : round(last.cpu_parties.sweep_and_postgres_over_cores_s / f.floor_s, 2),
     rss: {
       by_size_mb: Object.fromEntries(sizes.map((s) => [s.charges, s.max_rss_mb])),
       largest_over_smallest: last.max_rss_mb && first.max_rss_mb ? round(last.max_rss_mb / first.max_rss_mb, 2) : null,
@@ -166,6 +177,7 @@ try {
           : ''),
     ),
     `  floor at ${last.charges.toLocaleString('en')}: decode ${f.decode_s} s + COPY ${f.copy_s} s = ${f.floor_s} s; wall / floor = ${result.wall_over_floor}`,
+    `  CPU at ${last.charges.toLocaleString('en')}: sweep ${last.cpu_parties.sweep_s} s, PostgreSQL ${last.cpu_parties.postgres_s} s, Stripe double ${last.cpu_parties.stripe_double_s} s; machine busy ${last.cpu_parties.machine_busy_s} s, idle ${last.cpu_parties.machine_idle_s} s on ${last.cpu_parties.cores} cores; (sweep + PostgreSQL) / cores = ${last.cpu_parties.sweep_and_postgres_over_cores_s} s = ${result.cpu_bound_over_floor}x the floor`,
     `  peak RSS ${last.charges.toLocaleString('en')} / ${first.charges.toLocaleString('en')}: ${result.rss.largest_over_smallest}`,
     `  scheduled run of ${NEW_CHARGES.toLocaleString('en')} new charges (median of ${REPEATS}): over ${last.charges.toLocaleString('en')} ${large.median_wall_s} s, over ${first.charges.toLocaleString('en')} ${small.median_wall_s} s = ${result.scheduled.large_over_small}x`,
   ];

@@ -1,0 +1,100 @@
+/**
+ * Where a timed run's CPU went, by party (README "Ninth pass: the CPU each party spends"):
+ * the sweep process (from /usr/bin/time), PostgreSQL (every server process that exited
+ * meanwhile: the run's backends, autovacuum workers), this benchmark process (the Stripe
+ * double serving the pages; it does nothing else while it waits for the CLI), and the
+ * whole machine's busy and idle time. On one machine the parties share its cores, so
+ * (sweep + PostgreSQL) / cores is a wall time no schedule of that work can beat.
+ * Linux only, and PostgreSQL only when it runs on this machine (the bench's own server);
+ * otherwise the figures it cannot read are null.
+ */
+import { readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import pg from 'pg';
+import { round } from './e2e-support.js';
+
+/** Clock ticks per second of /proc's CPU times (USER_HZ: 100 on every Linux this runs on). */
+const TICKS = 100;
+
+export interface CpuParties {
+  cores: number;
+  /** user + system of the sweep process (the CLI run measured). */
+  sweep_s: number | null;
+  /** Server processes that exited during the run (its backends, autovacuum workers); null when not readable. */
+  postgres_s: number | null;
+  /** This process: the Stripe double serving the run. */
+  stripe_double_s: number;
+  machine_busy_s: number | null;
+  machine_idle_s: number | null;
+  /** (sweep + PostgreSQL) / cores: the least wall time this work could take here, perfectly overlapped. */
+  sweep_and_postgres_over_cores_s: number | null;
+}
+
+/** Starts counting; the function returned stops and says who spent what (given the sweep's own CPU). */
+export async function countCpu(serverUrl: string): Promise<(sweepCpuS: number | null) => CpuParties> {
+  const postmaster = await postmasterPid(serverUrl);
+  const machineBefore = machineTicks();
+  const serverBefore = postmaster === null ? null : reapedTicks(postmaster);
+  const selfBefore = process.cpuUsage();
+  return (sweepCpuS) => {
+    const self = process.cpuUsage(selfBefore);
+    const machineAfter = machineTicks();
+    const serverAfter = postmaster === null ? null : reapedTicks(postmaster);
+    const postgres = serverBefore === null || serverAfter === null ? null : (serverAfter - serverBefore) / TICKS;
+    const cores = cpus().length;
+    return {
+      cores,
+      sweep_s: sweepCpuS,
+      postgres_s: postgres === null ? null : round(postgres, 1),
+      stripe_double_s: round((self.user + self.system) / 1e6, 1),
+      machine_busy_s: machineBefore && machineAfter ? round((machineAfter.busy - machineBefore.busy) / TICKS, 1) : null,
+      machine_idle_s: machineBefore && machineAfter ? round((machineAfter.idle - machineBefore.idle) / TICKS, 1) : null,
+      sweep_and_postgres_over_cores_s:
+        sweepCpuS === null || postgres === null ? null : round((sweepCpuS + postgres) / cores, 1),
+    };
+  };
+}
+
+/** The server's postmaster: the parent of a backend of ours, when that backend is on this machine. */
+async function postmasterPid(url: string): Promise<number | null> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const backend = Number((await client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
+    const stat = procStat(backend);
+    return stat ? Number(stat[1]) : null; // field 4 of /proc/<pid>/stat: the parent
+  } finally {
+    await client.end();
+  }
+}
+
+/** CPU of a process's children that have exited and been waited for (cutime + cstime), in ticks. */
+function reapedTicks(pid: number): number | null {
+  const stat = procStat(pid);
+  return stat ? Number(stat[13]) + Number(stat[14]) : null; // fields 16 and 17
+}
+
+/** /proc/<pid>/stat's fields after the command name (which may hold spaces): [0] is field 3. */
+function procStat(pid: number): string[] | null {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return text.slice(text.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return null;
+  }
+}
+
+/** The machine's busy and idle ticks, all cores (/proc/stat's first line). */
+function machineTicks(): { busy: number; idle: number } | null {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n')[0] as string;
+    // Steal (time the hypervisor gave to someone else) is neither: left out.
+    const [user, nice, system, idle, iowait, irq, softirq] = line.trim().split(/\s+/).slice(1).map(Number);
+    return {
+      busy: (user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0),
+      idle: (idle ?? 0) + (iowait ?? 0),
+    };
+  } catch {
+    return null;
+  }
+}
