@@ -76,6 +76,16 @@ if (un) {
     met(un.wall_over_floor <= 3),
     `${fmt(last.wall_s)} s vs ${fmt(f.decode_s)} s + ${fmt(f.copy_s)} s = ${fmt(f.floor_s)} s; its ${fmt(last.requests, 0)} requests at the client's budget of ${un.settings.sweeper_stripe_rate}/s alone take ${fmt(last.requests / un.settings.sweeper_stripe_rate, 1)} s`,
   ]);
+  const cpu = last.cpu_parties as Json | undefined;
+  if (cpu && cpu.sweep_and_postgres_over_cores_s !== null) {
+    rows.push([
+      `the same run's CPU: (sweep + PostgreSQL) / cores, over the same floor (the least wall that work allows on this machine, perfectly overlapped)`,
+      `${fmt(un.cpu_bound_over_floor)}×`,
+      '— (a bound on the row above)',
+      '—',
+      `sweep ${fmt(cpu.sweep_s)} s + PostgreSQL ${fmt(cpu.postgres_s)} s over ${cpu.cores} cores = ${fmt(cpu.sweep_and_postgres_over_cores_s)} s; the Stripe double ${fmt(cpu.stripe_double_s)} s; the machine busy ${fmt(cpu.machine_busy_s)} s, idle ${fmt(cpu.machine_idle_s)} s`,
+    ]);
+  }
   rows.push([
     `peak RSS of the sweep process, ${chargesLabel(last.charges)} charges vs ${chargesLabel(first.charges)}`,
     `**${fmt(un.rss.largest_over_smallest)}×**`,
@@ -216,6 +226,7 @@ if (un) {
     `- **Unthrottled** (bench/e2e-unthrottled.ts): ${(set.sizes as number[]).map((n) => n.toLocaleString('en')).join(', ')} charges over ${set.window.from} .. ${set.window.to}, no latency, no limit, \`SWEEPER_STRIPE_RATE=${set.sweeper_stripe_rate}\` (the largest value the sweeper accepts: ${fmt(set.client_budget_floor_s, 1)} s for the largest size by the client's budget alone). Floor: ${un.floor.how}; ${fmt(un.floor.pages, 0)} pages, ${fmt(un.floor.megabytes, 1)} MB.`,
     `- **Scheduled run**: after the backfill, a first \`sweeper run\` (watermark, events cursor, daily deep re-read); then ${set.scheduled_repeats} times, on a copy of that database (\`CREATE DATABASE … TEMPLATE\`) and a double of its own: ${fmt(set.new_charges_per_scheduled_run, 0)} new charges (with their claims and payment rows) inside the next run's window (its overlap), and the timed \`sweeper run\`, which judges exactly those; the median counts.`,
     `- **Peak RSS**: ${(un.sizes as Json[])[0]?.rss_method}. SQL statements: \`pg_stat_statements\` reset before the run, summed over the sweep's database, \`toplevel\` true vs all; pages = \`GET /v1/charges\` answers with 200.`,
+    `- **CPU by party** (bench/cpu-parties.ts, Linux): the sweep's user + system time (/usr/bin/time); PostgreSQL's, the CPU of every server process that exited during the run (its backends, autovacuum workers: the postmaster's reaped children); the Stripe double's, the benchmark process's own (it only serves the double while it waits); the machine's busy and idle time from /proc/stat.`,
   );
 }
 if (claims) {
