@@ -10,6 +10,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
+import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
 import { round } from './e2e-support.js';
 
@@ -30,16 +31,23 @@ export interface CpuParties {
   sweep_and_postgres_over_cores_s: number | null;
 }
 
-/** Starts counting; the function returned stops and says who spent what (given the sweep's own CPU). */
-export async function countCpu(serverUrl: string): Promise<(sweepCpuS: number | null) => CpuParties> {
+/**
+ * Starts counting; the function returned stops and says who spent what (given the sweep's
+ * own CPU). `database`: the run's, whose backends must have exited (and been reaped) before
+ * PostgreSQL's CPU is read: the CLI's exit does not wait for its server processes.
+ */
+export async function countCpu(
+  serverUrl: string,
+  database: string,
+): Promise<(sweepCpuS: number | null) => Promise<CpuParties>> {
   const postmaster = await postmasterPid(serverUrl);
   const machineBefore = machineTicks();
   const serverBefore = postmaster === null ? null : reapedTicks(postmaster);
   const selfBefore = process.cpuUsage();
-  return (sweepCpuS) => {
+  return async (sweepCpuS) => {
     const self = process.cpuUsage(selfBefore);
     const machineAfter = machineTicks();
-    const serverAfter = postmaster === null ? null : reapedTicks(postmaster);
+    const serverAfter = postmaster === null ? null : await settledReapedTicks(serverUrl, database, postmaster);
     const postgres = serverBefore === null || serverAfter === null ? null : (serverAfter - serverBefore) / TICKS;
     const cores = cpus().length;
     return {
@@ -66,6 +74,35 @@ async function postmasterPid(url: string): Promise<number | null> {
   } finally {
     await client.end();
   }
+}
+
+/**
+ * The postmaster's reaped CPU once the run's backends are gone: none left connected to
+ * `database` (at most 10 s), then two reads 50 ms apart that agree (at most 1 s).
+ */
+async function settledReapedTicks(url: string, database: string, postmaster: number): Promise<number | null> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    for (let i = 0; i < 500; i += 1) {
+      const { rows } = await client.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+        [database],
+      );
+      if (rows[0]?.n === 0) break;
+      await delay(20);
+    }
+  } finally {
+    await client.end();
+  }
+  let last = reapedTicks(postmaster);
+  for (let i = 0; i < 20; i += 1) {
+    await delay(50);
+    const now = reapedTicks(postmaster);
+    if (now === last) break;
+    last = now;
+  }
+  return last;
 }
 
 /** CPU of a process's children that have exited and been waited for (cutime + cstime), in ticks. */

@@ -91,13 +91,13 @@ try {
       if (server.statements) await resetStatements(server.url);
       double.counters.reset();
       log(`${label}: sweeper backfill`);
-      const cpu = await countCpu(server.url);
+      const cpu = await countCpu(server.url, name);
       const run = await runSweeper(
         label,
         ['backfill', '--from', from.toISOString(), '--to', to.toISOString(), '--json'],
         sweeperEnv(db.url, double, { SWEEPER_STRIPE_RATE: STRIPE_RATE }),
       );
-      const parties = cpu(summary(run).cpu_s);
+      const parties = await cpu(summary(run).cpu_s);
       const pages = double.counters.status(LIST, 200);
       const statements = server.statements ? await readStatements(server.url, name) : null;
       const counts = reportCounts(run);
