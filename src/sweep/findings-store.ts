@@ -89,12 +89,20 @@ export async function closeHealedFindings(
   if (args.judgedSubjects.length === 0) return 0;
   // findingKey() is the string the statement builds as category || chr(31) || subject.
   const stillFound = args.findings.map((f) => findingKey(f.category, f.subject));
+  // The open findings are found from the subjects (a probe each in recon_findings_open_subject,
+  // migration 011), never by reading every open finding of the account: their number grows
+  // with the history, the subjects of a batch do not. The row's own conditions are stated
+  // again on the row updated, so a finding a person closed meanwhile stays as they left it.
   const result = await db.query(
-    `UPDATE recon_findings
+    `UPDATE recon_findings f
         SET state = 'resolved', closed_at = $4, closed_by = 'sweeper', last_seen_run = $5,
             note = 'no longer found by run ' || $5
-      WHERE account = $1 AND state = 'open' AND subject = ANY($2::text[])
-        AND NOT (category || chr(31) || subject = ANY($3::text[]))`,
+      WHERE f.id IN (SELECT o.id FROM unnest($2::text[]) AS j(subject)
+                      CROSS JOIN LATERAL (SELECT x.id FROM recon_findings x
+                                           WHERE x.account = $1 AND x.state = 'open' AND x.subject = j.subject
+                                          OFFSET 0) o)
+        AND f.account = $1 AND f.state = 'open' AND f.subject = ANY($2::text[])
+        AND NOT (f.category || chr(31) || f.subject = ANY($3::text[]))`,
     [args.account, [...new Set(args.judgedSubjects)], stillFound, args.now, args.runId],
   );
   return result.rowCount ?? 0;
