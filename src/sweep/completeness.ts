@@ -44,8 +44,8 @@ const DAY_MS = 86_400_000;
 /**
  * One statement per account. The day counts read the mirror through its
  * (account, created) index over the last `days` day partitions only; the other rows
- * touched are the account's open findings (their partial index) and the few backfill
- * runs that overlap those days. A duplicate's extra charges count as its finding's,
+ * touched are the open findings of those charges (a probe each), the account's open
+ * duplicates, and the few backfill runs that overlap those days. A duplicate's extra charges count as its finding's,
  * like the kept one.
  */
 const COMPLETENESS_SQL = `
@@ -56,11 +56,9 @@ const COMPLETENESS_SQL = `
          SELECT window_from AS from_at, checkpoint AS to_at FROM recon_runs
           WHERE account = $1 AND mode = 'backfill' AND checkpoint > $2 AND window_from < $3 AND checkpoint > window_from
        ),
-       open_charges AS (
-         SELECT f.charge_id AS id FROM recon_findings f
-          WHERE f.account = $1 AND f.state = 'open' AND f.charge_id IS NOT NULL
-         UNION
-         SELECT c ->> 'id' FROM recon_findings f
+       -- A duplicate's extra charges, named in its finding's details (open duplicates are few).
+       duplicate_charges AS (
+         SELECT c ->> 'id' AS id FROM recon_findings f
            CROSS JOIN LATERAL jsonb_array_elements(
              CASE WHEN jsonb_typeof(f.details -> 'charges') = 'array' THEN f.details -> 'charges' ELSE '[]'::jsonb END) c
           WHERE f.account = $1 AND f.state = 'open' AND f.category = 'duplicate_charge'
@@ -74,13 +72,18 @@ const COMPLETENESS_SQL = `
           WHERE s.account = $1 AND s.created >= $2 AND s.created < $3
           GROUP BY 1
        ),
-       -- Of those judged, the ones an open finding holds: few, found through the open findings.
+       -- Of those judged, the ones an open finding holds, asked of each charge of those days
+       -- (an index of the open findings by charge, migration 011): never every open finding of
+       -- the account, whose number grows with the history, not with the days measured.
        open_judged AS (
          SELECT date_trunc('day', s.created AT TIME ZONE 'UTC') AS day, count(*)::bigint AS open
-           FROM open_charges o JOIN stripe_charges s ON s.charge_id = o.id
+           FROM stripe_charges s
           WHERE s.account = $1 AND s.created >= $2 AND s.created < $3
             AND (s.created < (SELECT watermark FROM wm)
                  OR EXISTS (SELECT 1 FROM backfilled b WHERE s.created >= b.from_at AND s.created < b.to_at))
+            AND (EXISTS (SELECT 1 FROM recon_findings f
+                          WHERE f.account = $1 AND f.state = 'open' AND f.charge_id = s.charge_id)
+                 OR s.charge_id IN (SELECT id FROM duplicate_charges))
           GROUP BY 1
        ),
        per_day AS (

@@ -137,6 +137,57 @@ describe('completeness', () => {
     ]);
   });
 
+  it('asks the open findings about the charges of the days measured, never reads them all', async () => {
+    // An account with a long history of open findings (none about these days' charges)
+    // and a few charges in the days measured: the plan probes the open findings by charge.
+    const many = 'acct_complete_many';
+    await charges(many, [
+      ['ch_m1', Y + HOUR],
+      ['ch_m2', Y + 2 * HOUR],
+    ]);
+    await db.pool.query(
+      `INSERT INTO recon_findings (category, account, subject, charge_id, state, details, first_seen_run, last_seen_run, first_seen_at, last_seen_at)
+       SELECT 'unattributed_charge', $1, 'ch_old_' || i, 'ch_old_' || i, 'open', '{}', 'run_seed', 'run_seed', $2, $2
+         FROM generate_series(1, 20000) i`,
+      [many, NOW],
+    );
+    await finding('ch_m2', 'open', 'ch_m2');
+    await db.pool.query(`UPDATE recon_findings SET account = $1 WHERE subject = 'ch_m2'`, [many]);
+    await db.pool.query(
+      `INSERT INTO recon_watermarks (account, shard, watermark, run_id, updated_at) VALUES ($1, '', $2, 'run_seed', $2)`,
+      [many, at(Y + 3 * HOUR)],
+    );
+    await db.pool.query('ANALYZE recon_findings');
+    const plans: string[] = [];
+    const explaining = {
+      query: async (text: string, values: unknown[]) => {
+        const { rows } = await db.pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN (COSTS OFF) ${text}`, values);
+        plans.push(...rows.map((r) => r['QUERY PLAN']));
+        return db.pool.query(text, values);
+      },
+    };
+    const c = await readCompleteness(explaining as never, many, { now: NOW, days: 1, maxLagMs: 2 * HOUR }).finally(
+      // The other tests see the accounts with a watermark: this one is gone again.
+      () =>
+        db.pool.query(
+          `WITH w AS (DELETE FROM recon_watermarks WHERE account = $1), f AS (DELETE FROM recon_findings WHERE account = $1)
+           DELETE FROM stripe_charges WHERE account = $1`,
+          [many],
+        ),
+    );
+    // Both judged (before the watermark); ch_m2 is held by its open finding.
+    expect(c.days).toEqual([{ day: dayOf(Y), charges: 2, settled: 1, fraction: 0.5 }]);
+    const plan = plans.join('\n');
+    expect(plan).toMatch(/recon_findings_open_charge on recon_findings/);
+    expect(plan).toMatch(/charge_id = s(_\d+)?\.charge_id/);
+    expect(plan).not.toMatch(/Seq Scan on recon_findings/);
+    // The by-category index only for the open duplicates.
+    for (const line of plan.split('\n').filter((l) => /using recon_findings_open on/.test(l))) {
+      const at = plan.split('\n').indexOf(line);
+      expect(plan.split('\n')[at + 1]).toMatch(/category = 'duplicate_charge'/);
+    }
+  });
+
   it('both lags, and lagging once either is past SWEEPER_MAX_LAG', async () => {
     const c = await readCompleteness(db.pool, ACCOUNT, { now: NOW, days: 3, maxLagMs: 2 * HOUR });
     expect(c).toMatchObject({
