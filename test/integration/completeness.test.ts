@@ -4,7 +4,7 @@ import { buildMetricsRegistry } from '../../src/metrics/index.js';
 import { readCompleteness, readCompletenessAll } from '../../src/sweep/completeness.js';
 import { lockAccounts } from '../../src/sweep/lock.js';
 import { readStatus } from '../../src/sweep/status.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { createTestDatabase, explaining, type TestDatabase } from '../support/db.js';
 
 /**
  * How complete reconciliation is, against a real schema: lags from the watermark and
@@ -158,15 +158,8 @@ describe('completeness', () => {
       [many, at(Y + 3 * HOUR)],
     );
     await db.pool.query('ANALYZE recon_findings');
-    const plans: string[] = [];
-    const explaining = {
-      query: async (text: string, values: unknown[]) => {
-        const { rows } = await db.pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN (COSTS OFF) ${text}`, values);
-        plans.push(...rows.map((r) => r['QUERY PLAN']));
-        return db.pool.query(text, values);
-      },
-    };
-    const c = await readCompleteness(explaining as never, many, { now: NOW, days: 1, maxLagMs: 2 * HOUR }).finally(
+    const seen = explaining(db.pool);
+    const c = await readCompleteness(seen.db, many, { now: NOW, days: 1, maxLagMs: 2 * HOUR }).finally(
       // The other tests see the accounts with a watermark: this one is gone again.
       () =>
         db.pool.query(
@@ -177,7 +170,7 @@ describe('completeness', () => {
     );
     // Both judged (before the watermark); ch_m2 is held by its open finding.
     expect(c.days).toEqual([{ day: dayOf(Y), charges: 2, settled: 1, fraction: 0.5 }]);
-    const plan = plans.join('\n');
+    const plan = seen.plans.join('\n');
     expect(plan).toMatch(/recon_findings_open_charge on recon_findings/);
     expect(plan).toMatch(/charge_id = s(_\d+)?\.charge_id/);
     expect(plan).not.toMatch(/Seq Scan on recon_findings/);

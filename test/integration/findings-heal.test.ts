@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { closeHealedFindings } from '../../src/sweep/findings-store.js';
 import type { Finding } from '../../src/sweep/judge/types.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { createTestDatabase, explaining, type TestDatabase } from '../support/db.js';
 
 /**
  * Open findings about subjects a batch judged and no longer finds are closed as healed
@@ -175,36 +175,19 @@ describe('closing healed findings', () => {
       [ACCOUNT, NOW],
     );
     await db.pool.query('ANALYZE recon_findings');
-    const client = await db.pool.connect();
-    try {
-      await client.query('BEGIN');
-      // The statement closeHealedFindings sends, explained inside a transaction rolled back.
-      const explained: string[] = [];
-      const spy = {
-        query: async (text: string, values: unknown[]) => {
-          const { rows } = await client.query<{ 'QUERY PLAN': string }>(
-            `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ${text}`,
-            values,
-          );
-          explained.push(...rows.map((r) => r['QUERY PLAN']));
-          return { rows: [], rowCount: 0 };
-        },
-      };
-      await closeHealedFindings(spy as never, {
-        account: ACCOUNT,
-        runId: 'run_4',
-        now: NOW,
-        judgedSubjects: Array.from({ length: 4000 }, (_, i) => `ch_new_${i}`),
-        findings: [],
-      });
-      await client.query('ROLLBACK');
-      const plan = explained.join('\n');
-      expect(plan).toMatch(/Index Scan using recon_findings_open_subject on recon_findings/);
-      // Neither a scan of the table nor of every open finding (the by-category index).
-      expect(plan).not.toMatch(/Seq Scan on recon_findings/);
-      expect(plan).not.toMatch(/recon_findings_open(?!_subject)/);
-    } finally {
-      client.release();
-    }
+    const seen = explaining(db.pool);
+    const closed = await closeHealedFindings(seen.db, {
+      account: ACCOUNT,
+      runId: 'run_4',
+      now: NOW,
+      judgedSubjects: Array.from({ length: 4000 }, (_, i) => `ch_new_${i}`),
+      findings: [],
+    });
+    expect(closed).toBe(0);
+    const plan = seen.plans.join('\n');
+    expect(plan).toMatch(/Index Scan using recon_findings_open_subject on recon_findings/);
+    // Neither a scan of the table nor of every open finding (the by-category index).
+    expect(plan).not.toMatch(/Seq Scan on recon_findings/);
+    expect(plan).not.toMatch(/recon_findings_open(?!_subject)/);
   });
 });

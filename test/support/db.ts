@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { createPool, type Pool } from '../../src/db/pool.js';
+import { createPool, type Pool, type Queryable } from '../../src/db/pool.js';
 import { withDatabase } from './global-setup.js';
 
 export interface TestDatabase {
@@ -68,4 +68,19 @@ async function withAdmin<T>(adminUrl: string, fn: (admin: pg.Client) => Promise<
   } finally {
     await admin.end();
   }
+}
+
+/**
+ * `db` as a library function sees it, except that each statement is first EXPLAINed
+ * (`COSTS OFF`, not run) and its plan kept in `plans`, then run as usual: a test can
+ * assert how a statement reads its tables, not only what it returns.
+ */
+export function explaining(db: Queryable): { db: Queryable; plans: string[] } {
+  const plans: string[] = [];
+  const query = async (text: string, values?: unknown[]) => {
+    const { rows } = await db.query<{ 'QUERY PLAN': string }>(`EXPLAIN (COSTS OFF) ${text}`, values);
+    plans.push(...rows.map((r) => r['QUERY PLAN']));
+    return db.query(text, values);
+  };
+  return { db: { query } as unknown as Queryable, plans };
 }
