@@ -45,8 +45,8 @@ const DAY_MS = 86_400_000;
  * One statement per account. The day counts read the mirror through its
  * (account, created) index over the last `days` day partitions only; the other rows
  * touched are the open findings of those charges (a probe each), the account's open
- * duplicates, and the few backfill runs that overlap those days. A duplicate's extra charges count as its finding's,
- * like the kept one.
+ * duplicates, and the few backfill runs that overlap those days. A duplicate's extra
+ * charges count as its finding's, like the kept one.
  */
 const COMPLETENESS_SQL = `
   WITH wm AS (SELECT watermark FROM recon_watermarks WHERE account = $1 AND shard = ''),

@@ -91,8 +91,9 @@ export async function closeHealedFindings(
   const stillFound = args.findings.map((f) => findingKey(f.category, f.subject));
   // The open findings are found from the subjects (a probe each in recon_findings_open_subject,
   // migration 011), never by reading every open finding of the account: their number grows
-  // with the history, the subjects of a batch do not. The row's own conditions are stated
-  // again on the row updated, so a finding a person closed meanwhile stays as they left it.
+  // with the history, the subjects of a batch do not. `f.state` is stated again on the row
+  // updated: a finding a person closed meanwhile is rechecked there and stays as they left it
+  // (account, category and subject never change).
   const result = await db.query(
     `UPDATE recon_findings f
         SET state = 'resolved', closed_at = $4, closed_by = 'sweeper', last_seen_run = $5,
@@ -101,7 +102,7 @@ export async function closeHealedFindings(
                       CROSS JOIN LATERAL (SELECT x.id FROM recon_findings x
                                            WHERE x.account = $1 AND x.state = 'open' AND x.subject = j.subject
                                           OFFSET 0) o)
-        AND f.account = $1 AND f.state = 'open' AND f.subject = ANY($2::text[])
+        AND f.state = 'open'
         AND NOT (f.category || chr(31) || f.subject = ANY($3::text[]))`,
     [args.account, [...new Set(args.judgedSubjects)], stillFound, args.now, args.runId],
   );
