@@ -369,17 +369,18 @@ let memoryLimit: MemoryLimit | null | undefined;
 /** The cgroup BENCH_MEMORY_LIMIT asks for, made on first use and removed at exit. */
 function cgroupLimit(): MemoryLimit | null {
   if (memoryLimit === undefined) {
-    memoryLimit = memoryLimitFromEnv();
+    const made = memoryLimitFromEnv();
+    memoryLimit = made;
     // At exit the timed processes are gone; one left behind (a killed run's) keeps the
     // cgroup busy, and an exit handler must not throw over that.
-    if (memoryLimit) process.on('exit', () => tryRemove(memoryLimit));
+    if (made) process.on('exit', () => tryRemove(made));
   }
   return memoryLimit;
 }
 
-function tryRemove(limit: MemoryLimit | null | undefined): void {
+function tryRemove(limit: MemoryLimit): void {
   try {
-    limit?.remove();
+    limit.remove();
   } catch (error) {
     console.error(`BENCH_MEMORY_LIMIT: could not remove the cgroup (${String(error)})`);
   }
