@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ConfigError } from './errors.js';
 import { registerSecretsFromEnv } from './secrets.js';
 import { parseDuration, formatDuration } from './time/duration.js';
+import { parseStoredAnswerMapping, type StoredAnswerMapping } from './sweep/stored-answer.js';
 
 /**
  * Configuration comes from the environment (12-factor), is read once at start and
@@ -136,6 +137,24 @@ const url = (
       if (problem) ctx.addIssue({ code: 'custom', message: `${name} ${problem}, such as ${example}` });
     });
 
+/** A share of a whole, written as a percentage such as `5%` (or `0.5%`); a fraction in (0, 1]. */
+const percentage = (name: string, fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((text, ctx) => {
+      const match = /^\s*(\d+(?:\.\d+)?)\s*%\s*$/.exec(text);
+      const value = match ? Number(match[1]) : NaN;
+      if (!(value > 0 && value <= 100)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `${name} must be a percentage above 0% and at most 100%, such as 5% (got "${text}")`,
+        });
+        return z.NEVER;
+      }
+      return value / 100;
+    });
+
 const envSchema = z.object({
   DATABASE_URL: url('DATABASE_URL', ['postgres:', 'postgresql:'], 'postgres://user:password@host:5432/db', {
     credentials: true,
@@ -184,6 +203,19 @@ const envSchema = z.object({
   SWEEPER_BATCH_CHARGES: positiveInt('SWEEPER_BATCH_CHARGES', '2000', 100_000, 100),
   // Stripe's default per endpoint (GET /v1/charges is one); above 100 only where Stripe raised the account's limit, or a double.
   SWEEPER_STRIPE_RATE: positiveInt('SWEEPER_STRIPE_RATE', '25', 1000),
+  SWEEPER_STORED_ANSWER: z
+    .string()
+    .optional()
+    .transform((text, ctx) => {
+      if (text === undefined) return null;
+      const mapping = parseStoredAnswerMapping(text);
+      if (typeof mapping === 'string') {
+        ctx.addIssue({ code: 'custom', message: `SWEEPER_STORED_ANSWER ${mapping}` });
+        return z.NEVER;
+      }
+      return mapping;
+    }),
+  SWEEPER_MAX_REPAIR_SHARE: percentage('SWEEPER_MAX_REPAIR_SHARE', '5%'),
   SWEEPER_LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
       message: 'SWEEPER_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent',
@@ -252,6 +284,10 @@ export interface Config {
   deepReadDays: number;
   /** A watermark or events cursor further behind than this alerts (a stalled sweeper pages even with nothing open). */
   maxLagMs: number;
+  /** A writer's own stored-answer shape (docs/judgement.md "Stored answers"); null when not set. */
+  storedAnswer: StoredAnswerMapping | null;
+  /** The repair brake: a run stops before repairing more than this share of what it judged in one category. */
+  maxRepairShare: number;
 }
 
 export interface DbTimeouts {
@@ -365,6 +401,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     deepReadEveryMs: e.SWEEPER_DEEP_READ_EVERY,
     deepReadDays: e.SWEEPER_DEEP_READ_DAYS,
     maxLagMs: e.SWEEPER_MAX_LAG,
+    storedAnswer: e.SWEEPER_STORED_ANSWER,
+    maxRepairShare: e.SWEEPER_MAX_REPAIR_SHARE,
   };
 }
 

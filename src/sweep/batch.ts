@@ -181,7 +181,15 @@ export async function judgeBatch(
   }
 
   // Second pass: Stripe's own word for what the first asked, into the mirror, then judge again.
-  const found = await readStripesWord(deps.evidence, pending.judgement.needs, ctx.verified, ctx.log, options.signal);
+  const { found, unreadable } = await readStripesWord(
+    deps.evidence,
+    pending.judgement.needs,
+    ctx.verified,
+    ctx.log,
+    options.signal,
+  );
+  // Unreadable answers are findings naming them, as in a listing; the rest of the batch stands.
+  for (const bad of unreadable) if (!batch.unreadable.some((b) => b.id === bad.id)) batch.unreadable.push(bad);
   await fault('verified');
   await ctx.inTransaction(async (client) => {
     await prepare(client, spanOf(found));
@@ -228,7 +236,14 @@ async function finish(
   const fault = async (phase: string) => deps.faultPoint?.(`${batch.name}:${phase}`);
   const now = deps.clock();
   deps.observeJudgement?.(judgement, batch.name);
-  const findings = [...judgement.findings, ...batch.unreadable.flatMap(unjudgeable)];
+  // A judgement that met an unreadable charge (a payment row's) already names it.
+  const named = new Set(
+    judgement.findings.filter((f) => f.category === MALFORMED_CHARGE_CATEGORY).map((f) => f.subject),
+  );
+  const findings = [
+    ...judgement.findings,
+    ...batch.unreadable.flatMap(unjudgeable).filter((f) => !named.has(f.subject)),
+  ];
   await fault('judged');
   // A dry run repairs inside a savepoint that it rolls back at once: the row locks and
   // directory entries those writes took go with it, so live writers wait milliseconds, not

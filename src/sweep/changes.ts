@@ -101,7 +101,7 @@ export async function sweepChanges(
       charges,
       fetchedAt,
       unreadable,
-      load: (client) => loadChangedFacts(client, account, ids),
+      load: (client) => loadChangedFacts(client, account, ids, options.storedAnswer),
       countsMatched: () => false,
       async checkpoint(client, deferred, at) {
         // A key held back keeps the cursor here: the next run reads these events again.

@@ -133,7 +133,7 @@ export async function deepRead(
       charges,
       fetchedAt,
       unreadable,
-      load: (client) => loadSliceFacts(client, ctx.run.account, slice),
+      load: (client) => loadSliceFacts(client, ctx.run.account, slice, slice, options.storedAnswer),
       // Judged again, not new: matched charges were counted when their window was swept.
       countsMatched: () => false,
       // Nothing to move: a deferred key here is judged by the next deep read or event.

@@ -72,6 +72,12 @@ export class DryRunOverlay {
       // were undone), so later batches read it and take from here only what changed
       // (changedFields): a placeholder's own times never show.
       case 'complete_claim': {
+        if (repair.keepAnswer) {
+          // The claim stays exactly as read; only its payment row is added.
+          if (repair.insertEffect)
+            this.effects.set(repair.charge.id, effectFrom(repair.charge, repair.claim.tenantId, repair.claim.key));
+          return;
+        }
         const key = claimKey(repair.claim.tenantId, repair.claim.key);
         const claim = this.claims.get(key);
         const response = responseFromCharge(repair.charge);
@@ -85,6 +91,9 @@ export class DryRunOverlay {
           responseStatus: response.status,
           responseOutcome: response.outcome,
           responseChargeId: repair.charge.id,
+          answerObject: null,
+          answerStatus: null,
+          answerMapped: null,
           updatedAt: now,
         });
         if (repair.insertEffect)
@@ -177,6 +186,9 @@ function changedFields(c: ClaimFact): Partial<ClaimFact> {
     responseStatus: c.responseStatus,
     responseOutcome: c.responseOutcome,
     responseChargeId: c.responseChargeId,
+    answerObject: c.answerObject,
+    answerStatus: c.answerStatus,
+    answerMapped: c.answerMapped,
     updatedAt: c.updatedAt,
   };
 }
@@ -194,6 +206,9 @@ function placeholderClaim(tenantId: string, key: string, charge: ChargeFact, cre
     responseStatus: 200,
     responseOutcome: 'success',
     responseChargeId: charge.id,
+    answerObject: null,
+    answerStatus: null,
+    answerMapped: null,
     amount: charge.amount,
     currency: charge.currency,
     downstreamKey: '',
@@ -217,6 +232,9 @@ function released(
     responseStatus: null,
     responseOutcome: null,
     responseChargeId: null,
+    answerObject: null,
+    answerStatus: null,
+    answerMapped: null,
     amount: null,
     currency: null,
     downstreamKey: '',

@@ -2,6 +2,8 @@ import type { Queryable } from '../db/pool.js';
 import type { ResponseOutcome } from '../claims/claim-store.js';
 import { accountIdOf, accountName, claimKey } from '../domain/identity.js';
 import type { ChargeFact, ClaimFact, EffectFact, IdentityFacts, SliceFacts } from './facts.js';
+import { mappedOutcome } from './stored-answer.js';
+import { answerChargeSql, answerOutcomeSql, answeredBySql, type StoredAnswerMapping } from './stored-answer.js';
 import type { TimeWindow } from './window.js';
 
 /**
@@ -21,10 +23,15 @@ import type { TimeWindow } from './window.js';
  * charges that carry no attribution metadata: such a charge is that key's evidence,
  * judged with it, in the same slice as the charge (index idempotency_keys_answer_charge).
  */
-const ANSWERED_KEYS = (selection: string) => `
+const answeredKeys = (selection: string, mapping: StoredAnswerMapping | null) =>
+  answeredBySql(mapping)
+    .map(
+      (on) => `
 SELECT c.tenant_id, c.key FROM stripe_charges sc
-  JOIN idempotency_keys c ON c.response_body->>'charge' = sc.charge_id AND coalesce(c.account_id, 'platform') = $1
- WHERE sc.account = $1 AND ${selection} AND (sc.tenant_id IS NULL OR sc.idempotency_key IS NULL)`;
+  JOIN idempotency_keys c ON ${on} AND coalesce(c.account_id, 'platform') = $1
+ WHERE sc.account = $1 AND ${selection} AND (sc.tenant_id IS NULL OR sc.idempotency_key IS NULL)`,
+    )
+    .join('\nUNION');
 
 /**
  * The identities whose claim last changed or payment row was created in a slice ($2,
@@ -33,7 +40,7 @@ SELECT c.tenant_id, c.key FROM stripe_charges sc
  * mirror from now on, so the identities it names are judged with it in this run, not
  * first by a later run that would find more than this one did.
  */
-const SLICE_KEYS = `
+const sliceKeys = (mapping: StoredAnswerMapping | null) => `
 SELECT tenant_id, idempotency_key AS key FROM stripe_charges
  WHERE account = $1 AND created >= $4 AND created < $5 AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
 UNION
@@ -44,10 +51,10 @@ SELECT tenant_id, idempotency_key FROM payments
  WHERE coalesce(account_id, 'platform') = $1 AND created_at >= $2 AND created_at < $3
    AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
 UNION
-${ANSWERED_KEYS('sc.created >= $4 AND sc.created < $5')}`;
+${answeredKeys('sc.created >= $4 AND sc.created < $5', mapping)}`;
 
 /** The identities of the charges $2 (ids): their metadata, or a payment row of this account naming a key. */
-const CHARGES_KEYS = `
+const chargesKeys = (mapping: StoredAnswerMapping | null) => `
 SELECT tenant_id, idempotency_key AS key FROM stripe_charges
  WHERE account = $1 AND charge_id = ANY($2::text[]) AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
 UNION
@@ -55,14 +62,17 @@ SELECT tenant_id, idempotency_key FROM payments
  WHERE coalesce(account_id, 'platform') = $1 AND charge_id = ANY($2::text[])
    AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
 UNION
-${ANSWERED_KEYS('sc.charge_id = ANY($2::text[])')}`;
+${answeredKeys('sc.charge_id = ANY($2::text[])', mapping)}`;
 
 /** Each key with the key's claim, whatever its account (claims are unique per tenant and key). */
-const claimsSql = (keys: string) => `
+const claimsSql = (keys: string, mapping: StoredAnswerMapping | null) => `
 WITH keys AS MATERIALIZED (${keys})
 SELECT k.tenant_id, k.key, c.key AS claim_key, c.account_id, c.status, c.attempt, c.locked_until, c.created_at, c.updated_at,
        c.response_status, c.response_outcome, c.amount, c.currency, c.downstream_key,
-       CASE WHEN jsonb_typeof(c.response_body) = 'object' THEN c.response_body->>'charge' END AS response_charge_id
+       ${answerChargeSql('c', mapping)} AS response_charge_id,
+       CASE WHEN jsonb_typeof(c.response_body) = 'object' THEN c.response_body->>'object' END AS answer_object,
+       CASE WHEN jsonb_typeof(c.response_body) = 'object' THEN c.response_body->>'status' END AS answer_status,
+       ${answerOutcomeSql('c', mapping)} AS answer_mapped
   -- The key's day from the directory (migration 010), then its claim by primary key in that
   -- day's partition only. LATERAL with OFFSET 0: a probe per key, whatever the size of the
   -- store (a hash join would scan it all). A stale entry (claim gone) finds no claim. A key
@@ -167,23 +177,36 @@ SELECT ${EFFECT_COLUMNS}, ${CHARGE_COLUMNS}
    -- A charge naming a tenant and key makes the row that key's: judged with it.
    AND NOT (sc.account IS NOT DISTINCT FROM $1 AND sc.tenant_id IS NOT NULL AND sc.idempotency_key IS NOT NULL)`;
 
-const SLICE = {
-  claims: claimsSql(SLICE_KEYS),
+const sliceQueries = (mapping: StoredAnswerMapping | null) => ({
+  claims: claimsSql(sliceKeys(mapping), mapping),
   attributed: SLICE_ATTRIBUTED_CHARGES,
   looseCharges: looseChargesSql('sc.created >= $2 AND sc.created < $3'),
   looseEffects: looseEffectsSql('p.created_at >= $2 AND p.created_at < $3'),
-};
-const CHANGED = {
-  claims: claimsSql(CHARGES_KEYS),
+});
+const changedQueries = (mapping: StoredAnswerMapping | null) => ({
+  claims: claimsSql(chargesKeys(mapping), mapping),
   attributed: attributedChargesSql(),
   looseCharges: looseChargesSql('sc.charge_id = ANY($2::text[])'),
   looseEffects: looseEffectsSql('p.charge_id = ANY($2::text[])'),
-};
-type Queries = typeof SLICE;
+});
+type Queries = ReturnType<typeof sliceQueries>;
+
+/** The statements for one stored-answer mapping, built once (a run has one mapping). */
+function memoized(build: (mapping: StoredAnswerMapping | null) => Queries) {
+  const built = new Map<string, Queries>();
+  return (mapping: StoredAnswerMapping | null): Queries => {
+    const id = JSON.stringify(mapping);
+    let queries = built.get(id);
+    if (!queries) built.set(id, (queries = build(mapping)));
+    return queries;
+  };
+}
+const SLICE = memoized(sliceQueries);
+const CHANGED = memoized(changedQueries);
 
 /** The statements of one slice's gather, for EXPLAIN in the benchmarks (bench/sweep-attributed.ts). */
 export const SLICE_FACTS_SQL = {
-  ...SLICE,
+  ...SLICE(null),
   knownTenants: KNOWN_TENANTS,
   namedEffects: NAMED_EFFECTS,
 };
@@ -194,8 +217,9 @@ export function loadSliceFacts(
   account: string,
   slice: TimeWindow,
   listed: TimeWindow = slice,
+  mapping: StoredAnswerMapping | null = null,
 ): Promise<SliceFacts> {
-  return loadFacts(db, account, SLICE, {
+  return loadFacts(db, account, SLICE(mapping), mapping, {
     keys: [account, slice.from, slice.to, listed.from, listed.to],
     attributed: [listed.from, listed.to],
     loose: [account, slice.from, slice.to],
@@ -203,8 +227,17 @@ export function loadSliceFacts(
 }
 
 /** The facts of the identities some charges belong to (the charges Stripe's events point at), whatever their age. */
-export function loadChangedFacts(db: Queryable, account: string, chargeIds: readonly string[]): Promise<SliceFacts> {
-  return loadFacts(db, account, CHANGED, { keys: [account, chargeIds], attributed: [], loose: [account, chargeIds] });
+export function loadChangedFacts(
+  db: Queryable,
+  account: string,
+  chargeIds: readonly string[],
+  mapping: StoredAnswerMapping | null = null,
+): Promise<SliceFacts> {
+  return loadFacts(db, account, CHANGED(mapping), mapping, {
+    keys: [account, chargeIds],
+    attributed: [],
+    loose: [account, chargeIds],
+  });
 }
 
 type Row = Record<string, unknown>;
@@ -213,6 +246,7 @@ async function loadFacts(
   db: Queryable,
   account: string,
   queries: Queries,
+  mapping: StoredAnswerMapping | null,
   /** `attributed`: the parameters after the keys' tenants and keys ($4, $5 of a slice's window). */
   selection: { keys: unknown[]; attributed: unknown[]; loose: unknown[] },
 ): Promise<SliceFacts> {
@@ -232,7 +266,7 @@ async function loadFacts(
     const key = String(r.key);
     const hasClaim = r.claim_key !== null && r.claim_key !== undefined;
     const here = hasClaim && accountName(textOrNull(r.account_id)) === account;
-    const claim = here ? claimFact(r) : null;
+    const claim = here ? claimFact(r, mapping) : null;
     const id = claimKey(tenantId, key);
     identities.set(id, {
       account,
@@ -303,7 +337,7 @@ const dateOrNull = (v: unknown) => (v === null || v === undefined ? null : date(
 const numberOrNull = (v: unknown) => (v === null || v === undefined ? null : Number(v));
 const textOrNull = (v: unknown) => (v === null || v === undefined ? null : String(v));
 
-function claimFact(r: Row): ClaimFact {
+function claimFact(r: Row, mapping: StoredAnswerMapping | null): ClaimFact {
   return {
     tenantId: String(r.tenant_id),
     key: String(r.key),
@@ -316,6 +350,9 @@ function claimFact(r: Row): ClaimFact {
     responseStatus: numberOrNull(r.response_status),
     responseOutcome: textOrNull(r.response_outcome) as ResponseOutcome | null,
     responseChargeId: textOrNull(r.response_charge_id),
+    answerObject: textOrNull(r.answer_object),
+    answerStatus: textOrNull(r.answer_status),
+    answerMapped: mappedOutcome(mapping, textOrNull(r.answer_mapped)),
     amount: numberOrNull(r.amount),
     currency: textOrNull(r.currency),
     downstreamKey: String(r.downstream_key),

@@ -15,8 +15,13 @@ export interface ClaimFact {
   responseStatus: number | null;
   /** `response_outcome`; null on rows written before it existed or by other writers. */
   responseOutcome: ResponseOutcome | null;
-  /** The charge the stored answer names (`response_body.charge`), if any. */
+  /** The charge the stored answer names, in any shape writers store (docs/judgement.md "Stored answers"). */
   responseChargeId: string | null;
+  /** The stored body's own `object` and `status` fields (a Stripe Charge or PaymentIntent says what it is). */
+  answerObject: string | null;
+  answerStatus: string | null;
+  /** What the configured mapping (SWEEPER_STORED_ANSWER) reads from the body; null when it has no say. */
+  answerMapped: 'success' | 'pending_action' | 'failure' | null;
   /** The request the claim stands for; null when its writer did not record it. */
   amount: number | null;
   currency: string | null;

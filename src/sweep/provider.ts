@@ -157,8 +157,17 @@ export interface ProviderEvidence {
     signal?: AbortSignal,
     onMalformed?: (bad: MalformedCharge) => void,
   ): Promise<NormalizedCharge[]>;
-  /** Every charge of the account whose metadata names the tenant and key (Stripe: its charge search). */
-  chargesNaming(account: string, tenantId: string, key: string, signal?: AbortSignal): Promise<NormalizedCharge[]>;
+  /**
+   * Every charge of the account whose metadata names the tenant and key (Stripe: its charge
+   * search). One that cannot be read goes to `onMalformed` when given, as for `chargesById`.
+   */
+  chargesNaming(
+    account: string,
+    tenantId: string,
+    key: string,
+    signal?: AbortSignal,
+    onMalformed?: (bad: MalformedCharge) => void,
+  ): Promise<NormalizedCharge[]>;
   /** The refunds the provider has for one charge (Stripe: `GET /v1/refunds?charge=`). */
   refundsOf(account: string, chargeId: string, signal?: AbortSignal): Promise<RefundFact[]>;
   /** A refund, idempotent by `request.idempotencyKey` (Stripe: `POST /v1/refunds` with that Idempotency-Key). */

@@ -2,7 +2,7 @@ import { inTransaction, type Pool, type Queryable } from '../db/pool.js';
 import { ensureDayPartitions, utcDay } from '../db/partitions.js';
 import type { Logger } from '../log.js';
 import { findingKey } from '../domain/identity.js';
-import type { NormalizedCharge } from './provider.js';
+import type { MalformedCharge, NormalizedCharge } from './provider.js';
 import { isRefundMade, REFUND_KEY_METADATA, type RefundFact, type ProviderEvidence } from './provider.js';
 import type { RecordedFinding } from './findings-store.js';
 import type { Finding, RepairPlan } from './judge/index.js';
@@ -124,10 +124,17 @@ async function settleOne(args: SettleArgs, intent: Intent): Promise<Outcome> {
   const found = await ours();
   if (found) return { kind: 'refunded', refund: found, how: 'found', charge: await reread(args, intent.charge_id) };
   // Stripe's own word before money moves: both charges as they are now.
-  const charges = await evidence.chargesById(account, [intent.charge_id, intent.kept_charge_id], signal);
+  const unreadable: MalformedCharge[] = [];
+  const charges = await evidence.chargesById(account, [intent.charge_id, intent.kept_charge_id], signal, (bad) =>
+    unreadable.push(bad),
+  );
   const extra = charges.find((c) => c.id === intent.charge_id) ?? null;
   const kept = charges.find((c) => c.id === intent.kept_charge_id) ?? null;
-  const problem = whyNotNow(intent, extra, kept);
+  // No money moves on a charge that cannot be read: the intent is cancelled, the finding stays open.
+  const problem =
+    unreadable.length > 0
+      ? `Stripe returned ${unreadable.map((b) => `${b.id ?? 'a charge'} unreadable (${b.problem})`).join(', ')}`
+      : whyNotNow(intent, extra, kept);
   if (problem) return { kind: 'cancelled', reason: problem, charge: extra };
   try {
     const refund = await evidence.refund(
@@ -173,7 +180,8 @@ function whyNotNow(intent: Intent, extra: NormalizedCharge | null, kept: Normali
 }
 
 async function reread(args: SettleArgs, chargeId: string): Promise<NormalizedCharge | null> {
-  return (await args.evidence.chargesById(args.account, [chargeId], args.signal))[0] ?? null;
+  // Unreadable now: the mirror keeps its last good read.
+  return (await args.evidence.chargesById(args.account, [chargeId], args.signal, () => undefined))[0] ?? null;
 }
 
 /** Intent, mirror, audit row and (once every extra is refunded) the finding, in one transaction. */

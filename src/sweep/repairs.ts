@@ -100,11 +100,6 @@ function effectRow(charge: ChargeFact, tenantId: string | null, key: string | nu
   };
 }
 
-/** The stored answer already says success (README "How a key is judged": stored answers). */
-const STORED_SUCCESS = `(k.status = 'completed' AND (k.response_outcome = 'success' OR (k.response_outcome IS NULL
-  AND k.response_status BETWEEN 200 AND 299 AND jsonb_typeof(k.response_body) = 'object'
-  AND k.response_body->>'charge' IS NOT NULL)))`;
-
 /** Inserts the payment rows of `e` (read with PAYMENT_RECORD_TYPE), updated at $2; the FROM clause follows. */
 const INSERT_EFFECTS = `${INSERT_PAYMENT_SQL}
        SELECT ${PAYMENT_COLUMNS.map((c) => `e.${c}`).join(', ')}, $2`;
@@ -116,13 +111,14 @@ async function completeClaims(
   done: Map<Finding, RepairOutcome>,
 ): Promise<void> {
   if (findings.length === 0) return;
-  const plan = findings.map(({ repair: { claim, charge, insertEffect } }) => {
+  const plan = findings.map(({ repair: { claim, charge, insertEffect, keepAnswer } }) => {
     const response = responseFromCharge(charge);
     return {
       tenant_id: claim.tenantId,
       key: claim.key,
       attempt: claim.attempt,
       status: claim.status,
+      keep_answer: keepAnswer,
       response_status: response.status,
       response_body: response.body,
       response_outcome: response.outcome,
@@ -131,49 +127,56 @@ async function completeClaims(
   });
   const { rows } = await db.query<{ tenant_id: string; key: string; response_status: number }>(
     `WITH plan AS (
-       SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(tenant_id text, key text, attempt int,
-              status text, response_status int, response_body jsonb, response_outcome text, effect jsonb)
+       SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(tenant_id text, key text, attempt int, status text,
+              keep_answer boolean, response_status int, response_body jsonb, response_outcome text, effect jsonb)
      ), completed AS (
        UPDATE idempotency_keys k
           SET status = 'completed', locked_until = NULL, completed_at = coalesce(k.completed_at, $2), updated_at = $2,
-              -- A success already stored stays as it is (its caller was told so); anything else
-              -- becomes Stripe's answer.
-              response_status = CASE WHEN ${STORED_SUCCESS} AND plan.response_outcome = 'success'
-                                     THEN k.response_status ELSE plan.response_status END,
-              response_body = CASE WHEN ${STORED_SUCCESS} AND plan.response_outcome = 'success'
-                                   THEN k.response_body ELSE plan.response_body END,
+              response_status = plan.response_status, response_body = plan.response_body,
               response_outcome = plan.response_outcome
          FROM plan
-        WHERE k.tenant_id = plan.tenant_id AND k.key = plan.key
+        WHERE NOT plan.keep_answer AND k.tenant_id = plan.tenant_id AND k.key = plan.key
           AND k.attempt = plan.attempt AND k.status = plan.status
           AND (k.status <> 'in_flight' OR k.locked_until <= $2)
        RETURNING k.tenant_id, k.key, k.response_status
+     ), kept AS (
+       -- A stored success is not written at all (not even its updated_at): the claim is
+       -- only checked to still be the completed one judged, and held until the commit.
+       SELECT k.tenant_id, k.key, k.response_status
+         FROM idempotency_keys k JOIN plan ON k.tenant_id = plan.tenant_id AND k.key = plan.key
+        WHERE plan.keep_answer AND k.attempt = plan.attempt AND k.status = 'completed'
+          FOR SHARE OF k
+     ), done AS (
+       SELECT * FROM completed UNION ALL SELECT * FROM kept
      ), effects AS (
        ${INSERT_EFFECTS}
-         FROM plan JOIN completed c USING (tenant_id, key)
+         FROM plan JOIN done c USING (tenant_id, key)
         CROSS JOIN LATERAL jsonb_to_record(plan.effect) AS e(${PAYMENT_RECORD_TYPE})
         WHERE plan.effect IS NOT NULL
        ON CONFLICT (charge_id) DO NOTHING
      )
-     SELECT tenant_id, key, response_status FROM completed`,
+     SELECT tenant_id, key, response_status FROM done`,
     [JSON.stringify(plan), now],
   );
   const completed = new Map(rows.map((r) => [claimKey(r.tenant_id, r.key), r]));
   for (const finding of findings) {
-    const { claim, charge, insertEffect } = finding.repair;
+    const { claim, charge, insertEffect, keepAnswer } = finding.repair;
     const row = completed.get(claimKey(claim.tenantId, claim.key));
     if (!row) continue; // a live writer moved the claim: it wins
     const effect = insertEffect ? effectRow(charge, claim.tenantId, claim.key) : 'present';
     done.set(finding, {
       finding,
-      action:
-        charge.status === 'failed'
+      action: keepAnswer
+        ? 'insert_effect'
+        : charge.status === 'failed'
           ? 'store_failure_and_effect'
           : insertEffect
             ? 'insert_effect_and_complete_claim'
             : 'complete_claim',
       before: { claim: { status: claim.status, attempt: claim.attempt }, effect: insertEffect ? null : 'present' },
-      after: { claim: { status: 'completed', response_status: row.response_status }, effect },
+      after: keepAnswer
+        ? { claim: 'unchanged (its stored success stays)', effect }
+        : { claim: { status: 'completed', response_status: row.response_status }, effect },
     });
   }
 }

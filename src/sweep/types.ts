@@ -4,6 +4,7 @@ import type { Category } from './categories.js';
 import type { Judgement } from './judge/index.js';
 import type { ChangeSource, ChargeSource, ProviderEvidence } from './provider.js';
 import type { RunMode } from './runs-store.js';
+import type { StoredAnswerMapping } from './stored-answer.js';
 import type { Shard, TimeWindow } from './window.js';
 
 export type { ChangePointer, ChangeSource, ChargeSource } from './provider.js';
@@ -82,6 +83,8 @@ export interface SweepOptions {
   deepReadDays: number;
   /** Backfill: how long to wait for a lock another sweep holds (default 0: exit 75 at once). */
   lockWaitMs?: number;
+  /** A writer's own stored-answer shape (SWEEPER_STORED_ANSWER); null: Stripe's objects and the library's shape only. */
+  storedAnswer: StoredAnswerMapping | null;
   signal?: AbortSignal;
 }
 
@@ -142,6 +145,7 @@ export function sweepOptions(options: Partial<SweepOptions> & Pick<SweepOptions,
     eventsOverlapMs: 10 * 60_000,
     deepReadEveryMs: 86_400_000,
     deepReadDays: 3,
+    storedAnswer: null,
     ...options,
   };
 }

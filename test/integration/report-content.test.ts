@@ -28,6 +28,8 @@ let db: TestDatabase;
 const ALL_VERIFIED = {
   chargeIds: { has: () => true } as unknown as ReadonlySet<string>,
   identities: { has: () => true } as unknown as ReadonlySet<string>,
+  unreadableCharges: new Map(),
+  unreadableNaming: new Map(),
 };
 const ctx: JudgeContext = {
   now: NOW,
@@ -71,6 +73,9 @@ function claim(over: Partial<ClaimFact>): ClaimFact {
     responseStatus: 200,
     responseOutcome: 'success',
     responseChargeId: 'ch_x',
+    answerObject: null,
+    answerStatus: null,
+    answerMapped: null,
     amount: 4200,
     currency: 'eur',
     downstreamKey: 'd',

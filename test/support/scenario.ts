@@ -1,5 +1,5 @@
 import type { Queryable } from '../../src/db/pool.js';
-import type { NormalizedCharge } from '../../src/sweep/provider.js';
+import type { MalformedCharge, NormalizedCharge } from '../../src/sweep/provider.js';
 import type { ChangeSource, ChargeSource } from '../../src/sweep/sweep.js';
 import { downstreamKey } from '../../src/claims/keys.js';
 import type { RefundFact, ProviderEvidence } from '../../src/sweep/provider.js';
@@ -135,7 +135,11 @@ export function memoryChargeSource(charges: () => NormalizedCharge[], calls?: { 
  * search by metadata, refunds. `refundsMade` records every refund POST, so tests can
  * count them across runs; `refundFails` makes the next POSTs throw (a crash, Stripe down).
  */
-export function memoryEvidence(charges: () => NormalizedCharge[]): ProviderEvidence & {
+export function memoryEvidence(
+  charges: () => NormalizedCharge[],
+  /** Charges Stripe answers but that cannot be read (by id: the problem), as a poison record would. */
+  unreadable: ReadonlyMap<string, string> = new Map(),
+): ProviderEvidence & {
   calls: { byId: number; searches: number; refundLists: number; refundPosts: number };
   refunds: RefundFact[];
   refundFails: { next: number; afterStripeRefunded?: boolean };
@@ -144,21 +148,32 @@ export function memoryEvidence(charges: () => NormalizedCharge[]): ProviderEvide
   const refunds: RefundFact[] = [];
   const refundFails = { next: 0, afterStripeRefunded: false };
   const inAccount = (account: string) => charges().filter((c) => (c.account ?? 'platform') === account);
+  // Without a callback an unreadable answer fails the call, as the Stripe provider's does.
+  const answer = (found: NormalizedCharge[], onMalformed?: (bad: MalformedCharge) => void) =>
+    found.flatMap((c) => {
+      const problem = unreadable.get(c.id);
+      if (problem === undefined) return [{ ...c }];
+      if (!onMalformed) throw new Error(`Stripe's re-read of charge ${c.id} cannot be judged: ${problem}`);
+      onMalformed({ id: c.id, account: c.account, problem, created: c.created });
+      return [];
+    });
   return {
     calls,
     refunds,
     refundFails,
-    async chargesById(account, ids) {
+    async chargesById(account, ids, _signal, onMalformed) {
       calls.byId += ids.length;
-      return inAccount(account)
-        .filter((c) => ids.includes(c.id))
-        .map((c) => ({ ...c }));
+      return answer(
+        inAccount(account).filter((c) => ids.includes(c.id)),
+        onMalformed,
+      );
     },
-    async chargesNaming(account, tenantId, key) {
+    async chargesNaming(account, tenantId, key, _signal, onMalformed) {
       calls.searches += 1;
-      return inAccount(account)
-        .filter((c) => c.tenantId === tenantId && c.idempotencyKey === key)
-        .map((c) => ({ ...c }));
+      return answer(
+        inAccount(account).filter((c) => c.tenantId === tenantId && c.idempotencyKey === key),
+        onMalformed,
+      );
     },
     async refundsOf(_account, chargeId) {
       calls.refundLists += 1;

@@ -18,7 +18,7 @@ const ctx = (refundDuplicates: boolean): JudgeContext => ({
   retentionMs: 7 * 24 * 60 * MIN,
   refundDuplicates,
   providerIdempotencyWindowMs: 24 * 60 * MIN,
-  verified: { chargeIds: ALL, identities: ALL },
+  verified: { chargeIds: ALL, identities: ALL, unreadableCharges: new Map(), unreadableNaming: new Map() },
 });
 const ago = (m: number) => new Date(NOW.getTime() - m * MIN);
 const ACCOUNTS = ['platform', 'acct_1B'];
@@ -95,6 +95,9 @@ const identityArb: fc.Arbitrary<IdentityFacts> = fc
           responseOutcome:
             r.claim.status === 'completed' ? (r.claim.responseOutcome as ClaimFact['responseOutcome']) : null,
           responseChargeId: r.claim.responseChargeId,
+          answerObject: null,
+          answerStatus: null,
+          answerMapped: null,
           amount: r.claim.amount,
           currency: r.claim.amount === null ? null : r.claim.currency,
           downstreamKey: 'd',

@@ -21,6 +21,8 @@ const SUBJECT = 'acme\u241fk1';
 const ALL_VERIFIED = {
   chargeIds: { has: () => true } as unknown as ReadonlySet<string>,
   identities: { has: () => true } as unknown as ReadonlySet<string>,
+  unreadableCharges: new Map(),
+  unreadableNaming: new Map(),
 };
 const ctx: JudgeContext = {
   now: NOW,
@@ -43,6 +45,9 @@ function claim(over: Partial<ClaimFact> = {}): ClaimFact {
     responseStatus: 200,
     responseOutcome: 'success',
     responseChargeId: 'ch_1',
+    answerObject: null,
+    answerStatus: null,
+    answerMapped: null,
     amount: 1000,
     currency: 'usd',
     downstreamKey: 'd',
@@ -261,7 +266,12 @@ describe('a key with its claim on this account', () => {
       deferred: [SUBJECT],
       needs: { identities: [{ account: 'platform', tenantId: 'acme', key: 'k1' }] },
     });
-    const verified = { chargeIds: new Set<string>(), identities: new Set([identityKey('platform', 'acme', 'k1')]) };
+    const verified = {
+      chargeIds: new Set<string>(),
+      identities: new Set([identityKey('platform', 'acme', 'k1')]),
+      unreadableCharges: new Map<string, string>(),
+      unreadableNaming: new Map<string, string[]>(),
+    };
     expect(only(i, { verified })).toMatchObject({
       category: 'stale_claim',
       repair: { kind: 'release_claim', claim: { attempt: 1 } },
@@ -461,5 +471,122 @@ describe('every object judged ends in exactly one place', () => {
       ['status_drift', 'update_effect'],
       ['duplicate_charge', null],
     ]);
+  });
+});
+
+describe('stored answers in other writers’ shapes (docs/judgement.md "Stored answers")', () => {
+  const charged = { answerObject: 'charge', answerStatus: 'succeeded', responseOutcome: null } as const;
+  it('a stored Charge object with its payment row and charge → matched, nothing repaired', () => {
+    const j = judge([
+      identity({
+        claim: claim({ ...charged, amount: null, currency: null }),
+        charges: [charge()],
+        effects: [effect()],
+      }),
+    ]);
+    expect(j).toMatchObject({ findings: [], matched: ['ch_1'] });
+  });
+  it('a stored success without its payment row → the row is inserted and the answer kept as it is', () => {
+    expect(only(identity({ claim: claim({ ...charged }), charges: [charge()] }))).toMatchObject({
+      category: 'claim_without_effect',
+      repair: { kind: 'complete_claim', insertEffect: true, keepAnswer: true },
+    });
+  });
+  it('a stored pending action or transient failure is replaced with Stripe’s answer', () => {
+    for (const over of [{ responseStatus: 202 }, { responseStatus: 503 }, { answerStatus: 'requires_action' }]) {
+      expect(only(identity({ claim: claim({ responseOutcome: null, ...over }), charges: [charge()] }))).toMatchObject({
+        repair: { kind: 'complete_claim', keepAnswer: false },
+      });
+    }
+  });
+  it('a stored failure while Stripe took the money → open, the answer not rewritten', () => {
+    const f = only(identity({ claim: claim({ responseOutcome: null, responseStatus: 402 }), charges: [charge()] }));
+    expect(f).toMatchObject({ category: 'claim_without_effect', repair: null });
+    expect(f.reason).toMatch(/stored answer says the request failed \(HTTP 402\).*not rewritten/);
+  });
+  it("a writer's 201 'paid' with no payment row and no money → lost_effect (after Stripe's search)", () => {
+    const paid = claim({ responseOutcome: null, responseStatus: 201, responseChargeId: null });
+    expect(judge([identity({ claim: paid })], { verified: NOTHING_VERIFIED }).needs.identities).toHaveLength(1);
+    expect(only(identity({ claim: paid }))).toMatchObject({ category: 'lost_effect', repair: null });
+  });
+  it('a payment row without tenant/key whose charge the stored answer names is judged once, with the key', () => {
+    // The claim's request (EUR) does not match the charge (USD): amount_mismatch, and the row is not `matched` too.
+    const j = judgeSlice(
+      {
+        identities: [
+          identity({
+            claim: claim({ currency: 'eur' }),
+            charges: [charge({ tenantId: null, idempotencyKey: null })],
+            effects: [effect({ tenantId: null, idempotencyKey: null })],
+          }),
+        ],
+        looseCharges: [],
+        looseEffects: [
+          {
+            effect: effect({ tenantId: null, idempotencyKey: null }),
+            charge: charge({ tenantId: null, idempotencyKey: null }),
+          },
+        ],
+      },
+      ctx,
+    );
+    expect(j.matched).toEqual([]);
+    expect(categories(j)).toEqual([['amount_mismatch', null]]);
+  });
+});
+
+describe('evidence Stripe returns unreadable', () => {
+  const unreadable = (naming: string[], charges: Record<string, string> = {}) => ({
+    verified: {
+      ...ALL_VERIFIED,
+      unreadableCharges: new Map(Object.entries(charges)),
+      unreadableNaming: new Map([[identityKey('platform', 'acme', 'k1'), naming]]),
+    },
+  });
+  it('a search naming the key returns an unreadable charge → the claim is not released: open claim_without_effect', () => {
+    const f = only(identity({ claim: inFlight() }), unreadable(['ch_bad'], { ch_bad: 'amount -1 is negative' }));
+    expect(f).toMatchObject({
+      category: 'claim_without_effect',
+      repair: null,
+      details: { unreadable: [{ id: 'ch_bad' }] },
+    });
+    expect(f.reason).toMatch(/cannot read \(ch_bad\).*not released/);
+  });
+  it('a stored success whose charge is unreadable → not lost_effect', () => {
+    const f = only(
+      identity({ claim: claim({ responseChargeId: 'ch_bad' }) }),
+      unreadable([], { ch_bad: 'missing status' }),
+    );
+    expect(f).toMatchObject({ category: 'claim_without_effect', repair: null });
+  });
+  it('a payment row whose charge Stripe returns unreadable → a finding naming the charge, not effect_without_charge', () => {
+    const j = judge(
+      [identity({ claim: claim(), effects: [effect({ chargeId: 'ch_bad' })] })],
+      unreadable([], { ch_bad: 'missing status' }),
+    );
+    expect(categories(j)).toContainEqual(['unattributed_charge', null]);
+    expect(categories(j)).not.toContainEqual(['effect_without_charge', null]);
+    expect(j.findings.find((f) => f.category === 'unattributed_charge')).toMatchObject({
+      subject: 'ch_bad',
+      covers: { effects: ['ch_bad'] },
+    });
+  });
+});
+
+describe('findings list their charges in one order', () => {
+  it('oldest first, then by id, whatever order the rows came in', () => {
+    const three = [
+      charge({ id: 'ch_c', created: minutesAgo(30) }),
+      charge({ id: 'ch_b', created: minutesAgo(50) }),
+      charge({ id: 'ch_a', created: minutesAgo(30) }),
+    ];
+    for (const order of [three, [...three].reverse()]) {
+      const f = judge([identity({ claim: claim({ responseChargeId: 'ch_b' }), charges: order })]).findings.find(
+        (x) => x.category === 'duplicate_charge',
+      );
+      expect((f?.details.charges as Array<{ id: string }>).map((c) => c.id)).toEqual(['ch_b', 'ch_a', 'ch_c']);
+      expect(f?.details.not_refundable).toEqual([]);
+      expect(f?.details.refundable).toEqual(['ch_a', 'ch_c']);
+    }
   });
 });

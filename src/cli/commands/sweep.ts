@@ -216,6 +216,7 @@ function sweepOptionsOf(
     eventsOverlapMs: config.eventsOverlapMs,
     deepReadEveryMs: config.deepReadEveryMs,
     deepReadDays: config.deepReadDays,
+    storedAnswer: config.storedAnswer,
     refundDuplicates: Boolean(flags.refundDuplicates),
     // `--no-resume` is the only way to say false: a backfill resumes by default.
     resume: flags.resume !== false,

@@ -86,7 +86,7 @@ export function createStripeEvidence(deps: StripeEvidenceDeps): ProviderEvidence
       }
       return found;
     },
-    async chargesNaming(account, tenantId, key, signal) {
+    async chargesNaming(account, tenantId, key, signal, onMalformed) {
       const query = `metadata['${quote(keys.tenantId)}']:'${quote(tenantId)}' AND metadata['${quote(keys.idempotencyKey)}']:'${quote(key)}'`;
       const found: NormalizedCharge[] = [];
       let page: string | undefined;
@@ -97,7 +97,12 @@ export function createStripeEvidence(deps: StripeEvidenceDeps): ProviderEvidence
             deps.stripe.charges.search({ query, limit: STRIPE_MAX_PAGE_SIZE, ...(page ? { page } : {}) }, options),
           signal,
         );
-        for (const raw of result.data) found.push(normalize(raw, account));
+        for (const raw of result.data) {
+          const read = normalizeCharge(raw, accountIdOf(account), keys, nowSeconds());
+          if (read.ok) found.push(read.charge);
+          else if (onMalformed) onMalformed(read.malformed);
+          else normalize(raw, account);
+        }
         if (!result.has_more || !result.next_page) return found;
         page = result.next_page;
       }

@@ -26,8 +26,8 @@ export function judgeClaimed(scope: IdentityScope, claim: ClaimFact): void {
 
 function judgeKept(scope: IdentityScope, claim: ClaimFact, request: Request | null, kept: ChargeFact): void {
   const effect = effectOf(scope, kept);
-  const settled = claim.status === 'completed' && storedAnswer(claim) === 'success';
-  if (settled && effect) return; // nothing to do: the charge is matched when its row agrees
+  const answer = storedAnswer(claim);
+  if (answer === 'success' && effect) return; // nothing to do: the charge is matched when its row agrees
   const covers = { claims: [scope.subject], charges: unhomed(scope, [kept]), effects: unhomedEffect(scope, kept) };
   // A claim that records no request is repaired from a charge only when that charge
   // is the only one naming the key: otherwise nothing says which one it stands for.
@@ -36,13 +36,21 @@ function judgeKept(scope: IdentityScope, claim: ClaimFact, request: Request | nu
       ? 'the claim records no request and more than one charge names the key: a person decides'
       : !effect && kept.recordedIn
         ? `the charge's payment row is recorded under account ${kept.recordedIn}: a person moves it`
-        : undefined;
+        : answer === 'failure'
+          ? `the stored answer says the request failed (HTTP ${claim.responseStatus ?? '?'}), but Stripe took the money: ` +
+            'the answer its caller was given is not rewritten; a person decides (refund the charge, or record it)'
+          : undefined;
+  // A stored success stays byte for byte: its caller was told so, and retries replay it.
+  // Only the missing payment row is added.
+  const keepAnswer = answer === 'success';
   scope.out.findings.push(
     finding({
       category: 'claim_without_effect',
       ...scope.ids,
       charge: kept,
-      repair: reason ? null : { kind: 'complete_claim', claim: versionOf(claim), charge: kept, insertEffect: !effect },
+      repair: reason
+        ? null
+        : { kind: 'complete_claim', claim: versionOf(claim), charge: kept, insertEffect: !effect, keepAnswer },
       ...(reason ? { reason } : {}),
       details: { claim: claimSummary(claim), charge: chargeSummary(kept) },
       covers,
@@ -93,7 +101,7 @@ function judgeWithoutMoney(scope: IdentityScope, claim: ClaimFact, request: Requ
   const declines = evidence.failed.filter((c) => matchesRequest(c, request));
   if (claim.status === 'released') return; // the caller's retry re-drives it with the same downstream key
   if (claim.status === 'completed') {
-    if (storedAnswer(claim) !== 'success') return; // a stored decline or a pending action, and no money: agreed
+    if (storedAnswer(claim) !== 'success') return; // a stored failure or a pending action, and no money: agreed
     // A payment row records the money Stripe never took: `effect_without_charge` tells that story, claim included.
     const ghost = scope.out.findings.find(
       (f) => f.category === 'effect_without_charge' && evidence.effects.some((e) => e.chargeId === f.subject),
@@ -102,7 +110,7 @@ function judgeWithoutMoney(scope: IdentityScope, claim: ClaimFact, request: Requ
       ghost.covers.claims.push(scope.subject);
       return;
     }
-    if (!verified(scope, claim)) return;
+    if (!verified(scope, claim) || unreadableNaming(scope, claim)) return;
     out.findings.push(
       finding({
         category: 'lost_effect',
@@ -132,6 +140,7 @@ function judgeWithoutMoney(scope: IdentityScope, claim: ClaimFact, request: Requ
               claim: versionOf(claim),
               charge: decline,
               insertEffect: !effectOf(scope, decline),
+              keepAnswer: false,
             },
         ...(ambiguous
           ? { reason: 'the claim records no request and more than one declined charge names the key: a person decides' }
@@ -145,7 +154,7 @@ function judgeWithoutMoney(scope: IdentityScope, claim: ClaimFact, request: Requ
   const age = ctx.now.getTime() - claim.createdAt.getTime();
   const releasable = age < ctx.providerIdempotencyWindowMs;
   // Releasing lets the caller's retry charge: Stripe's own search must have found nothing first.
-  if (releasable && !verified(scope, claim)) return;
+  if (releasable && (!verified(scope, claim) || unreadableNaming(scope, claim))) return;
   out.findings.push(
     finding({
       category: 'stale_claim',
@@ -183,4 +192,36 @@ function verified(scope: IdentityScope, claim: ClaimFact): boolean {
   }
   if (!ok) scope.out.deferred.push(scope.subject);
   return ok;
+}
+
+/**
+ * Stripe's own word named the key, but with a charge the sweep cannot read (the search's
+ * answer, or the charge the stored answer names): that charge may be this key's money, so
+ * the claim is neither released nor reported lost. An open `claim_without_effect` says why
+ * (each unreadable charge has its own finding); returns whether it was raised.
+ */
+function unreadableNaming(scope: IdentityScope, claim: ClaimFact): boolean {
+  const { verified: done } = scope.ctx;
+  const ids = [
+    ...(done.unreadableNaming.get(identityKey(scope.facts.account, scope.ids.tenantId, scope.ids.key)) ?? []),
+  ];
+  if (claim.responseChargeId && done.unreadableCharges.has(claim.responseChargeId)) ids.push(claim.responseChargeId);
+  const unreadable = [...new Set(ids)].sort();
+  if (unreadable.length === 0) return false;
+  scope.out.findings.push(
+    finding({
+      category: 'claim_without_effect',
+      ...scope.ids,
+      charge: null,
+      reason:
+        `Stripe holds ${unreadable.length === 1 ? 'a charge' : 'charges'} naming this key that the sweep cannot read ` +
+        `(${unreadable.join(', ')}): the claim is not released nor reported lost; see the charge's own finding`,
+      details: {
+        claim: claimSummary(claim),
+        unreadable: unreadable.map((id) => ({ id, problem: done.unreadableCharges.get(id) ?? null })),
+      },
+      covers: { claims: [scope.subject] },
+    }),
+  );
+  return true;
 }

@@ -19,12 +19,34 @@ export function isLiveLease(claim: ClaimFact, now: Date): boolean {
   return claim.status === 'in_flight' && claim.lockedUntil !== null && claim.lockedUntil.getTime() > now.getTime();
 }
 
-export type StoredAnswer = 'none' | 'success' | 'failure' | 'pending_action';
+export type StoredAnswer = 'none' | 'success' | 'pending_action' | 'failure' | 'transient';
+
+/** PaymentIntent statuses that mean no money yet, waiting on the customer or on the network. */
+const PENDING_STATUSES: ReadonlySet<string> = new Set([
+  'requires_action',
+  'requires_confirmation',
+  'processing',
+  'pending',
+]);
+/** PaymentIntent statuses that mean the attempt failed or was given up: no money. */
+const PI_FAILED: ReadonlySet<string> = new Set(['requires_payment_method', 'canceled']);
+/** HTTP statuses of answers the claim library itself would have released, not stored. */
+const TRANSIENT_HTTP: ReadonlySet<number> = new Set([408, 425, 429]);
 
 /**
- * What the claim's stored answer says: from `response_outcome` when the writer
- * recorded it; otherwise any 2xx whose body names a charge is a success, another
- * 2xx is an answer still waiting on the customer, anything else a failure.
+ * What the claim's stored answer says, read as its writer wrote it (docs/judgement.md
+ * "Stored answers"), first rule that applies:
+ * 1. not completed: no answer;
+ * 2. `response_outcome`, when the claim library (or an import) recorded it;
+ * 3. the configured mapping (SWEEPER_STORED_ANSWER), when its field holds a listed value;
+ * 4. the HTTP status: 202 is a pending action; 408, 425, 429 and 5xx a transient failure;
+ *    any other status outside 2xx a failure;
+ * 5. a 2xx Stripe object says it itself: a Charge `failed` is a failure, any other Charge
+ *    a success; a PaymentIntent `requires_payment_method` or `canceled` is a failure,
+ *    `requires_action`, `requires_confirmation` or `processing` a pending action, any
+ *    other a success;
+ * 6. any other 2xx whose `status` is `requires_action`, `requires_confirmation`,
+ *    `processing` or `pending` is a pending action; every other 2xx is a success.
  */
 export function storedAnswer(claim: ClaimFact): StoredAnswer {
   if (claim.status !== 'completed') return 'none';
@@ -39,9 +61,16 @@ export function storedAnswer(claim: ClaimFact): StoredAnswer {
     case null:
       break;
   }
-  const status = claim.responseStatus ?? 0;
-  if (status >= 200 && status < 300) return claim.responseChargeId ? 'success' : 'pending_action';
-  return 'failure';
+  if (claim.answerMapped !== null) return claim.answerMapped;
+  const http = claim.responseStatus ?? 0;
+  if (http === 202) return 'pending_action';
+  if (TRANSIENT_HTTP.has(http) || (http >= 500 && http < 600)) return 'transient';
+  if (http < 200 || http >= 300) return 'failure';
+  const status = claim.answerStatus;
+  if (claim.answerObject === 'charge') return status === 'failed' ? 'failure' : 'success';
+  if (claim.answerObject === 'payment_intent' && status !== null && PI_FAILED.has(status)) return 'failure';
+  if (status !== null && PENDING_STATUSES.has(status)) return 'pending_action';
+  return 'success';
 }
 
 export interface Request {
@@ -101,7 +130,8 @@ export function evidenceOf(facts: IdentityFacts, retentionMs: number): Evidence 
   for (const c of facts.charges) if (c.created.getTime() >= since) chargeById.set(c.id, c);
   const effectById = new Map<string, EffectFact>();
   for (const e of facts.effects) if (e.createdAt.getTime() >= since) effectById.set(e.chargeId, e);
-  const all = [...chargeById.values()];
+  // Oldest first (then by id), so what a finding lists does not follow the database's row order.
+  const all = [...chargeById.values()].sort(byCreated);
   const charges = all.filter((c) => c.account === facts.account);
   const money = charges.filter(isMoney);
   return {

@@ -83,7 +83,8 @@ function accountForTheRest(scope: IdentityScope): void {
     f.covers.effects.forEach((e) => covered.effects.add(e));
   }
   if (facts.claim && !covered.claims.has(scope.subject)) out.quiet.claims.push(scope.subject);
-  const declineStored = facts.claim !== null && storedAnswer(facts.claim) === 'failure';
+  const answer = facts.claim === null ? 'none' : storedAnswer(facts.claim);
+  const declineStored = answer === 'failure' || answer === 'transient';
   for (const charge of evidence.charges) {
     if (covered.charges.has(charge.id)) continue;
     out.judgedSubjects.push(charge.id);

@@ -20,7 +20,10 @@ export function judgeSlice(facts: SliceFacts, ctx: JudgeContext): Judgement {
   const withIdentity = new Set<string>();
   for (const identity of facts.identities) for (const id of judgeIdentity(identity, ctx, out)) withIdentity.add(id);
   for (const loose of facts.looseCharges) if (!withIdentity.has(loose.charge.id)) judgeLooseCharge(loose, ctx, out);
-  for (const loose of facts.looseEffects) judgeLooseEffect(loose, ctx, out);
+  // Likewise a payment row without tenant/key whose charge was judged with a key (linked
+  // by the key's stored answer): that identity judged the row with its charge.
+  for (const loose of facts.looseEffects)
+    if (!withIdentity.has(loose.effect.chargeId)) judgeLooseEffect(loose, ctx, out);
   out.findings = dedupe(out.findings);
   out.matched = [...new Set(out.matched)];
   out.needs = {

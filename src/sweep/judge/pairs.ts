@@ -1,4 +1,5 @@
 import { accountName } from '../../domain/identity.js';
+import { MALFORMED_CHARGE_CATEGORY } from '../categories.js';
 import type { ChargeFact, EffectFact } from '../facts.js';
 import { chargeSummary, effectSummary, finding } from './build.js';
 import type { JudgeContext, Judgement } from './types.js';
@@ -8,12 +9,12 @@ import type { JudgeContext, Judgement } from './types.js';
  * - no charge in the row's own account: a failed row recorded no money (nothing to
  *   say); any other row is `effect_without_charge`, raised only once Stripe itself
  *   said the charge does not exist there (looked up by id this run), never from the
- *   mirror alone;
+ *   mirror alone; a charge Stripe returned unreadable is a finding naming it instead;
  * - amount or currency differ: `amount_mismatch` (Stripe shows what was charged);
  * - refund, dispute or status differ: `status_drift`, repaired from the charge.
  */
 export type PairVerdict =
-  'agrees' | 'amount_mismatch' | 'status_drift' | 'effect_without_charge' | 'quiet' | 'deferred';
+  'agrees' | 'amount_mismatch' | 'status_drift' | 'effect_without_charge' | 'unreadable' | 'quiet' | 'deferred';
 
 export function judgePair(
   effect: EffectFact,
@@ -34,6 +35,22 @@ export function judgePair(
       out.needs.charges.push({ account: accountName(effect.accountId), id: effect.chargeId });
       out.deferred.push(effect.chargeId);
       return 'deferred';
+    }
+    const problem = ctx.verified.unreadableCharges.get(effect.chargeId);
+    if (problem !== undefined) {
+      // Stripe has the charge but it cannot be read: not a missing charge, and nothing to compare.
+      out.findings.push(
+        finding({
+          category: MALFORMED_CHARGE_CATEGORY,
+          ...ids,
+          charge: null,
+          chargeId: effect.chargeId,
+          reason: `Stripe returned this charge without what the sweep needs (${problem}); it cannot be judged`,
+          details: { malformed: problem, effect: effectSummary(effect) },
+          covers: { effects: [effect.chargeId], charges: [effect.chargeId] },
+        }),
+      );
+      return 'unreadable';
     }
     out.findings.push(
       finding({

@@ -22,7 +22,7 @@ export function effectOf(scope: IdentityScope, charge: ChargeFact): EffectFact |
 /** The charge's payment row has a finding of its own, which accounts for the charge. */
 export function homedByPair(scope: IdentityScope, chargeId: string): boolean {
   const verdict = scope.pairs.get(chargeId);
-  return verdict === 'amount_mismatch' || verdict === 'status_drift';
+  return verdict === 'amount_mismatch' || verdict === 'status_drift' || verdict === 'unreadable';
 }
 
 /** The charge ids among `charges` that no payment-row finding accounts for. */

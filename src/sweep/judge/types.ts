@@ -18,9 +18,18 @@ export interface Verified {
   chargeIds: ReadonlySet<string>;
   /** Identities whose charges were searched for by metadata, as `identityKey()`. */
   identities: ReadonlySet<string>;
+  /** Charges Stripe answered that cannot be read, by id: the problem. */
+  unreadableCharges: ReadonlyMap<string, string>;
+  /** Per identity searched: the ids of unreadable charges the search returned (they name its key). */
+  unreadableNaming: ReadonlyMap<string, readonly string[]>;
 }
 
-export const NOTHING_VERIFIED: Verified = { chargeIds: new Set(), identities: new Set() };
+export const NOTHING_VERIFIED: Verified = {
+  chargeIds: new Set(),
+  identities: new Set(),
+  unreadableCharges: new Map(),
+  unreadableNaming: new Map(),
+};
 
 /** What must be re-read from Stripe before a verdict can stand. */
 export interface VerificationNeeds {
@@ -40,8 +49,12 @@ export interface ClaimVersion {
 }
 
 export type RepairPlan =
-  /** Complete the claim with the charge's answer; insert the effect unless it exists. */
-  | { kind: 'complete_claim'; claim: ClaimVersion; charge: ChargeFact; insertEffect: boolean }
+  /**
+   * Complete the claim with the charge's answer; insert the effect unless it exists.
+   * `keepAnswer`: the claim already stores a success, which stays as it is (only the
+   * effect is inserted; the claim row is not written).
+   */
+  | { kind: 'complete_claim'; claim: ClaimVersion; charge: ChargeFact; insertEffect: boolean; keepAnswer: boolean }
   /** Let the caller's retry run: the claim's attempt died before Stripe saw it. */
   | { kind: 'release_claim'; claim: ClaimVersion }
   /** Re-create a completed claim from the key's only charge; insert the effect too when asked. */
