@@ -26,13 +26,13 @@ export function accountIdOf(account: string): string | null {
 
 /**
  * Subject of a claim-level finding: tenant and key joined by a character neither can
- * contain (U+241F, shown as ␟). Stored in `recon_findings.subject`, so it never changes.
+ * contain (U+241F, shown as ␟; the normaliser refuses it in metadata). Stored in `recon_findings.subject`, so it never changes.
  */
 export function claimSubject(tenantId: string, key: string): string {
   return `${tenantId}\u241f${key}`;
 }
 
-/** A claim (tenant, key) as an in-memory key: tenants and keys are printable ASCII, so U+001F cannot occur in them. */
+/** A claim (tenant, key) as an in-memory key: tenants and keys hold no control character, so U+001F cannot occur in them. */
 export function claimKey(tenantId: string, key: string): string {
   return `${tenantId}\u001f${key}`;
 }

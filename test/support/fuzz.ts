@@ -209,7 +209,11 @@ export function ruleProblems(charge: NormalizedCharge, now: number): string[] {
   if (charge.amountRefunded < 0 || charge.amountRefunded > charge.amount) problems.push('amount_refunded out of range');
   if (charge.amountCaptured < 0 || charge.amountCaptured > charge.amount) problems.push('amount_captured out of range');
   if (charge.created < 1_262_304_000 || charge.created > now + 86_400) problems.push('created out of range');
-  if (charge.tenantId !== null && !/^[\x21-\x7e]{1,255}$/.test(charge.tenantId)) problems.push('tenant');
-  if (charge.idempotencyKey !== null && !/^[\x20-\x7e]{1,255}$/.test(charge.idempotencyKey)) problems.push('key');
+  // docs/judgement.md "Keys as Stripe holds them": 1-500 characters, no control character,
+  // lone surrogate or U+241F (the finding subject's separator).
+  const keyLike = (v: string) =>
+    [...v].length >= 1 && [...v].length <= 500 && isWellFormed(v) && !/[\u0000-\u001f\u007f-\u009f\u241f]/.test(v);
+  if (charge.tenantId !== null && !keyLike(charge.tenantId)) problems.push('tenant');
+  if (charge.idempotencyKey !== null && !keyLike(charge.idempotencyKey)) problems.push('key');
   return problems;
 }

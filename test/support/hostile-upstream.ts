@@ -39,7 +39,7 @@ export const POISONS = {
   nul_in_tenant: {
     apply: () => undefined,
     metadata: { tenant_id: 'acme\u0000evil', idempotency_key: 'poison-nul' },
-    problem: /metadata\[tenant_id\] is not 1-255 printable ASCII/,
+    problem: /metadata\[tenant_id\] is not 1-500 characters without control characters/,
   },
   negative_amount: {
     apply: (c: Charge) => Object.assign(c, { amount: -500, amount_captured: 0 }),

@@ -79,6 +79,18 @@ describe('normalizeCharge', () => {
     expect(result.ok && [result.charge.tenantId, result.charge.idempotencyKey]).toEqual(['tenant-b', 'key-b']);
   });
 
+  it('reads keys as Stripe holds them: accents, CJK, spaces, up to 500 characters, byte for byte', () => {
+    for (const [tenant, key] of [
+      ['Société Générale', 'commande-éèà-1'],
+      ['租户', '订单-２０２６-１'],
+      ['acme', 'k'.repeat(500)],
+      ['t'.repeat(500), 'e\u0301'], // a combining accent stays as written, not normalised to é
+    ]) {
+      const result = normalize(charge({ metadata: { tenant_id: tenant, idempotency_key: key } }));
+      expect(result.ok && [result.charge.tenantId, result.charge.idempotencyKey]).toEqual([tenant, key]);
+    }
+  });
+
   it('gives null attribution when metadata is absent or empty, and never reads inherited names', () => {
     const none = normalize(charge({ metadata: undefined, payment_intent: null }));
     expect(none.ok && [none.charge.tenantId, none.charge.idempotencyKey, none.charge.paymentIntent]).toEqual([
@@ -151,27 +163,41 @@ describe('normalizeCharge refuses what the mirror would refuse, naming the charg
     [
       'a NUL in the tenant',
       { metadata: { tenant_id: 'acme\u0000', idempotency_key: 'k' } },
-      /metadata\[tenant_id\] is not 1-255 printable ASCII characters without spaces/,
+      /metadata\[tenant_id\] is not 1-500 characters without control characters/,
     ],
     [
       'a NUL in the key',
       { metadata: { tenant_id: 'acme', idempotency_key: 'order\u00001' } },
-      /metadata\[idempotency_key\] is not 1-255 printable ASCII/,
+      /metadata\[idempotency_key\] is not 1-500 characters without control characters/,
     ],
     [
       'an ANSI escape in the key',
       { metadata: { tenant_id: 'acme', idempotency_key: '\u001b[31mred' } },
       /metadata\[idempotency_key\]/,
     ],
-    ['a tenant with a space', { metadata: { tenant_id: 'ac me', idempotency_key: 'k' } }, /metadata\[tenant_id\]/],
     [
-      'a tenant of 256 characters',
-      { metadata: { tenant_id: 't'.repeat(256), idempotency_key: 'k' } },
+      "a tenant of 501 characters (above Stripe's limit)",
+      { metadata: { tenant_id: 't'.repeat(501), idempotency_key: 'k' } },
       /metadata\[tenant_id\]/,
     ],
     [
-      'a key of 256 characters',
-      { metadata: { tenant_id: 't', idempotency_key: 'k'.repeat(256) } },
+      'a key of 501 characters',
+      { metadata: { tenant_id: 't', idempotency_key: 'k'.repeat(501) } },
+      /metadata\[idempotency_key\]/,
+    ],
+    [
+      'a key holding U+241F, which joins tenant and key in a subject',
+      { metadata: { tenant_id: 't', idempotency_key: 'a\u241fb' } },
+      /metadata\[idempotency_key\]/,
+    ],
+    [
+      'a key with a lone surrogate',
+      { metadata: { tenant_id: 't', idempotency_key: 'order-\ud800' } },
+      /metadata\[idempotency_key\]/,
+    ],
+    [
+      'a key with a C1 control character',
+      { metadata: { tenant_id: 't', idempotency_key: 'order\u0085' } },
       /metadata\[idempotency_key\]/,
     ],
     [

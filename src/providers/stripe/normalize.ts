@@ -17,14 +17,17 @@ const STATUSES = ['succeeded', 'failed', 'pending'] as const;
 type Status = (typeof STATUSES)[number];
 
 /**
- * What a stored value may look like. Every string the mirror stores is printable
- * ASCII, so no NUL, control character or lone surrogate (which PostgreSQL's text and
- * jsonb refuse) can reach SQL. Tenant and key follow the claim library's rule
- * (src/claims/validate.ts): anything else was not written by it.
+ * What a stored value may look like. Ids are printable ASCII, so no NUL, control
+ * character or lone surrogate (which PostgreSQL's text and jsonb refuse) can reach SQL.
+ * Tenant and key are read as Stripe holds them (docs/judgement.md "Keys as Stripe holds
+ * them"): other systems write order references with accents or CJK there, and the claims
+ * table holds such keys byte for byte. So any 1-500 characters (Stripe's limit for a
+ * metadata value) are a key, except control characters, lone surrogates and U+241F, the
+ * character that joins tenant and key in a finding's subject (src/domain/identity.ts).
  */
 export const STRIPE_ID = /^[\x21-\x7E]{1,255}$/;
-export const TENANT_ID = /^[\x21-\x7E]{1,255}$/;
-export const IDEMPOTENCY_KEY = /^[\x20-\x7E]{1,255}$/;
+export const TENANT_ID = /^(?:[^\p{Cc}\p{Cs}\u241F]){1,500}$/u;
+export const IDEMPOTENCY_KEY = TENANT_ID;
 export const CURRENCY = /^[A-Za-z]{3}$/;
 /** 2010-01-01T00:00:00Z: Stripe has no charge older than this. */
 export const EARLIEST_CREATED = 1_262_304_000;
@@ -76,20 +79,8 @@ export function normalizeCharge(
   const customer = readReference(charge, 'customer', problems);
   const paymentMethod = readReference(charge, 'payment_method', problems);
   const metadata = readMetadata(charge.metadata, problems);
-  const tenantId = readAttribution(
-    metadata,
-    keys.tenantId,
-    TENANT_ID,
-    'printable ASCII characters without spaces',
-    problems,
-  );
-  const idempotencyKey = readAttribution(
-    metadata,
-    keys.idempotencyKey,
-    IDEMPOTENCY_KEY,
-    'printable ASCII characters',
-    problems,
-  );
+  const tenantId = readAttribution(metadata, keys.tenantId, TENANT_ID, problems);
+  const idempotencyKey = readAttribution(metadata, keys.idempotencyKey, IDEMPOTENCY_KEY, problems);
 
   if (
     problems.length > 0 ||
@@ -227,19 +218,19 @@ function readMetadata(value: unknown, problems: string[]): Record<string, unknow
   return value as Record<string, unknown>;
 }
 
-/** Absent or empty: no attribution. Present: exactly what the claim library could have written. */
+/** Absent or empty: no attribution. Present: a key as Stripe holds it, compared byte for byte. */
 function readAttribution(
   metadata: Record<string, unknown>,
   name: string,
   shape: RegExp,
-  rule: string,
   problems: string[],
 ): string | null {
   if (!Object.hasOwn(metadata, name)) return null;
   const value = metadata[name];
   if (value === undefined || value === null || value === '') return null;
   if (typeof value !== 'string') problems.push(`metadata[${name}] is not a string (${describeType(value)})`);
-  else if (!shape.test(value)) problems.push(`metadata[${name}] is not 1-255 ${rule}`);
+  else if (!shape.test(value))
+    problems.push(`metadata[${name}] is not 1-500 characters without control characters, lone surrogates or U+241F`);
   else return value;
   return null;
 }
