@@ -212,7 +212,13 @@ export function ruleProblems(charge: NormalizedCharge, now: number): string[] {
   // docs/judgement.md "Keys as Stripe holds them": 1-500 characters, no control character,
   // lone surrogate or U+241F (the finding subject's separator).
   const keyLike = (v: string) =>
-    [...v].length >= 1 && [...v].length <= 500 && isWellFormed(v) && !/[\u0000-\u001f\u007f-\u009f\u241f]/.test(v);
+    [...v].length >= 1 &&
+    [...v].length <= 500 &&
+    isWellFormed(v) &&
+    ![...v].some((ch) => {
+      const code = ch.codePointAt(0) ?? 0;
+      return code < 0x20 || (code >= 0x7f && code <= 0x9f) || code === 0x241f;
+    });
   if (charge.tenantId !== null && !keyLike(charge.tenantId)) problems.push('tenant');
   if (charge.idempotencyKey !== null && !keyLike(charge.idempotencyKey)) problems.push('key');
   return problems;
