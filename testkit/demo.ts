@@ -61,6 +61,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     print(
       `   - a week before that (${utcDay(weekBefore)}): an ordinary card payment, ${weekOld.key}, ${money(weekOld.amount)}`,
     );
+    // Swept back then: late changes are judged only where some run has swept (docs/judgement.md "Late changes").
+    await sweepOnce(pool, double, {
+      mode: 'backfill',
+      window: { from: new Date(weekBefore.getTime() - HOUR), to: new Date(weekBefore.getTime() + 2 * HOUR) },
+    });
+    print('     swept then by an earlier backfill of its hours: matched, nothing to say');
     const scenario = await buildScenario(pool, double, new Date(base.getTime() + 60_000), options.seed);
     for (const line of scenario.story) print(`   - ${line}`);
 

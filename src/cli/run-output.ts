@@ -1,7 +1,8 @@
 import type { OpenFindingBrief } from '../report/open-list.js';
 import { CATEGORIES } from '../sweep/categories.js';
 import type { AccountCompleteness } from '../sweep/completeness.js';
-import type { SweepProgress, SweepReport } from '../sweep/types.js';
+import type { DeepReadResult } from '../sweep/deep-read.js';
+import type { ChangesReport, SweepProgress, SweepReport } from '../sweep/types.js';
 import { alignColumns } from './columns.js';
 import { formatClock } from './progress-format.js';
 
@@ -34,7 +35,9 @@ export function formatReport(r: SweepReport, extras: SummaryExtras = {}): string
     r.status === 'interrupted'
       ? `charges scanned before it stopped ${r.charges_scanned}`
       : `charges scanned ${r.charges_scanned}`;
-  lines.push(`window ${r.window ? `${r.window.from} → ${r.window.to}` : '(nothing settled yet)'}   ${scanned}`, '');
+  lines.push(`window ${r.window ? `${r.window.from} → ${r.window.to}` : '(nothing settled yet)'}   ${scanned}`);
+  if (r.changes) lines.push(...changesLines(r.changes));
+  lines.push('');
   const rows = [['category', 'found', r.dry_run ? 'would repair' : 'repaired']];
   for (const category of CATEGORIES) {
     const found = r.findings[category];
@@ -44,6 +47,7 @@ export function formatReport(r: SweepReport, extras: SummaryExtras = {}): string
   }
   lines.push(...alignColumns(rows, { right: [1, 2], gap: 4 }).map((line) => `  ${line}`));
   lines.push('', `unreconciled (open findings): ${r.unreconciled}`);
+  if (r.mass_repair) lines.push(brakeLine(r.mass_repair));
   if (r.deferred_keys > 0) {
     const later = r.mode === 'run' ? 'the next run judges them' : 'run this backfill again once their leases end';
     lines.push(`deferred (held by a live writer, not judged): ${r.deferred_keys}: ${later}`);
@@ -102,4 +106,45 @@ export function completenessLine(c: AccountCompleteness): string {
 export function percent(fraction: number): string {
   const tenths = Math.floor(fraction * 1000);
   return `${tenths % 10 === 0 ? tenths / 10 : (tenths / 10).toFixed(1)}%`;
+}
+
+/**
+ * What the steps after the window judged: the events read (and the charges they pointed
+ * at that no run has swept yet, left for a backfill), the re-list of a lost events gap,
+ * the deep re-read. The category table above counts every step together.
+ */
+export function changesLines(c: ChangesReport): string[] {
+  const lines: string[] = [];
+  if (c.fallback) lines.push(`re-list (events cursor past Stripe's 30 days): ${relistText(c.fallback)}`);
+  const left = c.not_swept > 0 ? `; ${c.not_swept} created before anything was swept, left for a backfill` : '';
+  lines.push(`late changes: ${c.events} events, ${c.charges} charges re-read and judged${left}${stepText(c)}`);
+  if (c.deep_read) lines.push(`deep re-read: ${relistText(c.deep_read)}`);
+  return lines;
+}
+
+function relistText(d: DeepReadResult): string {
+  const left = d.not_swept_hours > 0 ? `; ${d.not_swept_hours} hours not swept yet, left for a backfill` : '';
+  return `${d.from} → ${d.to}, ${d.hours} hours compared, ${d.differing} differed, ${d.charges} charges judged again${left}${stepText(d)}`;
+}
+
+/** `: found status_drift 2, repaired status_drift 2`, or nothing when the step found nothing. */
+function stepText(s: Pick<ChangesReport, 'found' | 'repaired'>): string {
+  const list = (counts: Partial<Record<string, number>>) =>
+    Object.entries(counts)
+      .map(([category, n]) => `${category} ${n ?? 0}`)
+      .join(', ');
+  const parts = [
+    Object.keys(s.found).length > 0 ? `found ${list(s.found)}` : '',
+    Object.keys(s.repaired).length > 0 ? `repaired ${list(s.repaired)}` : '',
+  ].filter(Boolean);
+  return parts.length > 0 ? ` (${parts.join('; ')})` : '';
+}
+
+/** The repair brake's bound, passed by a dry run (a real run stops there) or with --allow-mass-repair. */
+export function brakeLine(b: NonNullable<SweepReport['mass_repair']>): string {
+  const share = (f: number) => `${Math.round(f * 1000) / 10}%`;
+  const counts = `${b.repairs} ${b.category} repairs of ${b.judged} judged (${share(b.repairs / b.judged)}, SWEEPER_MAX_REPAIR_SHARE ${share(b.share)})`;
+  return b.allowed
+    ? `repair brake passed with --allow-mass-repair: ${counts}`
+    : `repair brake: a real run would stop before these repairs: ${counts}; look at them first, then run with --allow-mass-repair if they are right`;
 }

@@ -3,7 +3,8 @@ import { utcDay } from '../db/partitions.js';
 import { LOCK_CLASS, LockObject } from '../db/locks.js';
 import type { Logger } from '../log.js';
 import type { MalformedCharge, NormalizedCharge } from './provider.js';
-import { MALFORMED_CHARGE_CATEGORY } from './categories.js';
+import { brakeTrip, MassRepairError, recordBatch, type BrakeState } from './brake.js';
+import { MALFORMED_CHARGE_CATEGORY, type Category } from './categories.js';
 import type { DryRunOverlay } from './dry-run-overlay.js';
 import type { SliceFacts } from './facts.js';
 import { closeHealedFindings, recordFindings } from './findings-store.js';
@@ -59,6 +60,8 @@ export interface RunContext {
   verified: VerifiedSoFar;
   /** Dry runs only. */
   overlay: DryRunOverlay | null;
+  /** What the run judged and repaired so far, for the repair brake (brake.ts). */
+  brake: BrakeState;
 }
 
 export interface Batch {
@@ -245,6 +248,7 @@ async function finish(
     ...batch.unreadable.flatMap(unjudgeable).filter((f) => !named.has(f.subject)),
   ];
   await fault('judged');
+  applyBrake(options, ctx, findings, facts);
   // A dry run repairs inside a savepoint that it rolls back at once: the row locks and
   // directory entries those writes took go with it, so live writers wait milliseconds, not
   // for the whole dry run. What the repairs did is kept in the overlay, so later
@@ -327,6 +331,35 @@ async function finish(
       ctx.log.info({ category: f.category, subject: f.subject, action: r.action }, 'dry run: would repair');
   }
   return { intents, overlay };
+}
+
+/**
+ * The repair brake, before anything of the batch is repaired: past the bound, a real run
+ * stops here (the batch rolls back with the error); a dry run, or a run a person confirmed
+ * with --allow-mass-repair, says so in its report and goes on.
+ */
+function applyBrake(options: SweepOptions, ctx: RunContext, findings: readonly Finding[], facts: SliceFacts): void {
+  const planned: Partial<Record<Category, number>> = {};
+  for (const f of findings) {
+    if (!f.repair) continue;
+    // A refund moves money once per extra charge: each counts.
+    const n = f.repair.kind === 'refund_duplicates' ? f.repair.refund.length : 1;
+    planned[f.category] = (planned[f.category] ?? 0) + n;
+  }
+  const judged = facts.identities.length + facts.looseCharges.length + facts.looseEffects.length;
+  const trip = brakeTrip(ctx.brake, planned, judged, options.maxRepairShare);
+  if (trip && !ctx.report.mass_repair) {
+    const allowed = options.allowMassRepair;
+    ctx.report.mass_repair = { ...trip, allowed };
+    if (!options.dryRun && !allowed) throw new MassRepairError(trip, ctx.run.account);
+    ctx.log.warn(
+      { category: trip.category, repairs: trip.repairs, judged: trip.judged, share: trip.share },
+      options.dryRun
+        ? 'the repair brake would stop a real run here (SWEEPER_MAX_REPAIR_SHARE): look at these repairs before running for real'
+        : 'the repair brake was passed: --allow-mass-repair',
+    );
+  }
+  recordBatch(ctx.brake, planned, judged);
 }
 
 function createdById(facts: SliceFacts): Map<string, Date> {

@@ -1,7 +1,8 @@
-import type { MalformedCharge } from './provider.js';
+import type { MalformedCharge, NormalizedCharge } from './provider.js';
 import { judgeBatch, type RunContext } from './batch.js';
+import { isCovered, readCoverage } from './coverage.js';
 import { advanceEventCursor, readDeepRead, readEventCursor, recordDeepRead } from './changes-store.js';
-import { deepRead } from './deep-read.js';
+import { deepRead, stepCounter } from './deep-read.js';
 import { loadChangedFacts } from './facts-sql.js';
 import type { ChangesReport, SweepDeps, SweepOptions } from './types.js';
 
@@ -34,7 +35,17 @@ export async function sweepChanges(
   const before = new Date(Math.floor((now.getTime() - Math.max(options.eventsLagMs, options.settleMs)) / 1000) * 1000);
   const stored = await ctx.inTransaction((client) => readEventCursor(client, account));
   let cursor = stored ?? new Date(now.getTime() - options.firstRunLookbackMs);
-  const report: ChangesReport = { events: 0, charges: 0, malformed_events: 0, cursor: null, cursor_lag_seconds: null };
+  const report: ChangesReport = {
+    events: 0,
+    charges: 0,
+    not_swept: 0,
+    malformed_events: 0,
+    cursor: null,
+    cursor_lag_seconds: null,
+    found: {},
+    repaired: {},
+  };
+  const notSwept = new Set<string>();
   // Each counted once per run: every day's read re-reads the overlap below its start, so
   // a day hands back events (and charges) the day before already had.
   const eventsRead = new Set<string>();
@@ -54,6 +65,7 @@ export async function sweepChanges(
     cursor = new Date(now.getTime() - EVENTS_KEPT_MS + CHUNK_MS);
   }
 
+  const eventsStep = stepCounter(ctx.report);
   for (let n = 0; cursor < before; n += 1) {
     options.signal?.throwIfAborted();
     const chunkEnd = new Date(Math.min(before.getTime(), cursor.getTime() + CHUNK_MS));
@@ -78,22 +90,30 @@ export async function sweepChanges(
     await deps.faultPoint?.(`changes:${n}:listed`);
     const fetchedAt = deps.clock();
     // A charge Stripe answers but that cannot be read becomes a finding, as in a listing.
-    const unreadable: MalformedCharge[] = [];
-    const charges =
-      ids.length > 0
-        ? await deps.evidence.chargesById(account, ids, options.signal, (bad) => unreadable.push(bad))
-        : [];
-    if (charges.length + unreadable.length < ids.length) {
-      const found = new Set([...charges.map((c) => c.id), ...unreadable.map((c) => c.id)]);
+    const read: MalformedCharge[] = [];
+    const answered =
+      ids.length > 0 ? await deps.evidence.chargesById(account, ids, options.signal, (bad) => read.push(bad)) : [];
+    if (answered.length + read.length < ids.length) {
+      const found = new Set([...answered.map((c) => c.id), ...read.map((c) => c.id)]);
       ctx.log.warn(
         { missing: ids.filter((id) => !found.has(id)).slice(0, 5) },
         'events point at charges Stripe does not return by id; they are left out',
       );
     }
+    // Only charges created where some run has judged (a first run: its lookback); older ones wait for a backfill.
+    const { charges, unreadable, left } = await sweptOnly(ctx, answered, read);
+    for (const id of left) notSwept.add(id);
+    if (left.length > 0)
+      ctx.log.info(
+        { charges: left.length, example: left[0] },
+        'events point at charges created before anything was swept; they are left for a backfill',
+      );
+    const judgedIds = [...charges.map((c) => c.id), ...unreadable.flatMap((b) => (b.id ? [b.id] : []))];
     for (const p of pointers) if (!p.problem) eventsRead.add(p.id);
     for (const c of charges) chargesRead.add(c.id);
     report.events = eventsRead.size;
     report.charges = chargesRead.size;
+    report.not_swept = notSwept.size;
     // An object, not a local: the checkpoint callback sets it (a local's narrowing would not see that).
     const chunk = { held: false };
     await judgeBatch(deps, options, ctx, {
@@ -101,7 +121,7 @@ export async function sweepChanges(
       charges,
       fetchedAt,
       unreadable,
-      load: (client) => loadChangedFacts(client, account, ids, options.storedAnswer),
+      load: (client) => loadChangedFacts(client, account, judgedIds, options.storedAnswer),
       countsMatched: () => false,
       async checkpoint(client, deferred, at) {
         // A key held back keeps the cursor here: the next run reads these events again.
@@ -112,6 +132,7 @@ export async function sweepChanges(
     if (chunk.held) break;
     cursor = chunkEnd;
   }
+  Object.assign(report, eventsStep());
   report.cursor = cursor.toISOString();
   report.cursor_lag_seconds = Math.round((now.getTime() - cursor.getTime()) / 1000);
 
@@ -133,4 +154,30 @@ export async function sweepChanges(
     }
   }
   return report;
+}
+
+/**
+ * The re-read charges (and unreadable answers whose creation is known) created inside what
+ * some run has judged; the ids of the others, which are not judged here.
+ */
+async function sweptOnly(
+  ctx: RunContext,
+  charges: NormalizedCharge[],
+  unreadable: MalformedCharge[],
+): Promise<{ charges: NormalizedCharge[]; unreadable: MalformedCharge[]; left: string[] }> {
+  const times = [...charges.map((c) => c.created), ...unreadable.flatMap((b) => (b.created ? [b.created] : []))];
+  if (times.length === 0) return { charges, unreadable, left: [] };
+  const first = times.reduce((a, b) => Math.min(a, b));
+  const last = times.reduce((a, b) => Math.max(a, b));
+  const range = { from: new Date(first * 1000), to: new Date(last * 1000 + 1000) };
+  const coverage = await ctx.inTransaction((client) => readCoverage(client, ctx.run.account, range));
+  const swept = (created: number) => isCovered(coverage, new Date(created * 1000));
+  return {
+    charges: charges.filter((c) => swept(c.created)),
+    unreadable: unreadable.filter((b) => b.created === undefined || swept(b.created)),
+    left: [
+      ...charges.filter((c) => !swept(c.created)).map((c) => c.id),
+      ...unreadable.flatMap((b) => (b.created !== undefined && b.id !== null && !swept(b.created) ? [b.id] : [])),
+    ],
+  };
 }

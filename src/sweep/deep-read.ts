@@ -2,8 +2,10 @@ import { createHash } from 'node:crypto';
 import type { Queryable } from '../db/pool.js';
 import type { NormalizedCharge } from './provider.js';
 import { judgeBatch, type RunContext } from './batch.js';
+import type { Category } from './categories.js';
+import { coversWindow, readCoverage } from './coverage.js';
 import { loadSliceFacts } from './facts-sql.js';
-import type { SweepDeps, SweepOptions } from './types.js';
+import type { SweepDeps, SweepOptions, SweepReport } from './types.js';
 import type { TimeWindow } from './window.js';
 
 /**
@@ -92,11 +94,24 @@ export function differingHours(stripe: Map<number, HourDigest>, mirror: Map<numb
 export interface DeepReadResult {
   from: string;
   to: string;
+  /** Hours compared with the mirror: those some run has judged (coverage.ts). */
   hours: number;
   differing: number;
+  /** Hours of the range no run has judged yet (before the first run's lookback): left for a backfill. */
+  not_swept_hours: number;
+  /** Charges re-listed in the differing hours and judged again. */
+  charges: number;
+  /** What judging them again found and repaired (non-zero categories; also in the run's totals). */
+  found: Partial<Record<Category, number>>;
+  repaired: Partial<Record<Category, number>>;
 }
 
-/** Re-lists `window`, compares hour by hour with the mirror, judges again the hours that differ. */
+/**
+ * Re-lists `window`, compares hour by hour with the mirror, judges again the hours that
+ * differ. Only hours earlier runs judged: an hour before the first run's lookback has
+ * nothing in the mirror to compare with (its charges wait for a backfill), and this run's
+ * own window was listed moments ago.
+ */
 export async function deepRead(
   deps: SweepDeps,
   options: SweepOptions,
@@ -107,19 +122,47 @@ export async function deepRead(
   // Whole hours from the start; the end is the caller's (settled) bound, read the same way on both sides.
   const from = Math.floor(window.from.getTime() / 1000 / HOUR_S) * HOUR_S;
   const aligned = { from: new Date(from * 1000), to: window.to };
+  const hourOf = (hour: number): TimeWindow => ({
+    from: new Date(hour * 1000),
+    to: new Date(Math.min((hour + HOUR_S) * 1000, aligned.to.getTime())),
+  });
+  const all: number[] = [];
+  for (let h = from; h * 1000 < aligned.to.getTime(); h += HOUR_S) all.push(h);
+  // What earlier runs judged: this run's own window was listed moments ago.
+  const coverage = await ctx.inTransaction((client) => readCoverage(client, ctx.run.account, aligned, ctx.run.id));
+  const swept = all.filter((h) => coversWindow(coverage, hourOf(h)));
+  const result: DeepReadResult = {
+    from: aligned.from.toISOString(),
+    to: aligned.to.toISOString(),
+    hours: swept.length,
+    differing: 0,
+    not_swept_hours: all.length - swept.length,
+    charges: 0,
+    found: {},
+    repaired: {},
+  };
+  if (swept.length === 0) {
+    ctx.log.info({ label, from: result.from, to: result.to }, 'deep re-read: no hour of its range was swept yet');
+    return result;
+  }
+  // Listed from the first swept hour: the hours before it are not compared.
+  const listed = { from: new Date((swept[0] as number) * 1000), to: aligned.to };
   const stripe = new Map<number, HourDigest>();
-  for await (const page of deps.listCharges(ctx.run.account, aligned, options.signal)) {
+  for await (const page of deps.listCharges(ctx.run.account, listed, options.signal)) {
     for (const c of page.charges) foldCharge(stripe, c);
   }
-  const mirror = await ctx.inTransaction((client) => mirrorDigests(client, ctx.run.account, aligned));
-  const differing = differingHours(stripe, mirror);
+  const mirror = await ctx.inTransaction((client) => mirrorDigests(client, ctx.run.account, listed));
+  const sweptSet = new Set(swept);
+  const differing = differingHours(stripe, mirror).filter((h) => sweptSet.has(h));
+  result.differing = differing.length;
+  const step = stepCounter(ctx.report);
   ctx.log.info(
-    { label, from: aligned.from.toISOString(), to: aligned.to.toISOString(), differing: differing.length },
+    { label, from: result.from, to: result.to, differing: differing.length, not_swept_hours: result.not_swept_hours },
     'deep re-read compared with the mirror',
   );
   for (const [n, hour] of differing.entries()) {
     options.signal?.throwIfAborted();
-    const slice = { from: new Date(hour * 1000), to: new Date(Math.min((hour + HOUR_S) * 1000, aligned.to.getTime())) };
+    const slice = hourOf(hour);
     const fetchedAt = deps.clock();
     const charges: NormalizedCharge[] = [];
     const unreadable = [];
@@ -128,6 +171,7 @@ export async function deepRead(
       // Those without an id were counted when their window was swept; a finding names the others.
       unreadable.push(...page.malformed.filter((m) => m.id !== null));
     }
+    result.charges += charges.length;
     await judgeBatch(deps, options, ctx, {
       name: `${label}:${n}`,
       charges,
@@ -140,10 +184,20 @@ export async function deepRead(
       checkpoint: async () => undefined,
     });
   }
-  return {
-    from: aligned.from.toISOString(),
-    to: aligned.to.toISOString(),
-    hours: Math.max(0, Math.round((aligned.to.getTime() - aligned.from.getTime()) / 3_600_000)),
-    differing: differing.length,
-  };
+  Object.assign(result, step());
+  return result;
+}
+
+/** Counts a step adds to the run's report: call it at the step's start, call what it returns at the end. */
+export function stepCounter(report: SweepReport): () => {
+  found: Partial<Record<Category, number>>;
+  repaired: Partial<Record<Category, number>>;
+} {
+  const found = { ...report.findings };
+  const repaired = { ...report.repaired };
+  const since = (before: Record<Category, number>, now: Record<Category, number>) =>
+    Object.fromEntries(
+      (Object.keys(now) as Category[]).flatMap((c) => (now[c] > before[c] ? [[c, now[c] - before[c]]] : [])),
+    ) as Partial<Record<Category, number>>;
+  return () => ({ found: since(found, report.findings), repaired: since(repaired, report.repaired) });
 }

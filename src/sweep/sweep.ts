@@ -16,6 +16,7 @@ import { DryRunOverlay } from './dry-run-overlay.js';
 import { settleRefundIntents } from './refunds.js';
 import { sweepSlice, type SliceContext } from './slice.js';
 import { nothingVerifiedYet } from './verify.js';
+import { newBrakeState } from './brake.js';
 import { SlicePrefetcher } from './prefetch.js';
 import type { SweepDeps, SweepOptions, SweepReport } from './types.js';
 import { formatShard, scheduledWindow, slicesOf, type TimeWindow } from './window.js';
@@ -246,6 +247,7 @@ async function sweepAccount(
     watermarkHold,
     verified: nothingVerifiedYet(),
     overlay: dryRun?.overlay ?? null,
+    brake: newBrakeState(),
   };
   const settleRefunds = async () => {
     if (dryRun) return;

@@ -3,6 +3,8 @@ import type { Logger } from '../log.js';
 import type { Category } from './categories.js';
 import type { Judgement } from './judge/index.js';
 import type { ChangeSource, ChargeSource, ProviderEvidence } from './provider.js';
+import type { BrakeTrip } from './brake.js';
+import type { DeepReadResult } from './deep-read.js';
 import type { RunMode } from './runs-store.js';
 import type { StoredAnswerMapping } from './stored-answer.js';
 import type { Shard, TimeWindow } from './window.js';
@@ -85,6 +87,10 @@ export interface SweepOptions {
   lockWaitMs?: number;
   /** A writer's own stored-answer shape (SWEEPER_STORED_ANSWER); null: Stripe's objects and the library's shape only. */
   storedAnswer: StoredAnswerMapping | null;
+  /** The repair brake (SWEEPER_MAX_REPAIR_SHARE, a fraction): brake.ts. */
+  maxRepairShare: number;
+  /** A person confirmed that many repairs of one kind are right (--allow-mass-repair). */
+  allowMassRepair: boolean;
   signal?: AbortSignal;
 }
 
@@ -110,21 +116,34 @@ export interface SweepReport {
   resumed_from?: string;
   /** Scheduled runs: the late-changes step (README "Late changes"). */
   changes?: ChangesReport;
+  /**
+   * The repair brake's bound was passed (brake.ts): by a dry run (a real run would stop
+   * there) or by a run with --allow-mass-repair (`allowed`). A real run without it fails.
+   */
+  mass_repair?: BrakeTrip & { allowed: boolean };
 }
 
 export interface ChangesReport {
   /** Events read this run, and the distinct charges they pointed at (re-read and judged). */
   events: number;
   charges: number;
+  /**
+   * Charges events pointed at that were created where no run has judged yet (before the
+   * first run's lookback): not judged, left for a backfill (coverage.ts).
+   */
+  not_swept: number;
+  /** What the events step found and repaired (non-zero categories; also counted in the run's totals). */
+  found: Partial<Record<Category, number>>;
+  repaired: Partial<Record<Category, number>>;
   /** Events whose object named no usable charge: logged, left to the deep re-read. */
   malformed_events: number;
   /** Events up to here are read; null before the first read. */
   cursor: string | null;
   cursor_lag_seconds: number | null;
   /** The cursor was older than Stripe keeps events: the charges created since were re-listed instead. */
-  fallback?: { from: string; to: string; hours: number; differing: number };
+  fallback?: DeepReadResult;
   /** The periodic deep re-read, when this run made it. */
-  deep_read?: { from: string; to: string; hours: number; differing: number };
+  deep_read?: DeepReadResult;
 }
 
 /** The documented defaults (README "Configuration"), for callers that are not the CLI. */
@@ -146,6 +165,8 @@ export function sweepOptions(options: Partial<SweepOptions> & Pick<SweepOptions,
     deepReadEveryMs: 86_400_000,
     deepReadDays: 3,
     storedAnswer: null,
+    maxRepairShare: 0.05,
+    allowMassRepair: false,
     ...options,
   };
 }

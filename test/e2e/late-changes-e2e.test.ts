@@ -7,7 +7,7 @@ import { emptyCounts } from '../../src/sweep/categories.js';
 import { cloneDatabase, createTestDatabase, type TestDatabase } from '../support/db.js';
 import { runCli } from '../support/cli.js';
 import { normalizedTables } from '../support/normalized-tables.js';
-import { seedClaim, seedEffect } from '../support/scenario.js';
+import { seedClaim, seedEffect, seedSweptRange } from '../support/scenario.js';
 
 /**
  * README "Late changes", end to end: the ordinary `sweeper run` as a subprocess against
@@ -169,6 +169,8 @@ describe('changes at Stripe after their window, through the ordinary `sweeper ru
         createdAt: created,
       });
     }
+    // An earlier backfill swept these days: the late-changes step judges charges again only inside what runs swept.
+    await seedSweptRange(db.pool, 'platform', daysAgo(41), daysAgo(1));
     const e = double.createCharge(null, { created: daysAgo(40), amount: 6000, metadata: meta('order-e') });
     ids.e = e.id;
     await seedEffect(db.pool, {
@@ -365,6 +367,10 @@ describe('changes at Stripe after their window, through the ordinary `sweeper ru
       to: expect.any(String),
       hours: expect.any(Number),
       differing: expect.any(Number),
+      not_swept_hours: expect.any(Number),
+      charges: expect.any(Number),
+      found: expect.any(Object),
+      repaired: expect.any(Object),
     });
     expect(new Date(report.changes.fallback.from).getTime()).toBeLessThanOrEqual(daysAgo(26).getTime());
     // The re-list finds A to D2 and H, which the mirror never held; E (40 days) and the
@@ -419,6 +425,7 @@ describe('events are only pointers', () => {
         });
         await seedEffect(db.pool, { chargeId: c.id, tenantId: 'acme', key: c.key, amount: c.amount, createdAt });
       }
+      await seedSweptRange(db.pool, 'platform', daysAgo(7), daysAgo(1));
     });
     await base.pool.end();
     // Seconds behind settle (65s): events the events read waits out, like the window, are not in it.
@@ -507,6 +514,7 @@ describe('a run whose events span more than a day', () => {
         `INSERT INTO recon_event_cursors (account, cursor, run_id, updated_at) VALUES ('platform', $1, 'run_before_the_outage', $1)`,
         [cursor],
       );
+      await seedSweptRange(db.pool, 'platform', daysAgo(6), daysAgo(2));
     });
     double.createCharge(null, { id, created: daysAgo(5), amount: 5000, metadata: meta('two-days') });
     // Five minutes before the day boundary: inside both days' reads.

@@ -70,6 +70,8 @@ describe('expire', () => {
         accounts: ['platform'],
         window: { from: daysAgo(16), to: daysAgo(0.5) },
         overlapMs: 0,
+        // Its history is mostly orphans on purpose: the repair brake is not what this test is about.
+        allowMassRepair: true,
         sliceMs: 6 * 3_600_000,
       }),
     );

@@ -12,6 +12,7 @@ import {
   memoryChargeSource,
   memoryEvidence,
   seedEffect,
+  seedSweptRange,
   truncateSweepTables,
   type MemoryEvent,
   IDEMPOTENCY_WINDOW_MS,
@@ -79,8 +80,14 @@ beforeAll(async () => {
 afterAll(async () => {
   await db.drop();
 });
-beforeEach(async () => {
+/** Empty tables, but for an earlier backfill of the last 45 days: the old charges here are in what the sweep judges again. */
+async function reset(): Promise<void> {
   await truncateSweepTables(db.pool);
+  await seedSweptRange(db.pool, 'platform', ago(45 * DAY), ago(60 * MIN));
+}
+
+beforeEach(async () => {
+  await reset();
   stripe = [];
   events = [];
   listCalls.count = 0;
@@ -157,7 +164,7 @@ describe('the events cursor', () => {
 
   it('duplicate and out-of-order events leave the same result as one', async () => {
     const single = async (list: () => MemoryEvent[]) => {
-      await truncateSweepTables(db.pool);
+      await reset();
       stripe = [];
       const c = await oldPayment('ch_old');
       c.amountRefunded = 300;
@@ -216,7 +223,7 @@ describe('the deep re-read', () => {
 describe('crashes in the events step', () => {
   it('a kill at any phase, then a rerun: the tables equal an uninterrupted run', async () => {
     const setup = async () => {
-      await truncateSweepTables(db.pool);
+      await reset();
       stripe = [];
       const a = await oldPayment('ch_a');
       a.amountRefunded = 100;
@@ -246,4 +253,45 @@ describe('crashes in the events step', () => {
       expect(await normalizedTables(db.pool), `killed at ${phase}`).toEqual(expected);
     }
   }, 240_000);
+});
+
+describe('a first run judges only what it says it judges (docs/judgement.md "Late changes")', () => {
+  beforeEach(async () => {
+    await truncateSweepTables(db.pool); // nothing swept yet: a fresh database
+  });
+
+  it('an event about a charge older than anything swept is left for a backfill; judged once a backfill swept its day', async () => {
+    const c = await oldPayment('ch_before_us', {}, 10 * DAY);
+    c.amountRefunded = 5000;
+    c.refunded = true;
+    events.push(event('charge.refunded', c.id, ago(12 * MIN)));
+    const [first] = await run();
+    expect(first?.changes).toMatchObject({ events: 1, charges: 0, not_swept: 1, found: {}, repaired: {} });
+    expect(first?.repaired.status_drift).toBe(0);
+    expect(await q(`SELECT amount_refunded FROM payments`)).toEqual([{ amount_refunded: 0 }]);
+
+    // A backfill over that day, then the next run's events (re-read with the overlap) reach it.
+    const [backfill] = await run({ mode: 'backfill', window: { from: ago(11 * DAY), to: ago(9 * DAY) } });
+    expect(backfill?.repaired.status_drift).toBe(1);
+    expect(await q(`SELECT amount_refunded FROM payments`)).toEqual([{ amount_refunded: 5000 }]);
+  });
+
+  it("the first run's deep re-read compares no hour before its lookback, and a later one compares what earlier runs swept", async () => {
+    // Two days old, never listed: an unattributed charge that a deep re-read of unswept hours would raise.
+    stripe.push(charge({ id: 'ch_old_unattributed', created: secs(ago(2 * DAY)) }));
+    const deep = { deepReadEveryMs: DAY, deepReadDays: 3 };
+    const [first] = await run(deep);
+    expect(first?.changes?.deep_read).toMatchObject({ hours: 0, differing: 0, charges: 0 });
+    expect(first?.changes?.deep_read?.not_swept_hours).toBeGreaterThanOrEqual(72);
+    expect(first?.findings.unattributed_charge).toBe(0);
+
+    // A backfill of those days (it finds the charge), then a day later a charge appears at Stripe
+    // in an hour the backfill swept, listed by nobody: the next deep re-read finds it.
+    await run({ mode: 'backfill', window: { from: ago(3 * DAY), to: ago(DAY) } });
+    stripe.push(charge({ id: 'ch_listed_late', created: secs(ago(2 * DAY - 3 * 60 * MIN)) }));
+    const [later] = await run(deep, {}, () => new Date(NOW.getTime() + DAY + MIN));
+    expect(later?.changes?.deep_read).toMatchObject({ differing: 1, charges: expect.any(Number) });
+    expect(later?.changes?.deep_read?.hours).toBeGreaterThan(0);
+    expect(later?.changes?.deep_read?.found).toEqual({ unattributed_charge: 1 });
+  });
 });

@@ -237,3 +237,17 @@ export async function truncateSweepTables(db: Queryable): Promise<void> {
               recon_runs, stripe_charges, payments, idempotency_keys`,
   );
 }
+
+/**
+ * Records that an earlier backfill judged `[from, to)` of an account (a recon_runs row,
+ * committed to its end): the late-changes step and the deep re-read judge charges again
+ * only inside what some run has swept (src/sweep/coverage.ts).
+ */
+export async function seedSweptRange(db: Queryable, account: string, from: Date, to: Date): Promise<void> {
+  const id = `run_seeded_${account}_${from.getTime()}_${to.getTime()}`;
+  await db.query(
+    `INSERT INTO recon_runs (id, mode, account, window_from, window_to, status, checkpoint, started_at, finished_at)
+     VALUES ($1, 'backfill', $2, $3, $4, 'succeeded', $4, $3, $4)`,
+    [id, account, from, to],
+  );
+}

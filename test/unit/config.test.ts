@@ -69,6 +69,14 @@ describe('loadConfig', () => {
     [{ SWEEPER_BATCH_CHARGES: '99' }, /^SWEEPER_BATCH_CHARGES must be at least 100 \(got 99\)/],
     [{ SWEEPER_BATCH_CHARGES: '100001' }, /^SWEEPER_BATCH_CHARGES must be at most 100000 \(got 100001\)/],
     [{ SWEEPER_BATCH_CHARGES: '2k' }, /^SWEEPER_BATCH_CHARGES must be a positive integer \(got "2k"\)/],
+    [
+      { SWEEPER_MAX_REPAIR_SHARE: '0.05' },
+      /^SWEEPER_MAX_REPAIR_SHARE must be a percentage .* such as 5% \(got "0.05"\)/,
+    ],
+    [{ SWEEPER_MAX_REPAIR_SHARE: '0%' }, /^SWEEPER_MAX_REPAIR_SHARE must be a percentage above 0%/],
+    [{ SWEEPER_MAX_REPAIR_SHARE: '120%' }, /^SWEEPER_MAX_REPAIR_SHARE must be a percentage .* at most 100%/],
+    [{ SWEEPER_STORED_ANSWER: 'order.charge_id' }, /^SWEEPER_STORED_ANSWER is not JSON; example:/],
+    [{ SWEEPER_STORED_ANSWER: '{"outcome": "state"}' }, /^SWEEPER_STORED_ANSWER "outcome" needs at least one of/],
   ])('rejects %j with a ConfigError naming the variable', (env, message) => {
     const error = (() => {
       try {
@@ -83,6 +91,16 @@ describe('loadConfig', () => {
     // One name, once: never "X: X must be …".
     const variable = Object.keys(env)[0] as string;
     expect((error as Error).message.startsWith(`${variable}: ${variable}`)).toBe(false);
+  });
+
+  it('reads the repair brake as a percentage and the stored-answer mapping as JSON', () => {
+    expect(loadConfig({})).toMatchObject({ maxRepairShare: 0.05, storedAnswer: null });
+    expect(loadConfig({ SWEEPER_MAX_REPAIR_SHARE: '0.5%' }).maxRepairShare).toBeCloseTo(0.005);
+    expect(loadConfig({ SWEEPER_MAX_REPAIR_SHARE: '100%' }).maxRepairShare).toBe(1);
+    expect(
+      loadConfig({ SWEEPER_STORED_ANSWER: '{"charge": "order.charge_id", "outcome": "state", "success": ["paid"]}' })
+        .storedAnswer,
+    ).toEqual({ charge: ['order', 'charge_id'], outcome: ['state'], success: ['paid'], pending: [], declined: [] });
   });
 
   it('never echoes a URL that may hold a password', () => {

@@ -111,6 +111,47 @@ describe('the text summary of a run', () => {
   });
 });
 
+describe('what each step of a scheduled run judged', () => {
+  it('the window, the events, the deep re-read: each on its line, with what it found and left for a backfill', () => {
+    const text = formatReport(
+      report({
+        mode: 'run',
+        changes: {
+          events: 12,
+          charges: 10,
+          not_swept: 3,
+          malformed_events: 0,
+          cursor: '2026-11-02T00:00:00.000Z',
+          cursor_lag_seconds: 600,
+          found: { status_drift: 2 },
+          repaired: { status_drift: 2 },
+          deep_read: {
+            from: '2026-10-30T00:00:00.000Z',
+            to: '2026-11-01T23:50:00.000Z',
+            hours: 24,
+            differing: 1,
+            not_swept_hours: 48,
+            charges: 40,
+            found: { unattributed_charge: 1 },
+            repaired: {},
+          },
+        },
+      }),
+    );
+    const lines = text.split('\n');
+    expect(lines[1]).toMatch(/^window .* charges scanned 1200$/);
+    expect(lines[2]).toBe(
+      'late changes: 12 events, 10 charges re-read and judged; 3 created before anything was swept, left for a backfill (found status_drift 2; repaired status_drift 2)',
+    );
+    expect(lines[3]).toBe(
+      'deep re-read: 2026-10-30T00:00:00.000Z → 2026-11-01T23:50:00.000Z, 24 hours compared, 1 differed, 40 charges judged again; 48 hours not swept yet, left for a backfill (found unattributed_charge 1)',
+    );
+  });
+  it('a backfill has no such lines', () => {
+    expect(formatReport(report())).not.toMatch(/late changes|deep re-read/);
+  });
+});
+
 describe('the sweeper: line of a non-zero exit', () => {
   const story = (over: Partial<ExitStory>): ExitStory => ({
     code: 1,

@@ -40,6 +40,7 @@ export interface SweepFlags {
   iKnowThisIsLarge?: boolean;
   findingsExit?: string;
   wait?: string;
+  allowMassRepair?: boolean;
 }
 
 export function registerSweepCommands(program: Command): void {
@@ -50,6 +51,10 @@ export function registerSweepCommands(program: Command): void {
       .option('--dry-run', 'compute everything and say what would be repaired; write nothing')
       .option('--json', 'print one JSON object per account on stdout')
       .option('--refund-duplicates', 'refund extra charges of a duplicate_charge (needs a key that can write refunds)')
+      .option(
+        '--allow-mass-repair',
+        'repair even past the repair brake (more than SWEEPER_MAX_REPAIR_SHARE of what was judged in one category)',
+      )
       .option(
         '--findings-exit <code>',
         'exit code while findings stay open: 3 (default) or 0 (let the alerts page); env SWEEPER_FINDINGS_EXIT',
@@ -217,6 +222,8 @@ function sweepOptionsOf(
     deepReadEveryMs: config.deepReadEveryMs,
     deepReadDays: config.deepReadDays,
     storedAnswer: config.storedAnswer,
+    maxRepairShare: config.maxRepairShare,
+    allowMassRepair: Boolean(flags.allowMassRepair),
     refundDuplicates: Boolean(flags.refundDuplicates),
     // `--no-resume` is the only way to say false: a backfill resumes by default.
     resume: flags.resume !== false,
