@@ -31,6 +31,10 @@ CREATE TABLE idempotency_keys (
   --   rejected        Stripe refused the request (no charge)
   -- NULL (rows of other writers): any 2xx whose body names a charge is a success.
   response_outcome    text        CHECK (response_outcome IN ('success', 'pending_action', 'declined', 'rejected')),
+  -- The account as the sweep names it in its own tables ('platform' or acct_…), derived
+  -- from account_id, which writers keep writing (NULL = the platform): the sweep's
+  -- account predicates are then plain equalities that an index answers.
+  account             text        GENERATED ALWAYS AS (coalesce(account_id, 'platform')) STORED,
   CHECK (status <> 'in_flight' OR locked_until IS NOT NULL),
   CHECK (status <> 'completed' OR (response_status IS NOT NULL AND completed_at IS NOT NULL)),
   -- A partitioned table's unique index must include the partition key, so this only says
@@ -39,8 +43,9 @@ CREATE TABLE idempotency_keys (
 ) PARTITION BY RANGE (created_at);
 
 CREATE INDEX idempotency_keys_in_flight ON idempotency_keys (locked_until) WHERE status = 'in_flight';
--- The sweep judges claims by their last activity (take, steal, completion, release).
-CREATE INDEX idempotency_keys_updated_at ON idempotency_keys (updated_at);
+-- The sweep judges an account's claims by their last activity (take, steal, completion,
+-- release).
+CREATE INDEX idempotency_keys_account_updated_at ON idempotency_keys (account, updated_at);
 -- "Has this tenant ever claimed on this account?": metadata alone never creates a claim
 -- for a tenant on an account where it has no claim history.
 CREATE INDEX idempotency_keys_tenant_account ON idempotency_keys (tenant_id, account_id);
@@ -380,9 +385,12 @@ CREATE TABLE payments (
   amount_refunded   bigint      NOT NULL DEFAULT 0 CHECK (amount_refunded >= 0),
   disputed          boolean     NOT NULL DEFAULT false,
   created_at        timestamptz NOT NULL,
-  updated_at        timestamptz NOT NULL
+  updated_at        timestamptz NOT NULL,
+  -- As idempotency_keys.account: 'platform' or acct_…, derived from account_id.
+  account           text        GENERATED ALWAYS AS (coalesce(account_id, 'platform')) STORED
 );
 
 CREATE INDEX payments_tenant_key ON payments (tenant_id, idempotency_key);
-CREATE INDEX payments_created_at ON payments (created_at);
+-- The sweep reads an account's payment rows by the day they were created.
+CREATE INDEX payments_account_created_at ON payments (account, created_at);
 CREATE INDEX payments_tenant_account ON payments (tenant_id, account_id);

@@ -23,7 +23,7 @@ import type { TimeWindow } from './window.js';
  */
 const ANSWERED_KEYS = (selection: string) => `
 SELECT c.tenant_id, c.key FROM stripe_charges sc
-  JOIN idempotency_keys c ON c.response_body->>'charge' = sc.charge_id AND coalesce(c.account_id, 'platform') = $1
+  JOIN idempotency_keys c ON c.response_body->>'charge' = sc.charge_id AND c.account = $1
  WHERE sc.account = $1 AND ${selection} AND (sc.tenant_id IS NULL OR sc.idempotency_key IS NULL)`;
 
 /**
@@ -38,10 +38,10 @@ SELECT tenant_id, idempotency_key AS key FROM stripe_charges
  WHERE account = $1 AND created >= $4 AND created < $5 AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
 UNION
 SELECT tenant_id, key FROM idempotency_keys
- WHERE coalesce(account_id, 'platform') = $1 AND updated_at >= $2 AND updated_at < $3
+ WHERE account = $1 AND updated_at >= $2 AND updated_at < $3
 UNION
 SELECT tenant_id, idempotency_key FROM payments
- WHERE coalesce(account_id, 'platform') = $1 AND created_at >= $2 AND created_at < $3
+ WHERE account = $1 AND created_at >= $2 AND created_at < $3
    AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
 UNION
 ${ANSWERED_KEYS('sc.created >= $4 AND sc.created < $5')}`;
@@ -52,7 +52,7 @@ SELECT tenant_id, idempotency_key AS key FROM stripe_charges
  WHERE account = $1 AND charge_id = ANY($2::text[]) AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
 UNION
 SELECT tenant_id, idempotency_key FROM payments
- WHERE coalesce(account_id, 'platform') = $1 AND charge_id = ANY($2::text[])
+ WHERE account = $1 AND charge_id = ANY($2::text[])
    AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
 UNION
 ${ANSWERED_KEYS('sc.charge_id = ANY($2::text[])')}`;
@@ -149,7 +149,7 @@ SELECT t.tenant_id
 const looseChargesSql = (selection: string) => `
 SELECT ${CHARGE_COLUMNS}, ${EFFECT_COLUMNS}
   FROM stripe_charges sc
-  LEFT JOIN payments p ON p.charge_id = sc.charge_id AND coalesce(p.account_id, 'platform') = $1
+  LEFT JOIN payments p ON p.charge_id = sc.charge_id AND p.account = $1
  WHERE sc.account = $1 AND ${selection}
    AND (sc.tenant_id IS NULL OR sc.idempotency_key IS NULL)
    -- A payment row naming a tenant and key makes the charge that key's: judged with it.
@@ -162,7 +162,7 @@ const looseEffectsSql = (selection: string) => `
 SELECT ${EFFECT_COLUMNS}, ${CHARGE_COLUMNS}
   FROM payments p
   LEFT JOIN LATERAL (SELECT * FROM stripe_charges x WHERE x.charge_id = p.charge_id LIMIT 1) sc ON true
- WHERE coalesce(p.account_id, 'platform') = $1 AND ${selection}
+ WHERE p.account = $1 AND ${selection}
    AND (p.tenant_id IS NULL OR p.idempotency_key IS NULL)
    -- A charge naming a tenant and key makes the row that key's: judged with it.
    AND NOT (sc.account IS NOT DISTINCT FROM $1 AND sc.tenant_id IS NOT NULL AND sc.idempotency_key IS NOT NULL)`;
