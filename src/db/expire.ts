@@ -85,8 +85,8 @@ export async function expirePartitions(
           if (mirror) await client.query('SELECT pg_advisory_unlock($1, $2)', [LOCK_CLASS, LockObject.partitions]);
         }
       }
-      // The mirror's key index (migration 009) and the claims' directory (010) are not
-      // partitioned: their entries of the dropped days go too.
+      // The mirror's key index (stripe_charge_keys) and the claims' directory
+      // (idempotency_key_directory) are not partitioned: their entries of the dropped days go too.
       if (!options.dryRun) {
         // The day's first instant in UTC, as the partitions are cut: not the session's time zone.
         const cut = `($1::date)::timestamp AT TIME ZONE 'UTC'`;

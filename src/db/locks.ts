@@ -1,8 +1,7 @@
 /**
  * Advisory-lock keys. Session and run locks use the two-int form (class, object) so
- * they can never collide with bigint advisory locks (the partition-creation lock, and
- * the per-claim locks of `sweeper_claim_lock_key` before migration 010): PostgreSQL
- * keeps the two key spaces apart.
+ * they can never collide with bigint advisory locks (the partition-creation lock of
+ * sweeper_ensure_day_partitions): PostgreSQL keeps the two key spaces apart.
  */
 export const LOCK_CLASS = 0x53574550; // "SWEP"
 

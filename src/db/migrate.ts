@@ -10,6 +10,12 @@ export const DEFAULT_MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/',
 
 const FILE_NAME = /^(\d{3,})_[A-Za-z0-9_-]+\.sql$/;
 
+/**
+ * The schema the migrations produce, as `pg_dump --schema-only` shows it, beside them
+ * for readers (`npm run schema:snapshot` writes it; a test keeps it true): never applied.
+ */
+export const SCHEMA_SNAPSHOT_FILE = 'schema.sql';
+
 export interface MigrationFile {
   id: number;
   name: string;
@@ -28,7 +34,7 @@ export class MigrationError extends Error {
 }
 
 export async function readMigrations(dir = DEFAULT_MIGRATIONS_DIR): Promise<MigrationFile[]> {
-  const names = (await readdir(dir)).filter((n) => n.endsWith('.sql')).sort();
+  const names = (await readdir(dir)).filter((n) => n.endsWith('.sql') && n !== SCHEMA_SNAPSHOT_FILE).sort();
   const files: MigrationFile[] = [];
   for (const name of names) {
     const match = FILE_NAME.exec(name);

@@ -14,7 +14,7 @@ export function utcDay(at: Date): string {
 /**
  * How far ahead partitions are made: enough that midnight never finds a day without
  * one even if maintenance skipped weeks, and within what sweeper_ensure_day_partitions
- * accepts (migrations/005_bounds.sql: at most 35 days ahead of the database's today).
+ * accepts (migrations/001_claims_and_payments.sql: at most 35 days ahead of the database's today).
  */
 export const MAX_DAYS_AHEAD = 31;
 

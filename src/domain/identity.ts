@@ -7,7 +7,8 @@
 /**
  * The platform account's name wherever the sweep names accounts: SWEEPER_ACCOUNTS,
  * the mirror (`stripe_charges.account`), the recon_* tables, reports and metrics.
- * Claims and payments store it as a null `account_id` instead (see `accountIdOf`).
+ * Claims and payments are written with a null `account_id` instead (see `accountIdOf`),
+ * and derive their `account` column in this form from it, for the sweep to read.
  */
 export const PLATFORM_ACCOUNT = 'platform';
 

@@ -73,7 +73,7 @@ const COMPLETENESS_SQL = `
           GROUP BY 1
        ),
        -- Of those judged, the ones an open finding holds, asked of each charge of those days
-       -- (an index of the open findings by charge, migration 011): never every open finding of
+       -- (recon_findings_open_charge, an index by charge): never every open finding of
        -- the account, whose number grows with the history, not with the days measured.
        open_judged AS (
          SELECT date_trunc('day', s.created AT TIME ZONE 'UTC') AS day, count(*)::bigint AS open

@@ -28,7 +28,7 @@ const answeredKeys = (selection: string, mapping: StoredAnswerMapping | null) =>
     .map(
       (on) => `
 SELECT c.tenant_id, c.key FROM stripe_charges sc
-  JOIN idempotency_keys c ON ${on} AND coalesce(c.account_id, 'platform') = $1
+  JOIN idempotency_keys c ON ${on} AND c.account = $1
  WHERE sc.account = $1 AND ${selection} AND (sc.tenant_id IS NULL OR sc.idempotency_key IS NULL)`,
     )
     .join('\nUNION');
@@ -45,10 +45,10 @@ SELECT tenant_id, idempotency_key AS key FROM stripe_charges
  WHERE account = $1 AND created >= $4 AND created < $5 AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
 UNION
 SELECT tenant_id, key FROM idempotency_keys
- WHERE coalesce(account_id, 'platform') = $1 AND updated_at >= $2 AND updated_at < $3
+ WHERE account = $1 AND updated_at >= $2 AND updated_at < $3
 UNION
 SELECT tenant_id, idempotency_key FROM payments
- WHERE coalesce(account_id, 'platform') = $1 AND created_at >= $2 AND created_at < $3
+ WHERE account = $1 AND created_at >= $2 AND created_at < $3
    AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
 UNION
 ${answeredKeys('sc.created >= $4 AND sc.created < $5', mapping)}`;
@@ -59,7 +59,7 @@ SELECT tenant_id, idempotency_key AS key FROM stripe_charges
  WHERE account = $1 AND charge_id = ANY($2::text[]) AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
 UNION
 SELECT tenant_id, idempotency_key FROM payments
- WHERE coalesce(account_id, 'platform') = $1 AND charge_id = ANY($2::text[])
+ WHERE account = $1 AND charge_id = ANY($2::text[])
    AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
 UNION
 ${answeredKeys('sc.charge_id = ANY($2::text[])', mapping)}`;
@@ -73,7 +73,7 @@ SELECT k.tenant_id, k.key, c.key AS claim_key, c.account_id, c.status, c.attempt
        CASE WHEN jsonb_typeof(c.response_body) = 'object' THEN c.response_body->>'object' END AS answer_object,
        CASE WHEN jsonb_typeof(c.response_body) = 'object' THEN c.response_body->>'status' END AS answer_status,
        ${answerOutcomeSql('c', mapping)} AS answer_mapped
-  -- The key's day from the directory (migration 010), then its claim by primary key in that
+  -- The key's day from the directory (idempotency_key_directory), then its claim by primary key in that
   -- day's partition only. LATERAL with OFFSET 0: a probe per key, whatever the size of the
   -- store (a hash join would scan it all). A stale entry (claim gone) finds no claim. A key
   -- with no entry at all is looked for in every partition: a claim loaded with the triggers
@@ -98,7 +98,7 @@ const EFFECT_COLUMNS = `p.charge_id AS p_charge_id, p.tenant_id AS p_tenant_id, 
 
 /**
  * The keys' charges in this account by metadata, each with its payment row if any (any
- * account: see `recordedIn`). One probe per key in stripe_charge_keys (migration 009),
+ * account: see `recordedIn`). One probe per key in stripe_charge_keys,
  * then each charge by its primary key, pruned to its own day's partition at run time;
  * the metadata is checked on the charge itself (an entry may be stale, never missing).
  * `entries`: which of the keys' entries to follow (a slice's: those outside its window).
@@ -159,7 +159,7 @@ SELECT t.tenant_id
 const looseChargesSql = (selection: string) => `
 SELECT ${CHARGE_COLUMNS}, ${EFFECT_COLUMNS}
   FROM stripe_charges sc
-  LEFT JOIN payments p ON p.charge_id = sc.charge_id AND coalesce(p.account_id, 'platform') = $1
+  LEFT JOIN payments p ON p.charge_id = sc.charge_id AND p.account = $1
  WHERE sc.account = $1 AND ${selection}
    AND (sc.tenant_id IS NULL OR sc.idempotency_key IS NULL)
    -- A payment row naming a tenant and key makes the charge that key's: judged with it.
@@ -172,7 +172,7 @@ const looseEffectsSql = (selection: string) => `
 SELECT ${EFFECT_COLUMNS}, ${CHARGE_COLUMNS}
   FROM payments p
   LEFT JOIN LATERAL (SELECT * FROM stripe_charges x WHERE x.charge_id = p.charge_id LIMIT 1) sc ON true
- WHERE coalesce(p.account_id, 'platform') = $1 AND ${selection}
+ WHERE p.account = $1 AND ${selection}
    AND (p.tenant_id IS NULL OR p.idempotency_key IS NULL)
    -- A charge naming a tenant and key makes the row that key's: judged with it.
    AND NOT (sc.account IS NOT DISTINCT FROM $1 AND sc.tenant_id IS NOT NULL AND sc.idempotency_key IS NOT NULL)`;

@@ -89,8 +89,8 @@ export async function closeHealedFindings(
   if (args.judgedSubjects.length === 0) return 0;
   // findingKey() is the string the statement builds as category || chr(31) || subject.
   const stillFound = args.findings.map((f) => findingKey(f.category, f.subject));
-  // The open findings are found from the subjects (a probe each in recon_findings_open_subject,
-  // migration 011), never by reading every open finding of the account: their number grows
+  // The open findings are found from the subjects (a probe each in recon_findings_open_subject),
+  // never by reading every open finding of the account: their number grows
   // with the history, the subjects of a batch do not. `f.state` is stated again on the row
   // updated: a finding a person closed meanwhile is rechecked there and stays as they left it
   // (account, category and subject never change).

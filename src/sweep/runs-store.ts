@@ -37,8 +37,8 @@ export async function markAbandonedRuns(db: Queryable, account: string, now: Dat
 
 /**
  * An account's watermark is its own whatever the shard count (re-sharding restarts
- * nobody), so the `shard` column of recon_watermarks (migrations/002, part of its key)
- * is always '', its default.
+ * nobody), so the `shard` column of recon_watermarks (part of its key) is always '', its
+ * default.
  */
 export async function readWatermark(db: Queryable, account: string): Promise<Date | null> {
   const { rows } = await db.query<{ watermark: Date }>(

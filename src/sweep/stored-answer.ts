@@ -87,7 +87,7 @@ const literal = (segments: string[]) => `'{${segments.join(',')}}'::text[]`;
 
 /**
  * SQL for the charge a claim's stored answer names: the mapping's field first, then the
- * shapes every writer shares (sweeper_answer_charge, migration 012: `charge`, a Stripe
+ * shapes every writer shares (sweeper_answer_charge, in the migrations: `charge`, a Stripe
  * Charge's `id`, a PaymentIntent's `latest_charge`).
  */
 export function answerChargeSql(alias: string, mapping: StoredAnswerMapping | null): string {

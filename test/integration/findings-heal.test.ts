@@ -6,7 +6,7 @@ import { createTestDatabase, explaining, type TestDatabase } from '../support/db
 /**
  * Open findings about subjects a batch judged and no longer finds are closed as healed
  * by the sweeper (findings-store.ts, closeHealedFindings), found from the subjects
- * through their own index (migration 011), never from every open finding of the account.
+ * through their own index (recon_findings_open_subject), never from every open finding of the account.
  * Only those: a finding still found, one about a subject not judged, another account's,
  * and one a person already closed are left as they were.
  */

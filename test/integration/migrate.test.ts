@@ -6,6 +6,9 @@ import { createPool, type Pool } from '../../src/db/pool.js';
 import { DEFAULT_MIGRATIONS_DIR, MigrationError, assertSchemaCurrent, migrate } from '../../src/db/migrate.js';
 import { createEmptyDatabase } from '../support/db.js';
 
+/** The migration files, not the schema snapshot or the README beside them. */
+const migrationFiles = async () => (await readdir(DEFAULT_MIGRATIONS_DIR)).filter((n) => /^\d{3,}_.*\.sql$/.test(n));
+
 describe('migrate', () => {
   let db: { url: string; drop(): Promise<void> };
   let pool: Pool;
@@ -28,7 +31,7 @@ describe('migrate', () => {
 
   it('applies every migration once, even when two processes race, and is idempotent', async () => {
     const [a, b] = await Promise.all([migrate(pool), migrate(pool)]);
-    const files = await readdir(DEFAULT_MIGRATIONS_DIR);
+    const files = await migrationFiles();
     expect(a.version).toBe(files.length);
     expect([...a.applied, ...b.applied].sort()).toEqual(files.sort());
     const again = await migrate(pool);
@@ -56,7 +59,7 @@ describe('migrate', () => {
     for (const name of await readdir(DEFAULT_MIGRATIONS_DIR)) {
       await copyFile(path.join(DEFAULT_MIGRATIONS_DIR, name), path.join(dir, name));
     }
-    const next = String((await readdir(DEFAULT_MIGRATIONS_DIR)).length + 1).padStart(3, '0');
+    const next = String((await migrationFiles()).length + 1).padStart(3, '0');
     await writeFile(
       path.join(dir, `${next}_broken.sql`),
       'CREATE TABLE half_applied (id int);\nSELECT * FROM no_such_table;\n',

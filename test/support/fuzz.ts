@@ -155,8 +155,8 @@ const isWellFormed = (text: string) =>
   !/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(text);
 
 /**
- * Why PostgreSQL would refuse this charge as a `stripe_charges` row (migrations 002 and
- * 004), checked in plain code: NOT NULL columns, text without NUL or lone surrogates
+ * Why PostgreSQL would refuse this charge as a `stripe_charges` row (migrations/002_mirror.sql),
+ * checked in plain code: NOT NULL columns, text without NUL or lone surrogates
  * (which text and jsonb refuse), bigint ranges, char(3), a timestamptz a Date can hold.
  * Empty when the row would be accepted.
  */

@@ -1,9 +1,39 @@
--- The mirror's charges by the key their metadata names, in one unpartitioned index
--- (README "Throughput"). The sweep looks up every charge of each key it judges; through
--- stripe_charges_attribution that was one probe per key in every day partition of the
--- mirror (a partitioned table has no global index), the largest cost of a slice. This
--- table answers it with one probe per key; the charge itself is then read by its
--- primary key, in its own day's partition only.
+-- The charge mirror: Stripe's charges as the sweep last read them, and an index of them
+-- by the key their metadata names.
+
+-- Day-partitioned by Stripe's `created` (partitions from sweeper_ensure_day_partitions).
+CREATE TABLE stripe_charges (
+  account           text        NOT NULL,   -- 'platform' or acct_…
+  charge_id         text        NOT NULL,
+  created           timestamptz NOT NULL,
+  amount            bigint      NOT NULL,
+  amount_captured   bigint      NOT NULL,
+  amount_refunded   bigint      NOT NULL,
+  currency          char(3)     NOT NULL,
+  status            text        NOT NULL,
+  captured          boolean     NOT NULL,
+  refunded          boolean     NOT NULL,
+  disputed          boolean     NOT NULL,
+  payment_intent_id text,
+  tenant_id         text,
+  idempotency_key   text,
+  livemode          boolean     NOT NULL,
+  -- When this version was read from Stripe: an older read never overwrites a newer one.
+  fetched_at        timestamptz NOT NULL,
+  -- What tells two charges of one key apart, for --refund-duplicates: only an extra
+  -- identical to the kept charge (amount, currency, customer, payment method) is refunded.
+  customer          text,
+  payment_method    text,
+  PRIMARY KEY (charge_id, created)
+) PARTITION BY RANGE (created);
+
+CREATE INDEX stripe_charges_account_created ON stripe_charges (account, created);
+
+-- The mirror's charges by the key their metadata names, in one unpartitioned index. The
+-- sweep looks up every charge of each key it judges; in the partitioned mirror that would
+-- be one probe per key in every day partition (a partitioned table has no global index).
+-- Here it is one probe per key; the charge itself is then read by its primary key, in its
+-- own day's partition only.
 --
 -- It may hold more than the mirror (a charge whose metadata changed keeps its old entry,
 -- and TRUNCATE of the mirror leaves it): readers join back to stripe_charges and check
@@ -38,21 +68,3 @@ CREATE TRIGGER stripe_charges_keys_inserted
 CREATE TRIGGER stripe_charges_keys_updated
   AFTER UPDATE ON stripe_charges REFERENCING NEW TABLE AS landed
   FOR EACH STATEMENT EXECUTE FUNCTION sweeper_note_charge_keys();
-
-INSERT INTO stripe_charge_keys (tenant_id, idempotency_key, account, charge_id, created)
-SELECT tenant_id, idempotency_key, account, charge_id, created FROM stripe_charges
- WHERE tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
-ON CONFLICT DO NOTHING;
-
--- Superseded by stripe_charge_keys: nothing looks charges up by their metadata in the
--- mirror itself any more, and every landing paid for maintaining it in each partition.
-DROP INDEX stripe_charges_attribution;
-
--- A database set up with the least-privilege role before this migration: the role reads
--- this table like the mirror (a new setup gets it from the role script).
-DO $$
-BEGIN
-  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'sweeper_runtime') THEN
-    GRANT SELECT ON stripe_charge_keys TO sweeper_runtime;
-  END IF;
-END $$;

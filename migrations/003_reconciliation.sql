@@ -1,0 +1,155 @@
+-- The sweep's own state: runs, watermarks, findings, the append-only repair audit, the
+-- refund outbox, what alerts last said, and how far late changes were read.
+--
+-- No foreign keys between these tables: runs are written before anything that names them,
+-- by the same code path; findings are never deleted; the audit is append-only. A foreign
+-- key would add a lookup per row to every slice's writes and guard nothing the sweeper
+-- can do.
+
+CREATE TABLE recon_runs (
+  id             text        PRIMARY KEY,
+  mode           text        NOT NULL CHECK (mode IN ('run', 'backfill')),
+  account        text        NOT NULL,
+  shard          text        NOT NULL DEFAULT '',
+  window_from    timestamptz NOT NULL,
+  window_to      timestamptz NOT NULL,
+  status         text        NOT NULL CHECK (status IN ('running', 'succeeded', 'failed', 'interrupted')),
+  -- End of the last committed slice: a resumed run starts here.
+  checkpoint     timestamptz NOT NULL,
+  charges_scanned bigint     NOT NULL DEFAULT 0,
+  findings       jsonb       NOT NULL DEFAULT '{}',
+  repaired       jsonb       NOT NULL DEFAULT '{}',
+  unreconciled   int,
+  error          text,
+  started_at     timestamptz NOT NULL,
+  finished_at    timestamptz,
+  -- The run's late-change work, for `status` and --json: events read, charges re-judged,
+  -- whether the events were too old and the charges were re-listed instead.
+  changes        jsonb,
+  CHECK (window_from < window_to)
+);
+CREATE INDEX recon_runs_account_started ON recon_runs (account, started_at DESC);
+-- What an account's runs have judged after a point in time (src/sweep/coverage.ts): the
+-- late-changes step and the deep re-read judge again only inside it.
+CREATE INDEX recon_runs_account_checkpoint ON recon_runs (account, checkpoint);
+
+-- The scheduled sweep's progress per account and shard. Backfills never touch it.
+CREATE TABLE recon_watermarks (
+  account     text        NOT NULL,
+  shard       text        NOT NULL DEFAULT '',
+  watermark   timestamptz NOT NULL,
+  run_id      text        NOT NULL,
+  updated_at  timestamptz NOT NULL,
+  PRIMARY KEY (account, shard)
+);
+
+-- One row per (category, account, subject), updated by later runs, never duplicated.
+CREATE TABLE recon_findings (
+  id              bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  category        text        NOT NULL,
+  account         text        NOT NULL,
+  -- What the finding is about: the charge id, or tenant_id U+241F key for claim-level categories.
+  subject         text        NOT NULL,
+  charge_id       text,
+  tenant_id       text,
+  idempotency_key text,
+  state           text        NOT NULL CHECK (state IN ('open', 'repaired', 'resolved', 'ignored')),
+  details         jsonb       NOT NULL DEFAULT '{}',
+  first_seen_run  text        NOT NULL,
+  last_seen_run   text        NOT NULL,
+  first_seen_at   timestamptz NOT NULL,
+  last_seen_at    timestamptz NOT NULL,
+  closed_at       timestamptz,
+  closed_by       text,
+  note            text,
+  UNIQUE (category, account, subject)
+);
+CREATE INDEX recon_findings_open ON recon_findings (account, category) WHERE state = 'open';
+-- The open findings of given subjects, and of given charges, without reading every open
+-- finding of the account: their number grows with the history (and with every finding
+-- nobody closes), what is asked of them does not. By subject: a batch closes the open
+-- findings of the subjects it judged and no longer finds. By charge: the completeness
+-- measure after every run asks, of each charge of the last days, whether an open
+-- finding holds it.
+CREATE INDEX recon_findings_open_subject ON recon_findings (account, subject) WHERE state = 'open';
+CREATE INDEX recon_findings_open_charge ON recon_findings (account, charge_id) WHERE state = 'open';
+
+CREATE TABLE recon_repairs (
+  id          bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  finding_id  bigint      NOT NULL,
+  run_id      text,
+  action      text        NOT NULL,
+  before      jsonb,
+  after       jsonb,
+  actor       text        NOT NULL,
+  at          timestamptz NOT NULL
+);
+CREATE INDEX recon_repairs_finding ON recon_repairs (finding_id);
+
+-- The audit is append-only.
+CREATE FUNCTION sweeper_forbid_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION '% is append-only', TG_TABLE_NAME USING ERRCODE = '55000';
+END $$;
+CREATE TRIGGER recon_repairs_append_only BEFORE UPDATE OR DELETE ON recon_repairs
+  FOR EACH ROW EXECUTE FUNCTION sweeper_forbid_change();
+
+-- The refund outbox. An intent is committed before its POST, and completed after; every
+-- run first settles open intents against Stripe's own list of the charge's refunds, so a
+-- crash anywhere leaves an intent that the next run finishes, and a refund already made
+-- is never POSTed again.
+CREATE TABLE recon_refunds (
+  charge_id        text        PRIMARY KEY,   -- the extra charge refunded
+  account          text        NOT NULL,
+  kept_charge_id   text        NOT NULL,
+  finding_id       bigint      NOT NULL,
+  amount           bigint      NOT NULL CHECK (amount > 0),
+  currency         text        NOT NULL,
+  idempotency_key  text        NOT NULL,      -- sent to Stripe with the POST
+  state            text        NOT NULL CHECK (state IN ('intent', 'refunded', 'cancelled')),
+  stripe_refund_id text,
+  reason           text,                      -- why cancelled, or how it was found refunded
+  run_id           text        NOT NULL,
+  created_at       timestamptz NOT NULL,
+  updated_at       timestamptz NOT NULL,
+  CHECK (charge_id <> kept_charge_id),
+  CHECK (state <> 'refunded' OR stripe_refund_id IS NOT NULL)
+);
+CREATE INDEX recon_refunds_open ON recon_refunds (account) WHERE state = 'intent';
+CREATE INDEX recon_refunds_finding ON recon_refunds (finding_id);
+
+-- What each alert sink was last told about each (account, category), so alerts fire on
+-- change and repeat at most every SWEEPER_ALERT_REPEAT instead of on every run. A row is
+-- written only after a delivery succeeded: a failed delivery leaves the previous row, and
+-- the next run sees the same change and tries again.
+CREATE TABLE alert_state (
+  sink         text        NOT NULL,   -- 'slack' | 'pagerduty' | 'webhook'
+  account      text        NOT NULL,
+  category     text        NOT NULL,
+  -- Open findings of the category as last delivered (or, for a quiet decrease, last seen).
+  last_count   int         NOT NULL CHECK (last_count >= 0),
+  last_sent_at timestamptz NOT NULL,
+  PRIMARY KEY (sink, account, category)
+);
+
+-- Late changes: per account, how far Stripe's Events API has been read.
+CREATE TABLE recon_event_cursors (
+  account     text        PRIMARY KEY,
+  -- Every event created at or before this instant was read (up to now − SWEEPER_EVENTS_LAG
+  -- when it was read); the next read starts here, minus the overlap.
+  cursor      timestamptz NOT NULL,
+  run_id      text        NOT NULL,
+  updated_at  timestamptz NOT NULL
+);
+
+-- When the periodic deep re-read last compared the mirror with Stripe.
+CREATE TABLE recon_deep_reads (
+  account       text        PRIMARY KEY,
+  last_at       timestamptz NOT NULL,
+  -- What the last one covered and found, for `status`.
+  window_from   timestamptz NOT NULL,
+  window_to     timestamptz NOT NULL,
+  hours         int         NOT NULL,
+  differing     int         NOT NULL,
+  run_id        text        NOT NULL
+);
