@@ -13,7 +13,9 @@ import {
   historyArb,
   NOW,
   SLICE_MS,
+  storesSuccess,
   stripeChargesOf,
+  unreadableOf,
   WINDOW,
   writeHistory,
   type History,
@@ -59,6 +61,12 @@ async function reset(h: History): Promise<NormalizedCharge[]> {
 
 type Evidence = ReturnType<typeof memoryEvidence>;
 
+/** Stripe's own word over a history: what a re-read returns unreadable is what its listing did, and more. */
+function evidenceOf(h: History, stripe: NormalizedCharge[]): Evidence {
+  const { listing, reread } = unreadableOf(h);
+  return memoryEvidence(() => stripe, new Map([...listing, ...reread]));
+}
+
 function run(
   stripe: NormalizedCharge[],
   evidence: Evidence,
@@ -66,12 +74,14 @@ function run(
   extra: {
     observe?: (j: Judgement) => void;
     faultPoint?: (name: string) => void;
+    /** Charges the listing returns unreadable. */
+    unreadable?: ReadonlyMap<string, string>;
   } = {},
 ): Promise<SweepReport[]> {
   return sweep(
     {
       pool: db.pool,
-      listCharges: memoryChargeSource(() => stripe),
+      listCharges: memoryChargeSource(() => stripe, undefined, extra.unreadable),
       evidence,
       idempotencyWindowMs: IDEMPOTENCY_WINDOW_MS,
       clock: () => NOW,
@@ -133,26 +143,48 @@ describe('the sweep over random histories', () => {
     await fc.assert(
       fc.asyncProperty(historyArb, async (h) => {
         const stripe = await reset(h);
+        const { listing } = unreadableOf(h);
         const claimsBefore = (await db.pool.query(`SELECT tenant_id, key, account_id, status FROM idempotency_keys`))
           .rows;
+        // (g) a stored success, in whatever shape its writer stored it, is never rewritten (nor touched at all).
+        const successes = h.keys.filter((k) => k.claim && storesSuccess(k.claim)).map((k) => [k.tenantId, k.key]);
+        const storedRows = async () =>
+          (
+            await db.pool.query(
+              `SELECT tenant_id, key, k::text AS row FROM idempotency_keys k
+                WHERE (tenant_id, key) IN (SELECT * FROM unnest($1::text[], $2::text[])) ORDER BY 1, 2`,
+              [successes.map((x) => x[0]), successes.map((x) => x[1])],
+            )
+          ).rows;
+        const successesBefore = await storedRows();
         for (const account of ACCOUNTS) {
           const other = ACCOUNTS.find((a) => a !== account) as string;
-          const evidence = memoryEvidence(() => stripe);
+          const evidence = evidenceOf(h, stripe);
           // (f) a dry run first: it changes nothing, and counts as the real run then does.
           const untouched = await tableChecksums(db.pool);
-          const [dry] = await run(stripe, evidence, { accounts: [account], dryRun: true });
+          const [dry] = await run(stripe, evidence, { accounts: [account], dryRun: true }, { unreadable: listing });
           expect(await tableChecksums(db.pool), 'a dry run changed a table').toEqual(untouched);
           // (b) account B's rows stay as they are during account A's run.
           const otherBefore = await rowsOf(other);
           const judged: Judgement[] = [];
-          const [real] = await run(stripe, evidence, { accounts: [account] }, { observe: (j) => judged.push(j) });
+          const [real] = await run(
+            stripe,
+            evidence,
+            { accounts: [account] },
+            { observe: (j) => judged.push(j), unreadable: listing },
+          );
+          // (h) no charge's content ever fails a run.
+          expect([dry?.status, real?.status], 'a run failed on what Stripe returned').toEqual([
+            'succeeded',
+            'succeeded',
+          ]);
           expect(await rowsOf(other), `${account}'s run changed a row of ${other}`).toEqual(otherBefore);
           expect(counts(dry!), 'a dry run counted differently from the real run').toEqual(counts(real!));
           // (d) every judgement gives every object one home.
           judged.forEach(assertOneHomeEach);
           // (e) a rerun repairs nothing and changes no claim, payment or finding state.
           const settled = await normalizedTables(db.pool);
-          const [again] = await run(stripe, evidence, { accounts: [account] });
+          const [again] = await run(stripe, evidence, { accounts: [account] }, { unreadable: listing });
           expect(
             Object.values(again!.repaired).every((n) => n === 0),
             'a rerun repaired something',
@@ -164,7 +196,8 @@ describe('the sweep over random histories', () => {
             findings: settled.findings,
           });
         }
-        // (a) no claim released while a succeeded charge in its account names it.
+        expect(await storedRows(), 'a stored success was rewritten').toEqual(successesBefore);
+        // (a) no claim released while a succeeded charge in its account names it (readable or not).
         const after = (await db.pool.query(`SELECT tenant_id, key, account_id, status FROM idempotency_keys`)).rows;
         for (const claim of after) {
           const was = claimsBefore.find((c) => c.tenant_id === claim.tenant_id && c.key === claim.key);
@@ -192,8 +225,9 @@ describe('the sweep over random histories', () => {
           const stripe = await reset(h);
           const reports = await run(
             stripe,
-            memoryEvidence(() => stripe),
+            evidenceOf(h, stripe),
             { accounts: [...ACCOUNTS], ...options },
+            { unreadable: unreadableOf(h).listing },
           );
           return {
             counts: reports.map((r) => ({ ...counts(r), scanned: r.charges_scanned, status: r.status })),

@@ -33,6 +33,8 @@ export interface ChargeSeed {
   customer: string;
   paymentMethod: string;
   metadata: boolean;
+  /** Stripe returns it unreadable: in its window's listing, or when re-read (by id or search). */
+  unreadable: 'no' | 'listing' | 'reread';
 }
 
 export interface PaymentSeed {
@@ -50,7 +52,23 @@ export interface ClaimSeedH {
   status: 'in_flight' | 'in_flight_live' | 'completed' | 'released';
   minutesAgo: number;
   request: { amount: number; currency: string } | null;
-  outcome: 'success' | 'declined' | 'pending_action' | 'legacy_2xx' | 'legacy_2xx_no_charge';
+  /**
+   * The stored answer, in the shapes writers store: the library's (`success`, `declined`,
+   * `pending_action`), a `charge` field with no outcome, a body naming nothing, a Stripe
+   * Charge object, a PaymentIntent (succeeded, or still requiring action), a writer's own
+   * `201 {state: paid}`, a stored 503.
+   */
+  outcome:
+    | 'success'
+    | 'declined'
+    | 'pending_action'
+    | 'legacy_2xx'
+    | 'legacy_2xx_no_charge'
+    | 'stripe_charge'
+    | 'payment_intent'
+    | 'payment_intent_action'
+    | 'custom_paid'
+    | 'transient_503';
   namesCharge: number | null;
 }
 
@@ -84,6 +102,7 @@ const chargeSeed = (id: string) =>
     customer: fc.constantFrom('cus_1', 'cus_1', 'cus_2'),
     paymentMethod: fc.constantFrom('pm_1', 'pm_1', 'pm_2'),
     metadata: fc.constantFrom(true, true, true, true, false),
+    unreadable: fc.constantFrom('no', 'no', 'no', 'no', 'no', 'no', 'no', 'no', 'listing', 'reread'),
   }) as fc.Arbitrary<ChargeSeed>;
 
 const paymentSeed = (chargeId: string, acct: (typeof ACCOUNTS)[number]) =>
@@ -102,7 +121,19 @@ const claimSeed = (chargeCount: number) =>
     status: fc.constantFrom('in_flight', 'in_flight', 'in_flight_live', 'completed', 'completed', 'released'),
     minutesAgo: fc.integer({ min: 30, max: 900 }),
     request: fc.option(fc.record({ amount, currency: fc.constantFrom('usd', 'usd', 'eur') }), { freq: 4 }),
-    outcome: fc.constantFrom('success', 'success', 'declined', 'pending_action', 'legacy_2xx', 'legacy_2xx_no_charge'),
+    outcome: fc.constantFrom(
+      'success',
+      'success',
+      'declined',
+      'pending_action',
+      'legacy_2xx',
+      'legacy_2xx_no_charge',
+      'stripe_charge',
+      'payment_intent',
+      'payment_intent_action',
+      'custom_paid',
+      'transient_503',
+    ),
     namesCharge: chargeCount === 0 ? fc.constant(null) : fc.option(fc.integer({ min: 0, max: chargeCount - 1 })),
   }) as fc.Arbitrary<ClaimSeedH>;
 
@@ -215,6 +246,33 @@ async function insertClaim(db: Queryable, k: KeyHistory, c: ClaimSeedH): Promise
       case 'legacy_2xx_no_charge':
         [responseStatus, body, outcome] = [200, {}, null];
         break;
+      case 'stripe_charge':
+        [responseStatus, body, outcome] = [
+          200,
+          { id: named ?? `ch_named_${k.key}`, object: 'charge', status: 'succeeded', amount: 1000, currency: 'usd' },
+          null,
+        ];
+        break;
+      case 'payment_intent':
+        [responseStatus, body, outcome] = [
+          200,
+          { id: `pi_${k.key}`, object: 'payment_intent', status: 'succeeded', latest_charge: named },
+          null,
+        ];
+        break;
+      case 'payment_intent_action':
+        [responseStatus, body, outcome] = [
+          200,
+          { id: `pi_${k.key}`, object: 'payment_intent', status: 'requires_action', latest_charge: null },
+          null,
+        ];
+        break;
+      case 'custom_paid':
+        [responseStatus, body, outcome] = [201, { id: `order_${k.key}`, state: 'paid' }, null];
+        break;
+      case 'transient_503':
+        [responseStatus, body, outcome] = [503, { error: 'upstream unavailable' }, null];
+        break;
     }
   }
   await db.query(
@@ -264,6 +322,28 @@ async function insertPayment(
       c ? new Date(c.created * 1000) : new Date(NOW.getTime() - p.minutesAgo * MIN),
     ],
   );
+}
+
+/** Whether a claim seed's stored answer says success (docs/judgement.md "Stored answers"): such an answer is never rewritten. */
+export function storesSuccess(c: ClaimSeedH): boolean {
+  return (
+    c.status === 'completed' &&
+    ['success', 'legacy_2xx', 'legacy_2xx_no_charge', 'stripe_charge', 'payment_intent', 'custom_paid'].includes(
+      c.outcome,
+    )
+  );
+}
+
+/** The charges Stripe returns unreadable, by id: the problem (in their listing, or when re-read). */
+export function unreadableOf(h: History): { listing: Map<string, string>; reread: Map<string, string> } {
+  const listing = new Map<string, string>();
+  const reread = new Map<string, string>();
+  const problem = 'metadata[idempotency_key] is not 1-500 characters without control characters';
+  for (const c of [...h.keys.flatMap((k) => k.charges), ...h.loose]) {
+    if (c.unreadable === 'listing') listing.set(c.id, problem);
+    if (c.unreadable === 'reread') reread.set(c.id, problem);
+  }
+  return { listing, reread };
 }
 
 /** A compact description of a history for a failure message: what a person reads to rebuild it. */

@@ -118,7 +118,12 @@ export function charge(over: Partial<NormalizedCharge> & { id: string; created: 
 }
 
 /** A Stripe account as an array: the window filter and pages of 100, like the real lister. */
-export function memoryChargeSource(charges: () => NormalizedCharge[], calls?: { count: number }): ChargeSource {
+export function memoryChargeSource(
+  charges: () => NormalizedCharge[],
+  calls?: { count: number },
+  /** Charges the listing returns unreadable (by id: the problem), as a poison record in a page would be. */
+  unreadable: ReadonlyMap<string, string> = new Map(),
+): ChargeSource {
   return async function* (account, window) {
     if (calls) calls.count += 1;
     const from = window.from.getTime() / 1000;
@@ -126,7 +131,16 @@ export function memoryChargeSource(charges: () => NormalizedCharge[], calls?: { 
     const matching = charges().filter(
       (c) => (c.account ?? 'platform') === account && c.created >= from && c.created < to,
     );
-    for (let i = 0; i < matching.length; i += 100) yield { charges: matching.slice(i, i + 100), malformed: [] };
+    for (let i = 0; i < matching.length; i += 100) {
+      const page = matching.slice(i, i + 100);
+      yield {
+        charges: page.filter((c) => !unreadable.has(c.id)),
+        malformed: page.flatMap((c) => {
+          const problem = unreadable.get(c.id);
+          return problem === undefined ? [] : [{ id: c.id, account: c.account, problem, created: c.created }];
+        }),
+      };
+    }
   };
 }
 
