@@ -1,3 +1,4 @@
+import { configDefaults } from '../config.js';
 import type { Pool } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import type { Category } from './categories.js';
@@ -127,25 +128,29 @@ export interface ChangesReport {
   deep_read?: { from: string; to: string; hours: number; differing: number };
 }
 
-/** The documented defaults (README "Configuration"), for callers that are not the CLI. */
+/**
+ * The configuration's defaults (src/config.ts, the one home of each), for callers that
+ * are not the CLI.
+ */
 export function sweepOptions(options: Partial<SweepOptions> & Pick<SweepOptions, 'mode' | 'accounts'>): SweepOptions {
+  const defaults = configDefaults();
   return {
     dryRun: false,
-    settleMs: 10 * 60_000,
-    overlapMs: 15 * 60_000,
-    sliceMs: 3_600_000,
-    batchCharges: 2_000,
-    leaseMs: 2 * 60_000,
-    retentionMs: 7 * 86_400_000,
-    firstRunLookbackMs: 86_400_000,
+    settleMs: defaults.settleMs,
+    overlapMs: defaults.overlapMs,
+    sliceMs: defaults.sliceMs,
+    batchCharges: defaults.batchCharges,
+    leaseMs: defaults.claimLeaseMs,
+    retentionMs: defaults.retentionMs,
+    firstRunLookbackMs: defaults.firstRunLookbackMs,
     refundDuplicates: false,
     // Unlike the CLI (true unless --no-resume): a caller resumes a backfill by asking to.
     resume: false,
-    eventsLagMs: 5 * 60_000,
-    eventsOverlapMs: 10 * 60_000,
-    deepReadEveryMs: 86_400_000,
-    deepReadDays: 3,
-    storedAnswer: null,
+    eventsLagMs: defaults.eventsLagMs,
+    eventsOverlapMs: defaults.eventsOverlapMs,
+    deepReadEveryMs: defaults.deepReadEveryMs,
+    deepReadDays: defaults.deepReadDays,
+    storedAnswer: defaults.storedAnswer,
     ...options,
   };
 }
