@@ -503,8 +503,8 @@ export interface ConfigVariable {
  * description read from the schema itself: the source of docs/configuration.md's table.
  * Throws for a variable without a description, so none is added undocumented.
  */
-export function configVariables(): ConfigVariable[] {
-  return Object.entries(envSchema.shape).map(([name, schema]) => {
+export function configVariables(shape: Readonly<Record<string, z.ZodType>> = envSchema.shape): ConfigVariable[] {
+  return Object.entries(shape).map(([name, schema]) => {
     const meta = schema.meta() ?? {};
     if (typeof meta.description !== 'string' || meta.description.trim() === '') {
       throw new Error(`${name} has no description in src/config.ts: add .describe('…') to its schema entry`);
