@@ -347,7 +347,7 @@ export interface Config {
   requestDeadlineMs: number;
   /** PostgreSQL session limits of the sweeper's own connections (src/db/pool.ts). */
   db: DbTimeouts;
-  /** Late changes (README "Late changes"): events younger than the lag wait; each read re-reads the overlap. */
+  /** Late changes (docs/judgement.md): events younger than the lag wait; each read re-reads the overlap. */
   eventsLagMs: number;
   eventsOverlapMs: number;
   /** How often, and how many days back, the deep re-read compares Stripe with the mirror. */

@@ -13,7 +13,7 @@ export type { ChangePointer, ChangeSource, ChargeSource } from './provider.js';
 export interface SweepDeps {
   pool: Pool;
   listCharges: ChargeSource;
-  /** Stripe's Events API; without it a scheduled run skips the late-changes step (README "Late changes"). */
+  /** Stripe's Events API; without it a scheduled run skips the late-changes step (docs/judgement.md "Late changes"). */
   listChanges?: ChangeSource;
   clock: () => Date;
   logger: Logger;
@@ -99,7 +99,7 @@ export interface SweepReport {
   malformed_charges: number;
   /** Of those, charges without a usable id: no finding can name them, so the run exits 1. */
   unnamed_charges: number;
-  /** Keys not judged because a live writer held them (see README "Finding categories"). */
+  /** Keys not judged because a live writer held them (see docs/judgement.md "Settled keys and live leases"). */
   deferred_keys: number;
   findings: Record<Category, number>;
   repaired: Record<Category, number>;
@@ -109,7 +109,7 @@ export interface SweepReport {
   /** Why the account's sweep failed (status `failed`). */
   error?: string;
   resumed_from?: string;
-  /** Scheduled runs: the late-changes step (README "Late changes"). */
+  /** Scheduled runs: the late-changes step (docs/judgement.md "Late changes"). */
   changes?: ChangesReport;
 }
 
