@@ -1,5 +1,6 @@
 -- Claims (idempotency_keys) and effects (payments): the local side that the sweeper
--- reconciles against Stripe. See README "Why a claim is unique across partitions".
+-- reconciles against Stripe. See docs/claim-library.md
+-- "Why a claim is unique across partitions".
 
 CREATE TABLE idempotency_keys (
   tenant_id           text        NOT NULL,

@@ -1,7 +1,7 @@
 -- Claims record the request they stand for and a machine-readable outcome of their
 -- stored answer, so every repair can check a charge against the request; the mirror
 -- keeps what tells two charges apart (customer, payment method); refunds go through
--- an outbox so a crash or a rerun never refunds twice. See README "How a key is judged".
+-- an outbox so a crash or a rerun never refunds twice. See docs/judgement.md.
 
 -- The request a claim stands for. NULL for rows written by other writers (older
 -- code, a person, an adopted claims table): the sweep then repairs from a charge

@@ -1,4 +1,4 @@
--- Late changes (README "Late changes"): per account, how far Stripe's Events API has
+-- Late changes (docs/judgement.md "Late changes"): per account, how far Stripe's Events API has
 -- been read, and when the periodic deep re-read last compared the mirror with Stripe.
 
 CREATE TABLE recon_event_cursors (

@@ -1,5 +1,5 @@
--- Bulk writes without per-row work (README "Why a claim is unique across partitions",
--- "Throughput"): the cross-partition uniqueness of (tenant_id, key) is checked once per
+-- Bulk writes without per-row work (docs/claim-library.md "Why a claim is unique across
+-- partitions", docs/performance.md): the cross-partition uniqueness of (tenant_id, key) is checked once per
 -- INSERT statement instead of once per row, so a sweep re-creating claims (or an import
 -- of existing claims) costs two checks per statement, not two per row; and the sweep's
 -- own bookkeeping tables drop their per-row foreign-key checks.

@@ -1,5 +1,5 @@
 -- The mirror's charges by the key their metadata names, in one unpartitioned index
--- (README "Throughput"). The sweep looks up every charge of each key it judges; through
+-- (docs/performance.md "The throughput design"). The sweep looks up every charge of each key it judges; through
 -- stripe_charges_attribution that was one probe per key in every day partition of the
 -- mirror (a partitioned table has no global index), the largest cost of a slice. This
 -- table answers it with one probe per key; the charge itself is then read by its

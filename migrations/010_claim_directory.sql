@@ -1,5 +1,5 @@
--- Cross-partition uniqueness of claims by a real unique index (README "Why a claim is
--- unique across partitions"). Until now an INSERT into idempotency_keys took an advisory
+-- Cross-partition uniqueness of claims by a real unique index (docs/claim-library.md
+-- "Why a claim is unique across partitions"). Until now an INSERT into idempotency_keys took an advisory
 -- lock per key and then probed every day partition for a second row; sweeper_take_claim
 -- did the same before its lookup. That cost a probe per partition twice per claim taken,
 -- and an advisory lock per key for bulk writers.
@@ -121,8 +121,8 @@ END $$;
 -- A claim deleted (by hand: the sweeper never deletes claims) takes its entry with it;
 -- TRUNCATE empties the directory, or (on one day's partition, TG_ARGV[0] its UTC day)
 -- that day of it. (Dropping one day's partition by hand leaves stale entries:
--- the take and the insert guard replace them when they meet them; README "Why a claim
--- is unique across partitions".)
+-- the take and the insert guard replace them when they meet them; docs/claim-library.md
+-- "Why a claim is unique across partitions".)
 CREATE FUNCTION sweeper_forget_claim_keys() RETURNS trigger
   LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
