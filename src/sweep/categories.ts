@@ -44,7 +44,8 @@ export const FINDING_CATEGORY_DEFINITIONS = {
   claim_without_effect: {
     about: "a claim not completed with its kept charge's answer, or the charge's row missing",
     repairs: 'inserts the row, completes the claim',
-    staysOpen: 'only when the claim records no request and several charges name the key',
+    staysOpen:
+      'when a person decides: several charges and no request, a stored failure, the row under another account, an unreadable charge naming the key',
     severity: 'warning',
     runbook: {
       means: 'the claim exists and Stripe has the charge, but no payment row was committed (a crash after the charge)',
