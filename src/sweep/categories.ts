@@ -106,7 +106,7 @@ export const FINDING_CATEGORY_DEFINITIONS = {
   orphan_charge: {
     about: "a charge naming a known tenant's key, no claim, no row",
     repairs: 'creates claim and row',
-    staysOpen: 'when several charges name the key',
+    staysOpen: 'when several charges name the key, or its payment row is under another account',
     severity: 'warning',
     runbook: {
       means: 'a charge made outside the library whose metadata names a key of a tenant known on the account',
