@@ -10,7 +10,7 @@ export default tseslint.config(
     languageOptions: {
       globals: globals.node,
       // Type information for the rules below: each file is checked with the tsconfig.json
-      // nearest to it (the root one: src, test, bench, vitest.config.ts; testkit/'s own).
+      // nearest to it (the root one: src, test, bench, scripts, vitest.config.ts; testkit/'s own).
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },
     rules: {

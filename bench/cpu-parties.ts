@@ -1,5 +1,5 @@
 /**
- * Where a timed run's CPU went, by party (README "Ninth pass: the CPU each party spends"):
+ * Where a timed run's CPU went, by party (docs/performance.md "Running the benchmarks"):
  * the sweep process (from /usr/bin/time), PostgreSQL (every server process that exited
  * meanwhile: the run's backends, autovacuum workers), this benchmark process (the Stripe
  * double serving the pages; it does nothing else while it waits for the CLI), and the

@@ -2,7 +2,7 @@
  * BENCH_MEMORY_LIMIT (`1G`, `512M`): run each timed process inside a memory cgroup with
  * that limit, as a pod's `resources.limits.memory` would. Node sizes V8's heap from the
  * limit of the cgroup it starts in, so peak RSS under a limit is not the unlimited
- * figure (README, Benchmarks, "Eighth pass"). Needs root and a cgroup v1 memory
+ * figure (docs/performance.md "Memory"). Needs root and a cgroup v1 memory
  * controller or cgroup v2 with the memory controller; says so otherwise.
  */
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';

@@ -274,7 +274,7 @@ if (components.length) {
 }
 lines.push(
   '',
-  'Raw figures, per-run logs and the most frequent statements: bench/results/*.json. How to run: README, "Benchmarks".',
+  'Raw figures, per-run logs and the most frequent statements: bench/results/*.json. How to run: docs/performance.md, "Running the benchmarks".',
   '',
 );
 

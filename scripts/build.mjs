@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Builds dist/ from src/, then the test kit (testkit/ → dist-testkit/, never into dist/;
-// the demo and the Stripe double run from there), for the package scripts (README
+// the demo and the Stripe double run from there), for the package scripts (docs/deployment.md
 // "Install on a VM or with cron"):
 //
 //   node scripts/build.mjs build     `npm run build`: both builds, failing loudly without a compiler.

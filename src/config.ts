@@ -8,8 +8,9 @@ import { parseStoredAnswerMapping, type StoredAnswerMapping } from './sweep/stor
  * Configuration comes from the environment (12-factor), is read once at start and
  * validated here; CLI flags override individual fields afterwards. Every error
  * starts with the variable's name and says what a valid value looks like; every
- * duration has a floor and a ceiling (README "Configuration"), so no setting can
- * make a run unbounded.
+ * duration has a floor and a ceiling, so no setting can make a run unbounded. Each
+ * variable's default, bounds and meaning are defined here once: docs/configuration.md's
+ * table is generated from this schema (`npm run docs:generate`, `configVariables`).
  */
 
 const MINUTE = 60_000;
@@ -59,7 +60,8 @@ const duration = (name: DurationVariable) => {
         return z.NEVER;
       }
       return ms;
-    });
+    })
+    .meta({ fallback, bounds: `${formatDuration(min)}–${formatDuration(max)}` });
 };
 
 const positiveInt = (name: string, fallback: string, max = Number.MAX_SAFE_INTEGER, min = 1) =>
@@ -81,12 +83,14 @@ const positiveInt = (name: string, fallback: string, max = Number.MAX_SAFE_INTEG
         return z.NEVER;
       }
       return n;
-    });
+    })
+    .meta({ bounds: max === Number.MAX_SAFE_INTEGER ? `≥ ${min}` : `${min}–${max}` });
 
 const metadataName = (name: string, fallback: string) =>
   z
     .string()
     .default(fallback)
+    .meta({ bounds: '1–40 letters, digits, `_` `.` `-`' })
     .refine((v) => /^[A-Za-z0-9_.-]{1,40}$/.test(v), {
       message: `${name} must be a Stripe metadata key: 1-40 characters of letters, digits, _ . -`,
     });
@@ -153,56 +157,120 @@ const percentage = (name: string, fallback: string) =>
         return z.NEVER;
       }
       return value / 100;
-    });
+    })
+    .meta({ fallback, bounds: 'above 0%, at most 100%' });
+
+/**
+ * A backfill's deadline when SWEEPER_RUN_DEADLINE is not set: 5h50m, below the 6 hours
+ * of jobs/k8s/backfill-job.yaml. A backfill stopped there resumes from its last slice.
+ */
+export const DEFAULT_BACKFILL_DEADLINE_MS = 350 * MINUTE;
+
+const hoursAndMinutes = (ms: number) => `${Math.floor(ms / HOUR)}h${Math.round((ms % HOUR) / MINUTE)}m`;
 
 const envSchema = z.object({
   DATABASE_URL: url('DATABASE_URL', ['postgres:', 'postgresql:'], 'postgres://user:password@host:5432/db', {
     credentials: true,
     host: false,
-  }),
+  }).describe(
+    'PostgreSQL URL; required by every command but `demo`; an unparseable URL or a port outside 1–65535 is refused',
+  ),
   STRIPE_API_KEY: z
     .string()
     .optional()
     .refine((v) => v === undefined || /^(sk|rk)_(test|live)_[A-Za-z0-9]+$/.test(v), {
       message: 'STRIPE_API_KEY must be a Stripe secret or restricted key (sk_… or rk_…)',
-    }),
+    })
+    .describe(
+      '`sk_…` or restricted `rk_…` (Charges read; `run` also Events read: [the key](operations.md#the-stripe-key)); required by `run`, `backfill` and `schedule`',
+    ),
   STRIPE_API_BASE: url('STRIPE_API_BASE', ['http:', 'https:'], 'http://127.0.0.1:12111', {
     credentials: false,
     host: true,
     pathless: true,
-  }),
-  SWEEPER_CLAIM_LEASE: duration('SWEEPER_CLAIM_LEASE'),
-  SWEEPER_RETENTION: duration('SWEEPER_RETENTION'),
-  SWEEPER_MAX_AMOUNT: positiveInt('SWEEPER_MAX_AMOUNT', '99999999'),
-  SWEEPER_METADATA_TENANT_KEY: metadataName('SWEEPER_METADATA_TENANT_KEY', 'tenant_id'),
-  SWEEPER_METADATA_IDEMPOTENCY_KEY: metadataName('SWEEPER_METADATA_IDEMPOTENCY_KEY', 'idempotency_key'),
+  }).describe(
+    'unset: Stripe. `scheme://host[:port]`, e.g. `http://127.0.0.1:12111` for stripe-mock or the double; no path, no credentials, port 1–65535',
+  ),
+  SWEEPER_CLAIM_LEASE: duration('SWEEPER_CLAIM_LEASE').describe(
+    'how long one attempt holds an `in_flight` claim; longer than a Stripe call with retries (20 s timeout × 3)',
+  ),
+  SWEEPER_RETENTION: duration('SWEEPER_RETENTION').describe(
+    'claims and mirror kept this long; partitions exist this far behind and as far ahead, at most 31 days; `expire` refuses less than 24 h + `SWEEPER_RETRY_HORIZON`',
+  ),
+  SWEEPER_MAX_AMOUNT: positiveInt('SWEEPER_MAX_AMOUNT', '99999999').describe(
+    'largest amount (minor units) the claim library accepts',
+  ),
+  SWEEPER_METADATA_TENANT_KEY: metadataName('SWEEPER_METADATA_TENANT_KEY', 'tenant_id').describe(
+    'Stripe metadata key carrying the tenant',
+  ),
+  SWEEPER_METADATA_IDEMPOTENCY_KEY: metadataName('SWEEPER_METADATA_IDEMPOTENCY_KEY', 'idempotency_key').describe(
+    "Stripe metadata key carrying the caller's key; must differ from `SWEEPER_METADATA_TENANT_KEY`",
+  ),
   SWEEPER_ACCOUNTS: z
     .string()
     .default('platform')
     .refine((v) => v.split(',').every((a) => /^(platform|acct_[A-Za-z0-9]+)$/.test(a.trim())), {
       message: 'SWEEPER_ACCOUNTS must be a comma-separated list of Stripe account ids (acct_…) or "platform"',
-    }),
-  SWEEPER_SETTLE: duration('SWEEPER_SETTLE'),
-  SWEEPER_OVERLAP: duration('SWEEPER_OVERLAP'),
-  SWEEPER_SLICE: duration('SWEEPER_SLICE'),
-  SWEEPER_FIRST_RUN_LOOKBACK: duration('SWEEPER_FIRST_RUN_LOOKBACK'),
-  SWEEPER_RETRY_HORIZON: duration('SWEEPER_RETRY_HORIZON'),
-  SWEEPER_SHUTDOWN_GRACE: duration('SWEEPER_SHUTDOWN_GRACE'),
-  SWEEPER_RUN_DEADLINE: duration('SWEEPER_RUN_DEADLINE'),
-  SWEEPER_REQUEST_DEADLINE: duration('SWEEPER_REQUEST_DEADLINE'),
-  SWEEPER_DB_LOCK_TIMEOUT: duration('SWEEPER_DB_LOCK_TIMEOUT'),
-  SWEEPER_DB_STATEMENT_TIMEOUT: duration('SWEEPER_DB_STATEMENT_TIMEOUT'),
-  SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT: duration('SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT'),
-  SWEEPER_EVENTS_LAG: duration('SWEEPER_EVENTS_LAG'),
-  SWEEPER_EVENTS_OVERLAP: duration('SWEEPER_EVENTS_OVERLAP'),
-  SWEEPER_DEEP_READ_EVERY: duration('SWEEPER_DEEP_READ_EVERY'),
-  SWEEPER_MAX_LAG: duration('SWEEPER_MAX_LAG'),
-  SWEEPER_PROGRESS_INTERVAL: duration('SWEEPER_PROGRESS_INTERVAL'),
-  SWEEPER_DEEP_READ_DAYS: positiveInt('SWEEPER_DEEP_READ_DAYS', '3', 30),
+    })
+    .describe('comma-separated: `platform` and/or Connect `acct_…` ids; each has its own watermark and lock'),
+  SWEEPER_SETTLE: duration('SWEEPER_SETTLE').describe(
+    'work younger than this is not judged; must be ≥ `SWEEPER_CLAIM_LEASE` + 1m',
+  ),
+  SWEEPER_OVERLAP: duration('SWEEPER_OVERLAP').describe('how far behind the watermark a run starts'),
+  SWEEPER_SLICE: duration('SWEEPER_SLICE').describe(
+    'listing and progress unit, and the longest span one transaction judges',
+  ),
+  SWEEPER_FIRST_RUN_LOOKBACK: duration('SWEEPER_FIRST_RUN_LOOKBACK').describe(
+    "where an account's first scheduled run starts; older history: `backfill`",
+  ),
+  SWEEPER_RETRY_HORIZON: duration('SWEEPER_RETRY_HORIZON').describe(
+    'how long after a first attempt callers may still retry; retention must be ≥ 24 h + this',
+  ),
+  SWEEPER_SHUTDOWN_GRACE: duration('SWEEPER_SHUTDOWN_GRACE').describe(
+    'after SIGTERM, how long the slice in progress may take before the process exits anyway',
+  ),
+  SWEEPER_RUN_DEADLINE: duration('SWEEPER_RUN_DEADLINE').describe(
+    'after this the run stops as on SIGTERM (the slice in progress finishes or rolls back, the run is recorded ' +
+      `\`interrupted\`, exit 1). Unset: the default for \`run\`, ${hoursAndMinutes(DEFAULT_BACKFILL_DEADLINE_MS)} for ` +
+      "`backfill`, below the CronJob's `activeDeadlineSeconds` (14 min) and the backfill Job's (6 h); set, it applies to both",
+  ),
+  SWEEPER_REQUEST_DEADLINE: duration('SWEEPER_REQUEST_DEADLINE').describe(
+    'total time of one Stripe request: connection, headers and body, not only idle gaps; retried once, then its window fails',
+  ),
+  SWEEPER_DB_LOCK_TIMEOUT: duration('SWEEPER_DB_LOCK_TIMEOUT').describe(
+    'PostgreSQL `lock_timeout` of every session: a longer lock wait fails the slice (exit 1)',
+  ),
+  SWEEPER_DB_STATEMENT_TIMEOUT: duration('SWEEPER_DB_STATEMENT_TIMEOUT').describe(
+    '`statement_timeout` of every session (`migrate`: none, and no lock limit)',
+  ),
+  SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT: duration('SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT').describe(
+    "`idle_in_transaction_session_timeout`: the server ends a session frozen in a transaction and frees its locks. A dry run keeps its transaction open while it lists each slice: keep this above a slice's listing time",
+  ),
+  SWEEPER_EVENTS_LAG: duration('SWEEPER_EVENTS_LAG').describe(
+    'scheduled runs read change events up to now − this (the Events API is eventually consistent)',
+  ),
+  SWEEPER_EVENTS_OVERLAP: duration('SWEEPER_EVENTS_OVERLAP').describe(
+    'each events read starts this far before the cursor again',
+  ),
+  SWEEPER_DEEP_READ_EVERY: duration('SWEEPER_DEEP_READ_EVERY').describe(
+    'how often a scheduled run re-lists the last `SWEEPER_DEEP_READ_DAYS` and compares them with the mirror',
+  ),
+  SWEEPER_MAX_LAG: duration('SWEEPER_MAX_LAG').describe(
+    'a watermark or events cursor further behind than this alerts (`reconciliation_lag`, [Completeness](judgement.md#completeness)), even with nothing open; longer than `SWEEPER_SETTLE` and `SWEEPER_EVENTS_LAG`',
+  ),
+  SWEEPER_PROGRESS_INTERVAL: duration('SWEEPER_PROGRESS_INTERVAL').describe(
+    'when stderr is not a terminal, a progress log line this often during a sweep ([Seeing a run](operations.md#seeing-a-run))',
+  ),
+  SWEEPER_DEEP_READ_DAYS: positiveInt('SWEEPER_DEEP_READ_DAYS', '3', 30).describe(
+    'how many days the deep re-read covers',
+  ),
   // Below 100, a batch costs more statements than it saves memory.
-  SWEEPER_BATCH_CHARGES: positiveInt('SWEEPER_BATCH_CHARGES', '2000', 100_000, 100),
-  // Stripe's default per endpoint (GET /v1/charges is one); above 100 only where Stripe raised the account's limit, or a double.
-  SWEEPER_STRIPE_RATE: positiveInt('SWEEPER_STRIPE_RATE', '25', 1000),
+  SWEEPER_BATCH_CHARGES: positiveInt('SWEEPER_BATCH_CHARGES', '2000', 100_000, 100).describe(
+    "the most charges created in a slice that one transaction judges: a denser slice is judged in parts of at most this many, each committed and checkpointed on its own ([Dense slices](performance.md#dense-slices-judged-in-parts)); bounds a batch's memory",
+  ),
+  SWEEPER_STRIPE_RATE: positiveInt('SWEEPER_STRIPE_RATE', '25', 1000).describe(
+    "Stripe requests per second for the whole process: Stripe's default limit per endpoint (`GET /v1/charges` is one); a 429 pauses the whole process; above 100 only where Stripe raised your account's limit, or against a double",
+  ),
   SWEEPER_STORED_ANSWER: z
     .string()
     .optional()
@@ -214,27 +282,30 @@ const envSchema = z.object({
         return z.NEVER;
       }
       return mapping;
-    }),
-  SWEEPER_MAX_REPAIR_SHARE: percentage('SWEEPER_MAX_REPAIR_SHARE', '5%'),
+    })
+    .describe(
+      'a writer\'s own stored-answer shape, as JSON: the dotted path of the field naming the charge (`charge`) and of the field saying how the request ended (`outcome`, with its `success`, `pending` and `declined` values), e.g. `{"charge": "order.charge_id", "outcome": "state", "success": ["paid"]}`; unset: Stripe\'s objects and the claim library\'s shape only ([Stored answers](judgement.md#stored-answers))',
+    ),
+  SWEEPER_MAX_REPAIR_SHARE: percentage('SWEEPER_MAX_REPAIR_SHARE', '5%').describe(
+    'the repair brake: a run stops before repairing more than this share of what it judged in one category',
+  ),
   SWEEPER_LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
       message: 'SWEEPER_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent',
     })
-    .default('info'),
+    .default('info')
+    .describe('pino level'),
   SWEEPER_LOG_FORMAT: z
     .enum(['json', 'pretty'], {
       message: 'SWEEPER_LOG_FORMAT must be json or pretty (unset: pretty when stderr is a terminal, JSON otherwise)',
     })
-    .optional(),
+    .optional()
+    .describe(
+      '`pretty` (pino-pretty, coloured on a terminal) or `json`; unset: pretty when stderr is a terminal, JSON otherwise',
+    ),
 });
 
 const MIN_SETTLE_GRACE_MS = 60_000;
-
-/**
- * A backfill's deadline when SWEEPER_RUN_DEADLINE is not set: 5h50m, below the 6 hours
- * of jobs/k8s/backfill-job.yaml. A backfill stopped there resumes from its last slice.
- */
-export const DEFAULT_BACKFILL_DEADLINE_MS = 350 * MINUTE;
 
 export interface Config {
   databaseUrl: string | undefined;
@@ -276,7 +347,7 @@ export interface Config {
   requestDeadlineMs: number;
   /** PostgreSQL session limits of the sweeper's own connections (src/db/pool.ts). */
   db: DbTimeouts;
-  /** Late changes (README "Late changes"): events younger than the lag wait; each read re-reads the overlap. */
+  /** Late changes (docs/judgement.md): events younger than the lag wait; each read re-reads the overlap. */
   eventsLagMs: number;
   eventsOverlapMs: number;
   /** How often, and how many days back, the deep re-read compares Stripe with the mirror. */
@@ -404,6 +475,56 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     storedAnswer: e.SWEEPER_STORED_ANSWER,
     maxRepairShare: e.SWEEPER_MAX_REPAIR_SHARE,
   };
+}
+
+let defaults: Readonly<Config> | undefined;
+
+/**
+ * The configuration with nothing set: every default as the schema defines it, for
+ * callers that are not the CLI (src/sweep/types.ts `sweepOptions`).
+ */
+export function configDefaults(): Readonly<Config> {
+  defaults ??= loadConfig({});
+  return defaults;
+}
+
+/** One variable of the schema as docs/configuration.md shows it. */
+export interface ConfigVariable {
+  name: string;
+  /** As an operator writes it (`10m`, `25`, `platform`); undefined when unset means "not set". */
+  fallback: string | undefined;
+  /** The values accepted, when the schema bounds them. */
+  bounds: string | undefined;
+  description: string;
+}
+
+/**
+ * Every variable `loadConfig` reads, in the schema's order, with its default, bounds and
+ * description read from the schema itself: the source of docs/configuration.md's table.
+ * Throws for a variable without a description, so none is added undocumented.
+ */
+export function configVariables(shape: Readonly<Record<string, z.ZodType>> = envSchema.shape): ConfigVariable[] {
+  return Object.entries(shape).map(([name, schema]) => {
+    const meta = schema.meta() ?? {};
+    if (typeof meta.description !== 'string' || meta.description.trim() === '') {
+      throw new Error(`${name} has no description in src/config.ts: add .describe('…') to its schema entry`);
+    }
+    const parsed = schema.safeParse(undefined);
+    const fallback =
+      typeof meta.fallback === 'string'
+        ? meta.fallback
+        : parsed.success && parsed.data !== undefined && parsed.data !== null
+          ? String(parsed.data)
+          : undefined;
+    const inner = schema instanceof z.ZodDefault || schema instanceof z.ZodOptional ? schema.unwrap() : schema;
+    const bounds =
+      typeof meta.bounds === 'string'
+        ? meta.bounds
+        : inner instanceof z.ZodEnum
+          ? `one of ${inner.options.map((o) => `\`${String(o)}\``).join(', ')}`
+          : undefined;
+    return { name, fallback, bounds, description: meta.description };
+  });
 }
 
 export function requireDatabaseUrl(config: Config): string {

@@ -36,7 +36,7 @@ export interface WeekOldPayment {
 /**
  * One ordinary card payment through the claim library at `at` (tenant 'acme', key
  * 'last-week'), on the double's clock and the library's: the charge a refund changes
- * once every window that lists it has passed (README "Late changes"). The caller makes
+ * once every window that lists it has passed (docs/judgement.md "Late changes"). The caller makes
  * sure `at`'s day partition exists.
  */
 export async function buildWeekOldPayment(

@@ -1,4 +1,6 @@
-import { CATEGORIES, CRITICAL_CATEGORIES, type Category } from '../sweep/categories.js';
+import { CATEGORIES, CRITICAL_CATEGORIES, type Category, type Severity } from '../sweep/categories.js';
+
+export type { Severity };
 
 /** `matched` is never a finding, so it is never alerted on or reported as open. */
 export type AlertCategory = Exclude<Category, 'matched'>;
@@ -6,7 +8,7 @@ export const ALERT_CATEGORIES: readonly AlertCategory[] = CATEGORIES.filter((c):
 
 /**
  * An alert that is not about findings: the account's charges watermark or events
- * cursor is further behind than SWEEPER_MAX_LAG (README "Completeness"). It goes
+ * cursor is further behind than SWEEPER_MAX_LAG (docs/judgement.md "Completeness"). It goes
  * through the same machinery as a category (count 1 while lagging, 0 when not: sent
  * on change, repeated, resolved, with its own state row and PagerDuty dedup key),
  * and is never a finding category: no finding, report row or `findings` count has it.
@@ -18,11 +20,9 @@ export type LagAlert = typeof LAG_ALERT;
 export type AlertKey = AlertCategory | LagAlert;
 export const ALERT_KEYS: readonly AlertKey[] = [...ALERT_CATEGORIES, LAG_ALERT];
 
-export type Severity = 'critical' | 'warning';
-
 /**
- * Money may be wrong in the critical categories; the others are bookkeeping that can
- * wait for office hours. A stalled sweeper is critical: it stops seeing money go wrong.
+ * Each category's severity is defined with it (src/sweep/categories.ts). A stalled
+ * sweeper is critical: it stops seeing money go wrong.
  */
 export function severityOf(key: Category | LagAlert): Severity {
   return key === LAG_ALERT || CRITICAL_CATEGORIES.includes(key) ? 'critical' : 'warning';

@@ -12,7 +12,7 @@ export interface AlertContext {
   oldestOpenAt: Date | null;
   /** Changes of every key this sink was told about: the finding categories, and `reconciliation_lag` when `lag` is known. */
   changes: readonly CategoryChange[];
-  /** The account's lags, when the caller read them (README "Completeness"). */
+  /** The account's lags, when the caller read them (docs/judgement.md "Completeness"). */
   lag?: LagStatus | null;
 }
 

@@ -13,7 +13,7 @@ export interface WebhookBody {
   /** Every category, zeros included, so receivers see a fixed shape. */
   findings: Record<AlertCategory, number>;
   oldest_open_at: string | null;
-  /** The account's lags, when the run read them (README "Completeness"). */
+  /** The account's lags, when the run read them (docs/judgement.md "Completeness"). */
   lag?: {
     lagging: boolean;
     watermark_lag_seconds: number | null;

@@ -75,7 +75,7 @@ export interface ClaimClient {
 
 /**
  * The library payment code calls to charge a card exactly once per (tenant, key).
- * See README "The claim library" for the flow and its guarantees.
+ * See docs/claim-library.md "Charging once" for the flow and its guarantees.
  */
 export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
   const clock = deps.clock ?? (() => new Date());

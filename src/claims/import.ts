@@ -5,8 +5,8 @@ import { downstreamKey } from './keys.js';
 import { forgetStaleClaimKeys, type ResponseOutcome } from './claim-store.js';
 
 /**
- * Loads an existing claims table into `idempotency_keys` (README "Adopting the sweeper:
- * importing existing claims"). Batches of `batchSize` rows, one transaction and one
+ * Loads an existing claims table into `idempotency_keys` (docs/claim-library.md
+ * "Importing existing claims"). Batches of `batchSize` rows, one transaction and one
  * INSERT each, so the cross-partition uniqueness check is per batch, never per row and
  * never for the whole file. A key that already has a claim is
  * skipped, not overwritten: an import can be run again after a crash, or over a file

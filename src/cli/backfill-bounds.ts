@@ -14,7 +14,7 @@ export const MAX_BACKFILL_SLICES = 1_000_000;
 export const LARGE_BACKFILL_FLAG = '--i-know-this-is-large';
 
 /**
- * The ceilings of one backfill (README "Bad input and a hostile upstream"). A month
+ * The ceilings of one backfill (docs/judgement.md "Bad input and a hostile upstream"). A month
  * of hourly slices is an ordinary backfill; years of one-minute slices are a mistake
  * that would run for days, so a person has to say they mean it.
  */

@@ -55,7 +55,7 @@ export interface RunOutcome {
 }
 
 /**
- * The exit code of `run` and `backfill` once they have results (README "Exit codes").
+ * The exit code of `run` and `backfill` once they have results (docs/cli.md "Exit codes").
  * A failure of any kind (the sweep of an account failed or was interrupted, a charge
  * could not be named, an alert was not delivered) is 1 whatever `findingsExit` says:
  * a deployment that leaves findings to the alerts still sees failed runs fail. Open

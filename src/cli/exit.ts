@@ -2,7 +2,7 @@ import { redact } from '../secrets.js';
 import { terminalSafe, terminalSafeLine } from '../terminal-text.js';
 import { writeStderr } from './stderr.js';
 
-/** Exit codes of the public contract (README "Exit codes"). */
+/** Exit codes of the public contract (docs/cli.md "Exit codes"). */
 export const ExitCode = {
   reconciled: 0,
   failed: 1,

@@ -42,7 +42,7 @@ export interface PoolOptions {
 }
 
 /**
- * The sweeper's session limits (SWEEPER_DB_*; README "Configuration"). Without them a
+ * The sweeper's session limits (SWEEPER_DB_*; docs/configuration.md). Without them a
  * runner waiting on a row lock held by a frozen runner waits forever, and the frozen
  * runner's open transaction is never cut off. `jobs/sql/least-privilege-role.sql` sets
  * the same on the role, for sessions that do not come through here.
@@ -68,7 +68,8 @@ export function createPool(connectionString: string, options: PoolOptions = {}):
     // No parallel workers: every sweeper statement reads a slice's few thousand rows by
     // index, but the planner misjudges some (a slice's charges without metadata against
     // every claim partition) as large, and starting a worker costs more than the whole
-    // statement (README "Throughput"). An `options` in DATABASE_URL replaces this one.
+    // statement (docs/performance.md, "No parallel workers"). An `options` in DATABASE_URL
+    // replaces this one.
     options: '-c max_parallel_workers_per_gather=0',
     types,
   });

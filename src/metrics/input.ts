@@ -22,6 +22,6 @@ export interface MetricsInput {
   lastSuccessAt?: Readonly<Record<string, Date>>;
   /** Scheduled runs only: accounts this run skipped because a backfill had them. */
   skipped?: readonly string[];
-  /** How complete reconciliation is per account, read after the run (README "Completeness"). */
+  /** How complete reconciliation is per account, read after the run (docs/judgement.md "Completeness"). */
   completeness?: readonly AccountCompleteness[];
 }

@@ -95,7 +95,7 @@ export function buildMetricsRegistry(input: MetricsInput): Registry {
 type GaugeFactory = (name: string, help: string, labelNames?: string[]) => Gauge;
 
 /**
- * Completeness (README "Completeness"): both lags, whether either is past
+ * Completeness (docs/judgement.md "Completeness"): both lags, whether either is past
  * SWEEPER_MAX_LAG (what the `reconciliation_lag` alert says), and per day of the last
  * SWEEPER_DEEP_READ_DAYS (`days_ago` 0 = today, so the series are the same every day)
  * the mirror's charges and the fraction of them settled. A lag not known yet is not

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/pool.js';
 
-/** Where an account's events were read up to (README "Late changes"). */
+/** Where an account's events were read up to (docs/judgement.md "Late changes"). */
 export async function readEventCursor(db: Queryable, account: string): Promise<Date | null> {
   const { rows } = await db.query<{ cursor: Date }>('SELECT cursor FROM recon_event_cursors WHERE account = $1', [
     account,

@@ -7,7 +7,7 @@ import { loadChangedFacts } from './facts-sql.js';
 import type { ChangesReport, SweepDeps, SweepOptions } from './types.js';
 
 /**
- * Late changes (README "Late changes"): after its window, a scheduled run reads the
+ * Late changes (docs/judgement.md "Late changes"): after its window, a scheduled run reads the
  * account's change events from its cursor to now − SWEEPER_EVENTS_LAG (re-reading an
  * overlap), re-reads from Stripe every charge they point at, lands it in the mirror
  * and judges each affected identity with all its evidence, exactly as a slice would.

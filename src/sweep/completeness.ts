@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/pool.js';
 
 /**
- * How complete reconciliation is, per account (README "Completeness"):
+ * How complete reconciliation is, per account (docs/judgement.md "Completeness"):
  * - the lag of the charges watermark (how far the scheduled sweep has judged) and of
  *   the events cursor (how far Stripe's change events have been read), each against
  *   SWEEPER_MAX_LAG: either one past it means the sweeper is stalled, whatever the

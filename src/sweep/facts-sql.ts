@@ -120,7 +120,7 @@ SELECT ${CHARGE_COLUMNS}, ${EFFECT_COLUMNS}
  * window come from one range scan of it: every charge there naming a key names one of the
  * slice's keys (SLICE_KEYS takes them all), so none is missed and none is foreign. Only
  * a key's charges outside the window (the key index says which: `created`) are probed
- * one by one. At a million charges this read was a probe per charge (README "Throughput").
+ * one by one, instead of a probe per charge (docs/performance.md "The throughput design").
  */
 const SLICE_ATTRIBUTED_CHARGES = `
 SELECT ${CHARGE_COLUMNS}, ${EFFECT_COLUMNS}

@@ -40,7 +40,7 @@ export interface LockRequest {
 }
 
 /**
- * The lock policy (README "Backfills and scheduled runs"). Two session advisory locks
+ * The lock policy (docs/deployment.md "Backfills and scheduled runs: the account lock"). Two session advisory locks
  * per account, both held on one dedicated connection for the whole run, so a killed
  * sweeper never leaves one behind:
  *

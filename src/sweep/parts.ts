@@ -2,8 +2,9 @@ import type { TimeWindow } from './window.js';
 
 /**
  * A dense slice is judged in parts, each holding at most `maxCharges` of the charges
- * created in the slice (README "Dense slices judged in parts"): one batch gathers and judges every identity of
- * its charges at once, so its objects grow with the slice's density, not with the run.
+ * created in the slice (docs/performance.md "Dense slices judged in parts"): one batch
+ * gathers and judges every identity of its charges at once, so its objects grow with the
+ * slice's density, not with the run.
  *
  * The parts cut the slice at whole seconds (Stripe's `created` resolution) between
  * charges, so no second is split: a part holds more than `maxCharges` only when that many

@@ -6,7 +6,7 @@ import type { ChargeSource } from './types.js';
 import { widen, type TimeWindow } from './window.js';
 
 /**
- * The pipeline (README "Throughput"): slices are listed ahead of the judgement, several
+ * The pipeline (docs/performance.md "The throughput design"): slices are listed ahead of the judgement, several
  * at once under the one shared rate budget, into a prefetch bounded by the charges it
  * holds; the judgement takes the slices strictly in order and lands each in the mirror
  * inside its own transaction (so checkpoints and the watermark keep their meaning, and
@@ -53,7 +53,7 @@ interface Listing {
 }
 
 /**
- * Every slice is listed exactly, once. Its lease margins (README "Throughput") are not
+ * Every slice is listed exactly, once. Its lease margins (docs/performance.md, "Every charge is listed once") are not
  * listed again: the charges of `[from - lease, from)` come from the listings before it
  * (kept since their own judgement), those of `[to, to + lease)` from the listings after
  * it (listed ahead anyway); only the first slice's listing reaches back into the margin

@@ -20,7 +20,7 @@ export interface SweepStatus {
   claims: { count: number; in_flight: number; oldest_created_at: string | null; oldest_age_seconds: number | null };
   /** Runs in state `running`: where each one is now. */
   live_runs: LiveRun[];
-  /** Per account, when asked for (README "Completeness"). */
+  /** Per account, when asked for (docs/judgement.md "Completeness"). */
   completeness?: AccountCompleteness[];
 }
 

@@ -1,3 +1,4 @@
+import { configDefaults } from '../config.js';
 import type { Pool } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import type { Category } from './categories.js';
@@ -14,7 +15,7 @@ export type { ChangePointer, ChangeSource, ChargeSource } from './provider.js';
 export interface SweepDeps {
   pool: Pool;
   listCharges: ChargeSource;
-  /** Stripe's Events API; without it a scheduled run skips the late-changes step (README "Late changes"). */
+  /** Stripe's Events API; without it a scheduled run skips the late-changes step (docs/judgement.md "Late changes"). */
   listChanges?: ChangeSource;
   clock: () => Date;
   logger: Logger;
@@ -104,7 +105,7 @@ export interface SweepReport {
   malformed_charges: number;
   /** Of those, charges without a usable id: no finding can name them, so the run exits 1. */
   unnamed_charges: number;
-  /** Keys not judged because a live writer held them (see README "Finding categories"). */
+  /** Keys not judged because a live writer held them (see docs/judgement.md "Settled keys and live leases"). */
   deferred_keys: number;
   findings: Record<Category, number>;
   repaired: Record<Category, number>;
@@ -114,7 +115,7 @@ export interface SweepReport {
   /** Why the account's sweep failed (status `failed`). */
   error?: string;
   resumed_from?: string;
-  /** Scheduled runs: the late-changes step (README "Late changes"). */
+  /** Scheduled runs: the late-changes step (docs/judgement.md "Late changes"). */
   changes?: ChangesReport;
   /**
    * The repair brake's bound was passed (brake.ts): by a dry run (a real run would stop
@@ -146,26 +147,30 @@ export interface ChangesReport {
   deep_read?: DeepReadResult;
 }
 
-/** The documented defaults (README "Configuration"), for callers that are not the CLI. */
+/**
+ * The configuration's defaults (src/config.ts, the one home of each), for callers that
+ * are not the CLI.
+ */
 export function sweepOptions(options: Partial<SweepOptions> & Pick<SweepOptions, 'mode' | 'accounts'>): SweepOptions {
+  const defaults = configDefaults();
   return {
     dryRun: false,
-    settleMs: 10 * 60_000,
-    overlapMs: 15 * 60_000,
-    sliceMs: 3_600_000,
-    batchCharges: 2_000,
-    leaseMs: 2 * 60_000,
-    retentionMs: 7 * 86_400_000,
-    firstRunLookbackMs: 86_400_000,
+    settleMs: defaults.settleMs,
+    overlapMs: defaults.overlapMs,
+    sliceMs: defaults.sliceMs,
+    batchCharges: defaults.batchCharges,
+    leaseMs: defaults.claimLeaseMs,
+    retentionMs: defaults.retentionMs,
+    firstRunLookbackMs: defaults.firstRunLookbackMs,
     refundDuplicates: false,
     // Unlike the CLI (true unless --no-resume): a caller resumes a backfill by asking to.
     resume: false,
-    eventsLagMs: 5 * 60_000,
-    eventsOverlapMs: 10 * 60_000,
-    deepReadEveryMs: 86_400_000,
-    deepReadDays: 3,
-    storedAnswer: null,
-    maxRepairShare: 0.05,
+    eventsLagMs: defaults.eventsLagMs,
+    eventsOverlapMs: defaults.eventsOverlapMs,
+    deepReadEveryMs: defaults.deepReadEveryMs,
+    deepReadDays: defaults.deepReadDays,
+    storedAnswer: defaults.storedAnswer,
+    maxRepairShare: defaults.maxRepairShare,
     allowMassRepair: false,
     ...options,
   };

@@ -24,7 +24,7 @@ describe('sweeper demo', () => {
     expect(out).toMatch(/"event": "findings.open"/);
     expect(out).toMatch(/Exit code: 3 \(unreconciled findings are open/);
     expect(out).toMatch(/3\. The same sweep again:\n {3}repaired 0; matched \d+; still open 5/);
-    // README "Late changes": a payment a week before the window, refunded at Stripe long
+    // docs/judgement.md "Late changes": a payment a week before the window, refunded at Stripe long
     // after any window listed it, found by a scheduled run through Stripe's events.
     const start = new Date(/starting (\S+):/.exec(out)?.[1] ?? '');
     const weekBefore = new Date(start.getTime() - 7 * 86_400_000).toISOString().slice(0, 10);

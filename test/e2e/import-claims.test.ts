@@ -8,7 +8,7 @@ import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { truncateSweepTables } from '../support/scenario.js';
 
 /**
- * README "Importing existing claims": `sweeper import-claims` loads an adopted claims
+ * docs/claim-library.md "Importing existing claims": `sweeper import-claims` loads an adopted claims
  * table in batches, skips what is there (so it can run again), refuses bad rows by line.
  */
 

@@ -7,7 +7,7 @@ import { tableChecksums } from '../support/checksums.js';
 import { seedClaim, seedEffect } from '../support/scenario.js';
 
 /**
- * README "How a key is judged", class by class, through `sweeper backfill` against the
+ * docs/judgement.md "The rules, in order", class by class, through `sweeper backfill` against the
  * Stripe double: the histories that made wrong repairs before (evidence set aside by
  * its timestamp, account boundaries, a forged charge, a stored answer read through one
  * status code, refunds across crashes, dry runs that counted differently).

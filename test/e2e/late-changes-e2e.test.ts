@@ -10,7 +10,7 @@ import { normalizedTables } from '../support/normalized-tables.js';
 import { seedClaim, seedEffect, seedSweptRange } from '../support/scenario.js';
 
 /**
- * README "Late changes", end to end: the ordinary `sweeper run` as a subprocess against
+ * docs/judgement.md "Late changes", end to end: the ordinary `sweeper run` as a subprocess against
  * the Stripe double over HTTP (the real SDK, the events reader, the charge re-reads).
  * Charges older than any window are refunded, partially refunded, disputed and
  * captured at Stripe, and charges appear that no listing will show; the next run must
@@ -33,8 +33,8 @@ const daysAgo = (days: number, plusMinutes = 0) => new Date(T0 - days * DAY + pl
 const justNow = (): EventTiming => ({ created: new Date(Date.now() - 66_000) });
 
 /**
- * Every run here uses a restricted key holding exactly what README "Against your own
- * database and Stripe" says a scheduled run needs: Charges read and Events read.
+ * Every run here uses a restricted key holding exactly what docs/operations.md "The
+ * Stripe key" says a scheduled run needs: Charges read and Events read.
  */
 const RESTRICTED_KEY = 'rk_test_ChargesAndEvents';
 /** Charges read alone: a key made before runs read events. */

@@ -5,9 +5,10 @@ import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { runCli, startCli } from '../support/cli.js';
 
 /**
- * The lock policy between scheduled runs and backfills (README "Backfills and scheduled
- * runs"), with the CLI as a subprocess and the other side holding its locks from this
- * process's own connections, exactly as a concurrent sweeper would (lockAccounts).
+ * The lock policy between scheduled runs and backfills (docs/deployment.md "Backfills
+ * and scheduled runs: the account lock"), with the CLI as a subprocess and the other side
+ * holding its locks from this process's own connections, exactly as a concurrent
+ * sweeper would (lockAccounts).
  */
 
 const HOUR = 3_600_000;

@@ -93,7 +93,7 @@ describe('a long backfill, piped', () => {
   it('logs progress on a timer while a slice hangs; status shows the run; SIGTERM says interrupted; the rerun says it resumed and lists what is open', async () => {
     const db = await database();
     // Slices 0 and 1 pass; the listing of slice 3 (and later) is held, so slice 2, whose
-    // trailing lease margin comes from slice 3's listing (README "Throughput"), waits too.
+    // trailing lease margin comes from slice 3's listing (docs/performance.md), waits too.
     const valve = await startValveProxy(double.url, (path) => (listedFrom(path) ?? 0) >= (base + 75 * MIN) / 1000);
     let interrupted = '';
     try {

@@ -12,10 +12,10 @@ import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-doubl
 import { createEmptyDatabase } from '../support/db.js';
 
 /**
- * The VM / cron install path of the README, end to end: `npm pack` (prepack builds
- * dist/), then `npm install -g --prefix <empty dir> ./sweeper-<v>.tgz --omit=dev` (no
- * dev dependency, no compiler), then the installed `sweeper` binary against a real
- * database and the Stripe double. The pack runs in a copy of the package's sources, so
+ * The VM / cron install path (docs/deployment.md "Install on a VM or with cron"), end to
+ * end: `npm pack` (prepack builds dist/), then `npm install -g --prefix <empty dir>
+ * ./sweeper-<v>.tgz --omit=dev` (no dev dependency, no compiler), then the installed
+ * `sweeper` binary against a real database and the Stripe double. The pack runs in a copy of the package's sources, so
  * the repository's own dist/ is never rebuilt under a test that is using it.
  */
 

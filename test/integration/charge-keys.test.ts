@@ -8,7 +8,7 @@ import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { charge } from '../support/scenario.js';
 
 /**
- * The mirror's key index (stripe_charge_keys, README "Throughput"): every write to the mirror,
+ * The mirror's key index (docs/performance.md "The throughput design"): every write to the mirror,
  * whatever its path, files the charge under the key its metadata names, so a key's
  * charges are found with one probe; an entry left behind by changed metadata is never
  * taken for evidence; `expire` drops the entries of the days it drops.

@@ -19,7 +19,7 @@ import {
 } from '../support/scenario.js';
 
 /**
- * README "Late changes": every later change to a charge, whatever its age, is judged by
+ * docs/judgement.md "Late changes": every later change to a charge, whatever its age, is judged by
  * the next ordinary scheduled run, through Stripe's events (and, behind them, the deep
  * re-read). Stripe, its events and the clock are in memory here; test/e2e covers the
  * same through the CLI and the Stripe double.

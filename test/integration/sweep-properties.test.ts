@@ -25,7 +25,7 @@ import { memoryChargeSource, memoryEvidence, IDEMPOTENCY_WINDOW_MS } from '../su
 
 /**
  * The sweep's invariants over random histories, on the real schema and the real sweep
- * (README "How a key is judged"). `npm test` runs a few hundred histories in all;
+ * (docs/judgement.md). `npm test` runs a few hundred histories in all;
  * `npm run test:props` runs thousands (SWEEPER_PROPS_RUNS). A failure prints the seed,
  * the path and the shrunk history: replay it with SWEEPER_PROPS_SEED=<seed>
  * SWEEPER_PROPS_PATH=<path> (and -t to pick the property).

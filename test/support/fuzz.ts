@@ -200,7 +200,7 @@ export function schemaProblems(charge: NormalizedCharge): string[] {
   return problems;
 }
 
-/** What the sweep itself promises beyond the schema (README "Bad input and a hostile upstream"). */
+/** What the sweep itself promises beyond the schema (docs/judgement.md "Bad input and a hostile upstream"). */
 export function ruleProblems(charge: NormalizedCharge, now: number): string[] {
   const problems: string[] = [];
   if (!/^[\x21-\x7e]{1,255}$/.test(charge.id)) problems.push('id');

@@ -96,7 +96,7 @@ describe('metrics registry', () => {
         stripe429s: 4,
       }),
     );
-    // Every category but matched, in the README's order: spelled out here, the contract itself.
+    // Every category but matched, in the contract's order: spelled out here, the contract itself.
     const notMatched = [
       'claim_without_effect',
       'stale_claim',

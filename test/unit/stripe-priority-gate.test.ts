@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { admittedListingRequests, PriorityGate } from '../../src/providers/stripe/priority-gate.js';
 import { deferred, settle } from '../support/promises.js';
 
-/** The gate that makes slices listed at once finish in the order they are judged (README "Throughput"). */
+/** The gate that makes slices listed at once finish in the order they are judged (docs/performance.md). */
 
 function held(gate: PriorityGate, priority: number, order: number[], signal?: AbortSignal) {
   const done = deferred<void>();

@@ -9,7 +9,7 @@ import {
 import type { ChargeFact, ClaimFact, EffectFact, IdentityFacts } from '../../src/sweep/facts.js';
 
 /**
- * The README's "How a key is judged", rule by rule. Every identity here is judged
+ * docs/judgement.md "The rules, in order", rule by rule. Every identity here is judged
  * with Stripe's own word already read (ALL_VERIFIED) unless a test is about that word.
  */
 

@@ -9,7 +9,7 @@ import { deferred, settle } from '../support/promises.js';
 import { charge } from '../support/scenario.js';
 
 /**
- * The prefetch (README "Throughput"): how many slices are listed ahead of the judgement,
+ * The prefetch (docs/performance.md "The throughput design"): how many slices are listed ahead of the judgement,
  * and the bound on the charges they hold. Listings are driven by hand: each one waits
  * until the test lets it finish, so what runs at once is observed, not timed.
  */

@@ -1,7 +1,7 @@
 import { requestsPerLatency } from '../../sweep/provider.js';
 
 /**
- * Listing requests in the order the judgement needs them (README "Throughput"). The
+ * Listing requests in the order the judgement needs them (docs/performance.md "The throughput design"). The
  * sweep lists many slices at once under one rate budget, which grants tokens first come,
  * first served: every listing would then advance at the same pace, the slices would all
  * finish late and together, and the judgement would wait at the start and have a backlog

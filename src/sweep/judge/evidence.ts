@@ -2,7 +2,7 @@ import type { ChargeFact, ClaimFact, EffectFact, IdentityFacts } from '../facts.
 
 /**
  * Pure readings of the evidence, shared by every situation the judgement handles.
- * See README "How a key is judged".
+ * See docs/judgement.md "Evidence".
  */
 
 /** Charges that took (or are taking) money: succeeded, or pending at Stripe. */

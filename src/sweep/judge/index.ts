@@ -8,8 +8,8 @@ import type { Finding, JudgeContext, Judgement } from './types.js';
 
 /**
  * The decision itself: facts in, findings, planned repairs and the reads still
- * needed from Stripe out. No I/O and no clock of its own. README "How a key is
- * judged" is the table this implements; each situation has its own module:
+ * needed from Stripe out. No I/O and no clock of its own. docs/judgement.md "The
+ * rules, in order" is the table this implements; each situation has its own module:
  * pairs.ts (a payment row against its charge), claimed.ts, unclaimed.ts,
  * duplicates.ts; build.ts makes every finding.
  */

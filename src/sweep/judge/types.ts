@@ -8,7 +8,7 @@ export interface JudgeContext {
   refundDuplicates: boolean;
   /** Stripe's idempotency window: a claim older than this is never released (a retry could charge again). */
   providerIdempotencyWindowMs: number;
-  /** What this run already re-read from Stripe itself (see README "Stripe's own word"). */
+  /** What this run already re-read from Stripe itself (see docs/judgement.md "Stripe's own word"). */
   verified: Verified;
 }
 
