@@ -163,7 +163,7 @@ export async function judgeBatch(
     await fault('ingested');
     first = await judge(client);
     if (!needsStripe(first.judgement))
-      ({ intents: refundIntents, overlay } = await finish(deps, options, ctx, batch, client, first));
+      ({ intents: refundIntents, overlay } = await finish(deps, options, ctx, batch, client, first, []));
   };
   try {
     await ctx.inTransaction(ingestAndJudge);
@@ -198,7 +198,15 @@ export async function judgeBatch(
     await prepare(client, spanOf(found));
     await upsertCharges(client, found, deps.clock());
     const second = await judge(client);
-    ({ intents: refundIntents, overlay } = await finish(deps, options, ctx, batch, client, second));
+    ({ intents: refundIntents, overlay } = await finish(
+      deps,
+      options,
+      ctx,
+      batch,
+      client,
+      second,
+      found.map((c) => c.id),
+    ));
   });
   layOver(ctx, overlay);
   await fault('committed');
@@ -234,6 +242,8 @@ async function finish(
   batch: Batch,
   client: PoolClient,
   { facts, judgement }: { facts: SliceFacts; judgement: Judgement },
+  /** Charges Stripe's own word returned readable for this batch, besides the batch's own. */
+  reread: readonly string[],
 ): Promise<{ intents: number; overlay: OverlayRecord | null }> {
   const { run, report } = ctx;
   const fault = async (phase: string) => deps.faultPoint?.(`${batch.name}:${phase}`);
@@ -287,6 +297,7 @@ async function finish(
     now,
     judgedSubjects: judgement.judgedSubjects,
     findings: recorded,
+    freshlyRead: [...batch.charges.map((c) => c.id), ...reread],
   });
   const intents = options.dryRun
     ? 0

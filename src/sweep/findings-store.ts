@@ -84,7 +84,15 @@ export async function recordFindings(
  */
 export async function closeHealedFindings(
   db: Queryable,
-  args: { account: string; runId: string; now: Date; judgedSubjects: string[]; findings: Finding[] },
+  args: {
+    account: string;
+    runId: string;
+    now: Date;
+    judgedSubjects: string[];
+    findings: Finding[];
+    /** Charges read from Stripe for this batch: an unreadable charge's finding heals only once one reads well. */
+    freshlyRead?: readonly string[];
+  },
 ): Promise<number> {
   if (args.judgedSubjects.length === 0) return 0;
   // findingKey() is the string the statement builds as category || chr(31) || subject.
@@ -103,8 +111,10 @@ export async function closeHealedFindings(
                                            WHERE x.account = $1 AND x.state = 'open' AND x.subject = j.subject
                                           OFFSET 0) o)
         AND f.state = 'open'
-        AND NOT (f.category || chr(31) || f.subject = ANY($3::text[]))`,
-    [args.account, [...new Set(args.judgedSubjects)], stillFound, args.now, args.runId],
+        AND NOT (f.category || chr(31) || f.subject = ANY($3::text[]))
+        -- Judged from the mirror's older read, a charge Stripe returned unreadable has not healed.
+        AND NOT (f.details ? 'malformed' AND NOT f.subject = ANY($6::text[]))`,
+    [args.account, [...new Set(args.judgedSubjects)], stillFound, args.now, args.runId, args.freshlyRead ?? []],
   );
   return result.rowCount ?? 0;
 }

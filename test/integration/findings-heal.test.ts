@@ -60,6 +60,24 @@ describe('closing healed findings', () => {
     await db.pool.query('TRUNCATE recon_findings CASCADE');
   });
 
+  it("an unreadable charge's finding heals only once Stripe returns that charge readable, not from the mirror's older read", async () => {
+    await finding(ACCOUNT, 'unattributed_charge', 'ch_poisoned');
+    await db.pool.query(`UPDATE recon_findings SET details = '{"malformed": "amount -500 is negative"}'`);
+    const close = (freshlyRead: string[]) =>
+      closeHealedFindings(db.pool, {
+        account: ACCOUNT,
+        runId: 'run_2',
+        now: NOW,
+        judgedSubjects: ['ch_poisoned'],
+        findings: [],
+        freshlyRead,
+      });
+    expect(await close([])).toBe(0);
+    expect(await close(['ch_other'])).toBe(0);
+    expect(await close(['ch_poisoned'])).toBe(1);
+    expect((await states())[0]).toMatchObject({ state: 'resolved', closed_by: 'sweeper' });
+  });
+
   it('closes exactly the open findings of judged subjects it no longer finds, and says how many', async () => {
     await finding(ACCOUNT, 'amount_mismatch', 'healed-key');
     await finding(ACCOUNT, 'status_drift', 'ch_two'); // healed
