@@ -95,6 +95,15 @@ async function baseDatabase(fill: (db: TestDatabase) => Promise<void>): Promise<
 }
 
 const rows = async (db: TestDatabase, sql: string, args: unknown[] = []) => (await db.pool.query(sql, args)).rows;
+
+/**
+ * A run reads events up to now − settle in whole seconds, so a run starting within the
+ * second the last one ended has nothing newer to read. The built CLI starts that fast:
+ * moving the last run's events cursor two seconds back is the next run starting later.
+ */
+async function asIfLater(db: TestDatabase): Promise<void> {
+  await db.pool.query(`UPDATE recon_event_cursors SET cursor = cursor - interval '2 seconds'`);
+}
 const meta = (key: string) => ({ tenant_id: 'acme', idempotency_key: key });
 const counts = (over: Record<string, number>) => ({ ...emptyCounts(), ...over });
 
@@ -223,6 +232,7 @@ describe('changes at Stripe after their window, through the ordinary `sweeper ru
       unreconciled: 0,
       changes: { events: 0, charges: 0 },
     });
+    await asIfLater(template);
     cursor1 = (await rows(template, 'SELECT cursor FROM recon_event_cursors'))[0].cursor;
     await template.pool.end(); // a template must have no connections
     changesAtStripe();
@@ -328,6 +338,7 @@ describe('changes at Stripe after their window, through the ordinary `sweeper ru
 
     // Last of this block: it runs on afterRun2, which the tests above only read.
     it('the run after it repairs nothing and changes no table', async () => {
+      await asIfLater(afterRun2);
       const again = await run(afterRun2, double);
       expect(again.code, again.stderr).toBe(3);
       expect(again.report.repaired).toEqual(counts({}));
