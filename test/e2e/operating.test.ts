@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
 import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
-import { runCli, startCli, type CliResult, type RunningCli } from '../support/cli.js';
+import { runCli, startCli, SWEEPER_BIN, type CliResult, type RunningCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { listedFrom, startValveProxy } from '../support/valve-proxy.js';
 
@@ -180,9 +180,7 @@ describe('on a terminal', () => {
   /* eslint-disable no-control-regex -- what a terminal receives is matched escape by escape */
   it('draws one progress line, redrawn in place, wiped before every log line; logs are pretty, not JSON', async () => {
     const db = await database();
-    const command = [process.execPath, '--import', 'tsx', 'src/cli/main.ts', ...backfill]
-      .map((a) => `'${a}'`)
-      .join(' ');
+    const command = [process.execPath, SWEEPER_BIN, ...backfill].map((a) => `'${a}'`).join(' ');
     // script(1) runs the command on a pseudo-terminal: stderr is a TTY, as for a person.
     const tty = await new Promise<{ code: number | null; out: string }>((resolve, reject) => {
       const child = spawn('script', ['-qfec', command, '/dev/null'], {

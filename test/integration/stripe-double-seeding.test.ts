@@ -7,6 +7,7 @@ import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
 import { createStripeClient } from '../../src/providers/stripe/client.js';
+import { STRIPE_DOUBLE_BIN } from '../support/cli.js';
 
 /**
  * Bulk seeding of the double from data (testkit/stripe-double/README.md "Bulk seeding"):
@@ -148,11 +149,9 @@ describe('POST /_double/charges', () => {
 
 describe('sweeper-stripe-double --charges FILE', () => {
   function startDouble(args: string[]) {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', 'testkit/stripe-double/main.ts', '--port', '0', ...args],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    const child = spawn(process.execPath, [STRIPE_DOUBLE_BIN, '--port', '0', ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     return { child, stderr: () => stderr };
