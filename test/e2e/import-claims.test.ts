@@ -5,7 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ensureDayPartitions, partitionDays } from '../../src/db/partitions.js';
 import { runCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { truncateSweepTables } from '../support/scenario.js';
+import { emptySweepTables } from '../support/scenario.js';
 
 /**
  * README "Importing existing claims": `sweeper import-claims` loads an adopted claims
@@ -35,7 +35,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 beforeEach(async () => {
-  await truncateSweepTables(db.pool);
+  await emptySweepTables(db.pool);
 });
 
 describe('sweeper import-claims', () => {

@@ -4,7 +4,7 @@ import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { runCli } from '../support/cli.js';
 import { tableChecksums } from '../support/checksums.js';
-import { seedClaim, seedEffect } from '../support/scenario.js';
+import { emptySweepTables, seedClaim, seedEffect } from '../support/scenario.js';
 
 /**
  * README "How a key is judged", class by class, through `sweeper backfill` against the
@@ -65,9 +65,7 @@ afterAll(async () => {
 });
 beforeEach(async () => {
   double.reset();
-  await db.pool.query(
-    'TRUNCATE recon_event_cursors, recon_deep_reads, recon_refunds, recon_repairs, recon_findings, recon_watermarks, recon_runs, stripe_charges, payments, idempotency_keys',
-  );
+  await emptySweepTables(db.pool);
 });
 
 describe('every charge naming a key is evidence, whatever its timestamp', () => {

@@ -12,7 +12,7 @@ import {
   memoryChargeSource,
   memoryEvidence,
   seedEffect,
-  truncateSweepTables,
+  emptySweepTables,
   type MemoryEvent,
   IDEMPOTENCY_WINDOW_MS,
 } from '../support/scenario.js';
@@ -80,7 +80,7 @@ afterAll(async () => {
   await db.drop();
 });
 beforeEach(async () => {
-  await truncateSweepTables(db.pool);
+  await emptySweepTables(db.pool);
   stripe = [];
   events = [];
   listCalls.count = 0;
@@ -157,7 +157,7 @@ describe('the events cursor', () => {
 
   it('duplicate and out-of-order events leave the same result as one', async () => {
     const single = async (list: () => MemoryEvent[]) => {
-      await truncateSweepTables(db.pool);
+      await emptySweepTables(db.pool);
       stripe = [];
       const c = await oldPayment('ch_old');
       c.amountRefunded = 300;
@@ -216,7 +216,7 @@ describe('the deep re-read', () => {
 describe('crashes in the events step', () => {
   it('a kill at any phase, then a rerun: the tables equal an uninterrupted run', async () => {
     const setup = async () => {
-      await truncateSweepTables(db.pool);
+      await emptySweepTables(db.pool);
       stripe = [];
       const a = await oldPayment('ch_a');
       a.amountRefunded = 100;

@@ -19,7 +19,7 @@ import {
   type History,
 } from '../support/histories.js';
 import { normalizedTables } from '../support/normalized-tables.js';
-import { memoryChargeSource, memoryEvidence, IDEMPOTENCY_WINDOW_MS } from '../support/scenario.js';
+import { emptySweepTables, memoryChargeSource, memoryEvidence, IDEMPOTENCY_WINDOW_MS } from '../support/scenario.js';
 
 /**
  * The sweep's invariants over random histories, on the real schema and the real sweep
@@ -49,9 +49,7 @@ afterAll(async () => {
 });
 
 async function reset(h: History): Promise<NormalizedCharge[]> {
-  await db.pool.query(
-    'TRUNCATE recon_event_cursors, recon_deep_reads, recon_refunds, recon_repairs, recon_findings, recon_watermarks, recon_runs, stripe_charges, payments, idempotency_keys',
-  );
+  await emptySweepTables(db.pool);
   const stripe = stripeChargesOf(h);
   await writeHistory(db.pool, h, stripe);
   return stripe;

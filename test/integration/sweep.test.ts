@@ -9,6 +9,7 @@ import { sweep, SweepFailedError, sweepOptions, type SweepDeps, type SweepOption
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import {
   charge,
+  emptySweepTables,
   memoryChargeSource,
   memoryEvidence,
   seedClaim,
@@ -139,9 +140,7 @@ afterAll(async () => {
   await db.drop();
 });
 beforeEach(async () => {
-  await db.pool.query(
-    'TRUNCATE recon_event_cursors, recon_deep_reads, recon_refunds, recon_repairs, recon_findings, recon_watermarks, recon_runs, stripe_charges, payments, idempotency_keys',
-  );
+  await emptySweepTables(db.pool);
   await buildScenario();
 });
 
@@ -795,9 +794,7 @@ describe('a dense slice judged in parts (batchCharges)', () => {
   it('names its parts, checkpoints after each, stops between two, and resumes to what a whole run finds', async () => {
     const [whole] = await run({ resume: true });
     const expected = await findings();
-    await db.pool.query(
-      'TRUNCATE recon_event_cursors, recon_deep_reads, recon_refunds, recon_repairs, recon_findings, recon_watermarks, recon_runs, stripe_charges, payments, idempotency_keys',
-    );
+    await emptySweepTables(db.pool);
     await buildScenario();
 
     // The last slice (10:00–11:00) holds six charges: parts of two, cut at 10:20:01 and 10:40:01.
