@@ -7,6 +7,8 @@ import type { Judgement } from '../../src/sweep/judge/index.js';
 import { sweep, sweepOptions, type SweepOptions, type SweepReport } from '../../src/sweep/sweep.js';
 import { tableChecksums } from '../support/checksums.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { atDepth } from '../support/depth.js';
+import { checkProperty } from '../support/properties.js';
 import {
   ACCOUNTS,
   describeHistory,
@@ -23,21 +25,16 @@ import { emptySweepTables, memoryChargeSource, memoryEvidence, IDEMPOTENCY_WINDO
 
 /**
  * The sweep's invariants over random histories, on the real schema and the real sweep
- * (README "How a key is judged"). `npm test` runs a few hundred histories in all;
- * `npm run test:props` runs thousands (SWEEPER_PROPS_RUNS). A failure prints the seed,
- * the path and the shrunk history: replay it with SWEEPER_PROPS_SEED=<seed>
- * SWEEPER_PROPS_PATH=<path> (and -t to pick the property).
+ * (README "How a key is judged"). `npm test` runs the same two hundred histories on every
+ * run (fixed seeds); `npm run test:deep` runs thousands on new seeds. A failure prints the
+ * property, the seed, the path and the shrunk history (test/support/properties.ts says how
+ * to replay it and how to keep it as a regression seed).
  */
 
-const RUNS = Number(process.env.SWEEPER_PROPS_RUNS ?? 100);
-const SEED = process.env.SWEEPER_PROPS_SEED === undefined ? undefined : Number(process.env.SWEEPER_PROPS_SEED);
-const PATH = process.env.SWEEPER_PROPS_PATH;
-const params = <T extends unknown[]>(runs: number): fc.Parameters<T> => ({
-  numRuns: runs,
-  ...(SEED === undefined ? {} : { seed: SEED }),
-  ...(PATH === undefined ? {} : { path: PATH, endOnFailure: true }),
-  verbose: fc.VerbosityLevel.Verbose,
-});
+/** Cases of the first property at depth; the two others run half as many (each does twice its work). */
+const DEEP_RUNS = 1_000;
+/** No case is slow: the bound only stops a run that hangs, at either depth. */
+const TIMEOUT = atDepth({ normal: 600_000, deep: 3 * 3_600_000 });
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -127,9 +124,10 @@ function assertOneHomeEach(j: Judgement): void {
 }
 
 describe('the sweep over random histories', () => {
-  it('never releases a claim a succeeded charge names, never touches another account, accounts for everything once, reruns idle, dry runs count alike', async () => {
-    await fc.assert(
-      fc.asyncProperty(historyArb, async (h) => {
+  it(
+    'never releases a claim a succeeded charge names, never touches another account, accounts for everything once, reruns idle, dry runs count alike',
+    async () => {
+      await checkProperty('sweep-properties: invariants', { normal: 100, deep: DEEP_RUNS }, [historyArb], async (h) => {
         const stripe = await reset(h);
         const claimsBefore = (await db.pool.query(`SELECT tenant_id, key, account_id, status FROM idempotency_keys`))
           .rows;
@@ -178,117 +176,129 @@ describe('the sweep over random histories', () => {
             [],
           );
         }
-      }),
-      params<[History]>(RUNS),
-    );
-  }, 600_000);
+      });
+    },
+    TIMEOUT,
+  );
 
-  it('a slice judged in parts (SWEEPER_BATCH_CHARGES) ends exactly as judged whole: tables, counts, charges scanned, dry runs too', async () => {
-    await fc.assert(
-      fc.asyncProperty(historyArb, fc.integer({ min: 1, max: 3 }), async (h, batchCharges) => {
-        const outcome = async (options: Partial<SweepOptions>) => {
-          const stripe = await reset(h);
-          const reports = await run(
-            stripe,
-            memoryEvidence(() => stripe),
-            { accounts: [...ACCOUNTS], ...options },
-          );
-          return {
-            counts: reports.map((r) => ({ ...counts(r), scanned: r.charges_scanned, status: r.status })),
-            tables: await normalizedTables(db.pool),
+  it(
+    'a slice judged in parts (SWEEPER_BATCH_CHARGES) ends exactly as judged whole: tables, counts, charges scanned, dry runs too',
+    async () => {
+      await checkProperty(
+        'sweep-properties: parts',
+        { normal: 50, deep: DEEP_RUNS / 2 },
+        [historyArb, fc.integer({ min: 1, max: 3 })],
+        async (h, batchCharges) => {
+          const outcome = async (options: Partial<SweepOptions>) => {
+            const stripe = await reset(h);
+            const reports = await run(
+              stripe,
+              memoryEvidence(() => stripe),
+              { accounts: [...ACCOUNTS], ...options },
+            );
+            return {
+              counts: reports.map((r) => ({ ...counts(r), scanned: r.charges_scanned, status: r.status })),
+              tables: await normalizedTables(db.pool),
+            };
           };
-        };
-        const whole = await outcome({ batchCharges: 1_000_000 });
-        const parts = await outcome({ batchCharges });
-        expect(parts.counts, 'counts differ when slices are judged in parts').toEqual(whole.counts);
-        expect(parts.tables, 'tables differ when slices are judged in parts').toEqual(whole.tables);
-        // A dry run of both accounts at once, whole or in parts (one transaction, the overlay
-        // carried from part to part and from account to account), counts as the real run of
-        // both, and leaves the tables as they were.
-        const dryWhole = await outcome({ batchCharges: 1_000_000, dryRun: true });
-        const dryParts = await outcome({ batchCharges, dryRun: true });
-        expect(dryWhole.counts, 'a dry run of both accounts counted differently from the real run').toEqual(
-          whole.counts,
-        );
-        expect(dryParts.counts, 'a dry run in parts counted differently').toEqual(dryWhole.counts);
-        expect(dryParts.tables, 'a dry run in parts left other tables').toEqual(dryWhole.tables);
-      }),
-      params<[History, number]>(Math.max(10, Math.floor(RUNS / 2))),
-    );
-  }, 600_000);
+          const whole = await outcome({ batchCharges: 1_000_000 });
+          const parts = await outcome({ batchCharges });
+          expect(parts.counts, 'counts differ when slices are judged in parts').toEqual(whole.counts);
+          expect(parts.tables, 'tables differ when slices are judged in parts').toEqual(whole.tables);
+          // A dry run of both accounts at once, whole or in parts (one transaction, the overlay
+          // carried from part to part and from account to account), counts as the real run of
+          // both, and leaves the tables as they were.
+          const dryWhole = await outcome({ batchCharges: 1_000_000, dryRun: true });
+          const dryParts = await outcome({ batchCharges, dryRun: true });
+          expect(dryWhole.counts, 'a dry run of both accounts counted differently from the real run').toEqual(
+            whole.counts,
+          );
+          expect(dryParts.counts, 'a dry run in parts counted differently').toEqual(dryWhole.counts);
+          expect(dryParts.tables, 'a dry run in parts left other tables').toEqual(dryWhole.tables);
+        },
+      );
+    },
+    TIMEOUT,
+  );
 
-  it('--refund-duplicates never refunds the kept charge nor one differing from it, and POSTs at most once per extra across runs and kills', async () => {
-    const faults = fc.array(
-      fc.record({
-        slice: fc.integer({ min: 0, max: 2 }),
-        // A slice judged in parts (batchCharges below): which part's phase.
-        part: fc.integer({ min: 0, max: 2 }),
-        phase: fc.constantFrom('listed', 'ingested', 'judged', 'repaired', 'before-commit', 'committed', 'verified'),
-        refundCrash: fc.constantFrom('none', 'before', 'after'),
-      }),
-      { maxLength: 3 },
-    );
-    await fc.assert(
-      fc.asyncProperty(historyArb, faults, fc.constantFrom(1_000_000, 1, 2), async (h, crashes, batchCharges) => {
-        const stripe = await reset(h);
-        const evidence = memoryEvidence(() => stripe);
-        const posts = new Map<string, number>();
-        const refund = evidence.refund.bind(evidence);
-        evidence.refund = async (account, request) => {
-          posts.set(request.chargeId, (posts.get(request.chargeId) ?? 0) + 1);
-          return refund(account, request);
-        };
-        for (const crash of [...crashes, null]) {
-          if (crash?.refundCrash === 'before') evidence.refundFails.next = 1;
-          evidence.refundFails.afterStripeRefunded = crash?.refundCrash === 'after';
-          if (crash?.refundCrash === 'after') evidence.refundFails.next = 1;
-          await run(
-            stripe,
-            evidence,
-            { accounts: [...ACCOUNTS], refundDuplicates: true, batchCharges },
-            {
-              faultPoint: (name) => {
-                if (!crash) return;
-                const whole = `slice:${crash.slice}:${crash.phase}`;
-                if (name === whole || name === `slice:${crash.slice}.${crash.part}:${crash.phase}`)
-                  throw new Error(`killed at ${name}`);
+  it(
+    '--refund-duplicates never refunds the kept charge nor one differing from it, and POSTs at most once per extra across runs and kills',
+    async () => {
+      const faults = fc.array(
+        fc.record({
+          slice: fc.integer({ min: 0, max: 2 }),
+          // A slice judged in parts (batchCharges below): which part's phase.
+          part: fc.integer({ min: 0, max: 2 }),
+          phase: fc.constantFrom('listed', 'ingested', 'judged', 'repaired', 'before-commit', 'committed', 'verified'),
+          refundCrash: fc.constantFrom('none', 'before', 'after'),
+        }),
+        { maxLength: 3 },
+      );
+      await checkProperty(
+        'sweep-properties: refund duplicates',
+        { normal: 50, deep: DEEP_RUNS / 2 },
+        [historyArb, faults, fc.constantFrom(1_000_000, 1, 2)],
+        async (h, crashes, batchCharges) => {
+          const stripe = await reset(h);
+          const evidence = memoryEvidence(() => stripe);
+          const posts = new Map<string, number>();
+          const refund = evidence.refund.bind(evidence);
+          evidence.refund = async (account, request) => {
+            posts.set(request.chargeId, (posts.get(request.chargeId) ?? 0) + 1);
+            return refund(account, request);
+          };
+          for (const crash of [...crashes, null]) {
+            if (crash?.refundCrash === 'before') evidence.refundFails.next = 1;
+            evidence.refundFails.afterStripeRefunded = crash?.refundCrash === 'after';
+            if (crash?.refundCrash === 'after') evidence.refundFails.next = 1;
+            await run(
+              stripe,
+              evidence,
+              { accounts: [...ACCOUNTS], refundDuplicates: true, batchCharges },
+              {
+                faultPoint: (name) => {
+                  if (!crash) return;
+                  const whole = `slice:${crash.slice}:${crash.phase}`;
+                  if (name === whole || name === `slice:${crash.slice}.${crash.part}:${crash.phase}`)
+                    throw new Error(`killed at ${name}`);
+                },
               },
-            },
-          ).catch((error: unknown) => {
-            if (crash === null) throw error;
-          });
-          evidence.refundFails.next = 0;
-        }
-        const refunded = new Set(evidence.refunds.map((r) => r.chargeId));
-        expect(
-          [...posts].filter(([, n]) => n > 1),
-          'a charge refunded by more than one POST',
-        ).toEqual([]);
-        expect(evidence.refunds.length).toBe(refunded.size);
-        for (const id of refunded) {
-          const extra = stripe.find((c) => c.id === id) as NormalizedCharge;
-          const kept = stripe.filter(
-            (c) =>
-              c.id !== id &&
-              !refunded.has(c.id) &&
-              c.account === extra.account &&
-              c.tenantId === extra.tenantId &&
-              c.idempotencyKey === extra.idempotencyKey &&
-              c.status === 'succeeded' &&
-              c.amount === extra.amount &&
-              c.currency === extra.currency &&
-              c.customer === extra.customer &&
-              c.paymentMethod === extra.paymentMethod &&
-              (c.created < extra.created || (c.created === extra.created && c.id < extra.id)),
-          );
-          expect(kept.length, `refunded ${id} without an identical, earlier charge kept for its key`).toBeGreaterThan(
-            0,
-          );
-        }
-      }),
-      params(Math.max(10, Math.floor(RUNS / 2))),
-    );
-  }, 600_000);
+            ).catch((error: unknown) => {
+              if (crash === null) throw error;
+            });
+            evidence.refundFails.next = 0;
+          }
+          const refunded = new Set(evidence.refunds.map((r) => r.chargeId));
+          expect(
+            [...posts].filter(([, n]) => n > 1),
+            'a charge refunded by more than one POST',
+          ).toEqual([]);
+          expect(evidence.refunds.length).toBe(refunded.size);
+          for (const id of refunded) {
+            const extra = stripe.find((c) => c.id === id) as NormalizedCharge;
+            const kept = stripe.filter(
+              (c) =>
+                c.id !== id &&
+                !refunded.has(c.id) &&
+                c.account === extra.account &&
+                c.tenantId === extra.tenantId &&
+                c.idempotencyKey === extra.idempotencyKey &&
+                c.status === 'succeeded' &&
+                c.amount === extra.amount &&
+                c.currency === extra.currency &&
+                c.customer === extra.customer &&
+                c.paymentMethod === extra.paymentMethod &&
+                (c.created < extra.created || (c.created === extra.created && c.id < extra.id)),
+            );
+            expect(kept.length, `refunded ${id} without an identical, earlier charge kept for its key`).toBeGreaterThan(
+              0,
+            );
+          }
+        },
+      );
+    },
+    TIMEOUT,
+  );
 });
 
 export { describeHistory };
