@@ -8,6 +8,7 @@ import { cloneDatabase, createTestDatabase, type TestDatabase } from '../support
 import { runCli } from '../support/cli.js';
 import { normalizedTables } from '../support/normalized-tables.js';
 import { seedClaim, seedEffect } from '../support/scenario.js';
+import { atDepth } from '../support/depth.js';
 
 /**
  * README "Late changes", end to end: the ordinary `sweeper run` as a subprocess against
@@ -15,8 +16,8 @@ import { seedClaim, seedEffect } from '../support/scenario.js';
  * Charges older than any window are refunded, partially refunded, disputed and
  * captured at Stripe, and charges appear that no listing will show; the next run must
  * find each through its event, repair it and say so in its JSON, and the run after it
- * must change nothing. Then the same under duplicate and out-of-order events, a kill at
- * every phase of the events step, a cursor too old for Stripe's 30 days of events, a key
+ * must change nothing. Then the same under duplicate and out-of-order events, kills in
+ * the events step (at every phase in `npm run test:deep`), a cursor too old for Stripe's 30 days of events, a key
  * without Events read, and a run whose events span more than a day.
  *
  * Time: the CLI runs on the real clock, so the history is dated back from when this file
@@ -348,10 +349,15 @@ describe('changes at Stripe after their window, through the ordinary `sweeper ru
     });
   });
 
-  describe('killed at every phase of the events step, then run again: the tables equal an uninterrupted run', () => {
-    const phases = ['listed', 'ingested', 'judged', 'repaired', 'before-commit', 'committed'];
-    // Concurrent (each on its own copy; the double is only read): twelve CLI processes,
-    // so each case gets more than the default minute on a busy machine.
+  describe('killed in the events step, then run again: the tables equal an uninterrupted run', () => {
+    // npm test: before anything is written, at the end of the transaction, after its commit;
+    // test:deep: every phase.
+    const phases = atDepth({
+      normal: ['listed', 'before-commit', 'committed'],
+      deep: ['listed', 'ingested', 'judged', 'repaired', 'before-commit', 'committed'],
+    });
+    // Concurrent (each on its own copy; the double is only read): two CLI processes a
+    // phase, so each case gets more than the default minute on a busy machine.
     it.concurrent.each(phases)('SIGKILL at changes:0:%s', { timeout: 180_000 }, async (phase) => {
       const db = await clone(template);
       const killed = await run(db, double, { SWEEPER_TEST_CRASH_AT: `changes:0:${phase}` });
