@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ChargeFact, ClaimFact, EffectFact, IdentityFacts } from '../../src/sweep/facts.js';
 import { judgeSlice, type JudgeContext, type Judgement } from '../../src/sweep/judge/index.js';
+import { factBuilders } from '../support/facts.js';
 import { checkProperty } from '../support/properties.js';
 
 /**
@@ -12,14 +13,7 @@ import { checkProperty } from '../support/properties.js';
 
 const NOW = new Date('2026-11-10T12:00:00Z');
 const MIN = 60_000;
-const ALL = { has: () => true } as unknown as ReadonlySet<string>;
-const ctx = (refundDuplicates: boolean): JudgeContext => ({
-  now: NOW,
-  retentionMs: 7 * 24 * 60 * MIN,
-  refundDuplicates,
-  providerIdempotencyWindowMs: 24 * 60 * MIN,
-  verified: { chargeIds: ALL, identities: ALL },
-});
+const ctx = (refundDuplicates: boolean): JudgeContext => factBuilders(NOW).context({ refundDuplicates });
 const ago = (m: number) => new Date(NOW.getTime() - m * MIN);
 const ACCOUNTS = ['platform', 'acct_1B'];
 
