@@ -7,6 +7,22 @@ export const SWEEPER_BIN = fileURLToPath(new URL('../../bin/sweeper.js', import.
 /** The standalone Stripe double, from dist-testkit/. */
 export const STRIPE_DOUBLE_BIN = fileURLToPath(new URL('../../bin/sweeper-stripe-double.js', import.meta.url));
 
+/**
+ * The environment a test runs the CLI with: its database, a Stripe (the double, or a
+ * proxy in front of it) and an API key for it, then the test's own settings.
+ */
+export function cliEnv<S extends Record<string, string | undefined>>(
+  target: { db: { url: string }; stripe: string; key: string },
+  settings: S = {} as S,
+): { DATABASE_URL: string; STRIPE_API_KEY: string; STRIPE_API_BASE: string } & S {
+  return { DATABASE_URL: target.db.url, STRIPE_API_KEY: target.key, STRIPE_API_BASE: target.stripe, ...settings };
+}
+
+/** The `sweeper: …` lines of a run's stderr: what an operator reads (the rest is JSON logs). */
+export function sweeperLines(stderr: string): string[] {
+  return stderr.split('\n').filter((line) => line.startsWith('sweeper: '));
+}
+
 export interface CliResult {
   code: number | null;
   signal?: NodeJS.Signals | null;
