@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ensureDayPartitions } from '../../src/db/partitions.js';
 import { upsertCharges } from '../../src/sweep/mirror.js';
-import { silentLogger } from '../../src/log.js';
 import type { NormalizedCharge } from '../../src/sweep/provider.js';
 import { sweep, sweepOptions, type SweepDeps, type SweepOptions, type SweepReport } from '../../src/sweep/sweep.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
@@ -9,12 +8,11 @@ import { normalizedTables } from '../support/normalized-tables.js';
 import {
   charge,
   memoryChangeSource,
-  memoryChargeSource,
   memoryEvidence,
+  memorySweepDeps,
   seedEffect,
   emptySweepTables,
   type MemoryEvent,
-  IDEMPOTENCY_WINDOW_MS,
 } from '../support/scenario.js';
 
 /**
@@ -41,16 +39,12 @@ function run(
   clock = () => NOW,
 ): Promise<SweepReport[]> {
   return sweep(
-    {
-      pool: db.pool,
-      listCharges: memoryChargeSource(() => stripe, listCalls),
+    memorySweepDeps(db.pool, () => stripe, NOW, {
+      listCalls,
       listChanges: memoryChangeSource(() => events),
-      idempotencyWindowMs: IDEMPOTENCY_WINDOW_MS,
-      evidence: memoryEvidence(() => stripe),
       clock,
-      logger: silentLogger(),
       ...deps,
-    },
+    }),
     sweepOptions({ mode: 'run', accounts: ['platform'], firstRunLookbackMs: 15 * MIN, deepReadEveryMs: 0, ...options }),
   );
 }

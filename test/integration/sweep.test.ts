@@ -2,7 +2,6 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LOCK_CLASS, LockObject } from '../../src/db/locks.js';
 import { ensureDayPartitions } from '../../src/db/partitions.js';
 import { createPool, type Queryable } from '../../src/db/pool.js';
-import { silentLogger } from '../../src/log.js';
 import type { NormalizedCharge } from '../../src/sweep/provider.js';
 import { lockAccounts, SweepLockedError } from '../../src/sweep/lock.js';
 import { sweep, SweepFailedError, sweepOptions, type SweepDeps, type SweepOptions } from '../../src/sweep/sweep.js';
@@ -11,10 +10,10 @@ import {
   charge,
   emptySweepTables,
   memoryChargeSource,
+  memorySweepDeps,
   memoryEvidence,
   seedClaim,
   seedEffect,
-  IDEMPOTENCY_WINDOW_MS,
 } from '../support/scenario.js';
 import { tableChecksums } from '../support/checksums.js';
 
@@ -46,16 +45,11 @@ let evidence: ReturnType<typeof memoryEvidence>;
 /** A sweep of the scenario's Stripe at NOW, with any dependency or option replaced. */
 function sweepWith(deps: Partial<SweepDeps> = {}, options: Partial<SweepOptions> = {}) {
   return sweep(
+    memorySweepDeps(db.pool, () => stripe, NOW, { listCalls, evidence, ...deps }),
     {
-      pool: db.pool,
-      listCharges: memoryChargeSource(() => stripe, listCalls),
-      evidence,
-      clock: () => NOW,
-      logger: silentLogger(),
-      idempotencyWindowMs: IDEMPOTENCY_WINDOW_MS,
-      ...deps,
+      ...baseOptions,
+      ...options,
     },
-    { ...baseOptions, ...options },
   );
 }
 

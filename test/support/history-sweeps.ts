@@ -1,14 +1,13 @@
 import { afterAll, beforeAll } from 'vitest';
 import { ensureDayPartitions } from '../../src/db/partitions.js';
 import type { Pool } from '../../src/db/pool.js';
-import { silentLogger } from '../../src/log.js';
 import type { Judgement } from '../../src/sweep/judge/index.js';
 import type { NormalizedCharge } from '../../src/sweep/provider.js';
 import { sweep, sweepOptions, type SweepOptions, type SweepReport } from '../../src/sweep/sweep.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 import { atDepth } from './depth.js';
 import { NOW, SLICE_MS, stripeChargesOf, WINDOW, writeHistory, type History } from './histories.js';
-import { emptySweepTables, IDEMPOTENCY_WINDOW_MS, memoryChargeSource, memoryEvidence } from './scenario.js';
+import { emptySweepTables, memoryEvidence, memorySweepDeps } from './scenario.js';
 
 /**
  * What the sweep property tests (test/integration/sweep-properties*.test.ts) share: a
@@ -60,16 +59,11 @@ export function historyDatabase(): HistoryDatabase {
     },
     run(stripe, evidence, options, extra = {}) {
       return sweep(
-        {
-          pool: pool(),
-          listCharges: memoryChargeSource(() => stripe),
+        memorySweepDeps(pool(), () => stripe, NOW, {
           evidence,
-          idempotencyWindowMs: IDEMPOTENCY_WINDOW_MS,
-          clock: () => NOW,
-          logger: silentLogger(),
           ...(extra.observe ? { observeJudgement: extra.observe } : {}),
           ...(extra.faultPoint ? { faultPoint: extra.faultPoint } : {}),
-        },
+        }),
         sweepOptions({ mode: 'backfill', window: WINDOW, sliceMs: SLICE_MS, resume: false, ...options }),
       );
     },

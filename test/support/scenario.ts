@@ -1,6 +1,8 @@
 import type { Queryable } from '../../src/db/pool.js';
 import type { NormalizedCharge } from '../../src/sweep/provider.js';
-import type { ChangeSource, ChargeSource } from '../../src/sweep/sweep.js';
+import type { ChangeSource, ChargeSource, SweepDeps } from '../../src/sweep/sweep.js';
+import { silentLogger } from '../../src/log.js';
+import { STRIPE_IDEMPOTENCY_WINDOW_MS } from '../../src/providers/stripe/limits.js';
 import { downstreamKey } from '../../src/claims/keys.js';
 import type { RefundFact, ProviderEvidence } from '../../src/sweep/provider.js';
 
@@ -114,6 +116,29 @@ export function charge(over: Partial<NormalizedCharge> & { id: string; created: 
     idempotencyKey: null,
     livemode: false,
     ...over,
+  };
+}
+
+/**
+ * What a sweep run in-process needs against Stripe held in memory: `charges()` listed
+ * (counted in `listCalls` when given) and read back as Stripe's own word, the clock stopped
+ * at `now`, no logs; `over` replaces any of it.
+ */
+export function memorySweepDeps(
+  pool: SweepDeps['pool'],
+  charges: () => NormalizedCharge[],
+  now: Date,
+  over: Partial<SweepDeps> & { listCalls?: { count: number } } = {},
+): SweepDeps {
+  const { listCalls, ...deps } = over;
+  return {
+    pool,
+    listCharges: memoryChargeSource(charges, listCalls),
+    evidence: memoryEvidence(charges),
+    clock: () => now,
+    logger: silentLogger(),
+    idempotencyWindowMs: STRIPE_IDEMPOTENCY_WINDOW_MS,
+    ...deps,
   };
 }
 
