@@ -1,5 +1,6 @@
 import type { ChargeFact, ClaimFact, EffectFact, IdentityFacts } from '../../src/sweep/facts.js';
 import type { JudgeContext } from '../../src/sweep/judge/index.js';
+import type { ChargeRecord } from '../../testkit/stripe-double/charge-store.js';
 
 /**
  * The judgement's inputs (src/sweep/facts.ts), for tests that judge by hand: one key
@@ -92,5 +93,29 @@ export function factBuilders(now: Date) {
       effects: [],
       ...over,
     }),
+  };
+}
+
+/** A charge as the Stripe double stores it (testkit/stripe-double): $1, succeeded, no metadata. */
+export function doubleChargeRecord(id: string, created: number, account: string | null = null): ChargeRecord {
+  return {
+    id,
+    account,
+    created,
+    amount: 100,
+    amountCaptured: 100,
+    amountRefunded: 0,
+    currency: 'usd',
+    status: 'succeeded',
+    captured: true,
+    disputed: false,
+    paymentIntent: null,
+    paymentMethod: null,
+    customer: null,
+    description: null,
+    metadata: {},
+    failureCode: null,
+    failureMessage: null,
+    declineCode: null,
   };
 }
