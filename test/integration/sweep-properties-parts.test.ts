@@ -10,7 +10,7 @@ import { memoryEvidence } from '../support/scenario.js';
 /**
  * The sweep's invariants over random histories, on the real schema and the real sweep
  * (README "How a key is judged"): a slice judged in parts. `npm test` runs the same
- * histories on every run (fixed seeds); `npm run test:deep` runs hundreds more on new
+ * histories on every run (fixed seeds); `npm run test:deep` runs a thousand or more on new
  * seeds. A failure prints the property, the seed, the path and the shrunk history
  * (test/support/properties.ts says how to replay it and keep it as a regression seed).
  * The three sweep properties: test/integration/sweep-properties*.test.ts.
@@ -24,7 +24,7 @@ describe('the sweep over random histories', () => {
     async () => {
       await checkProperty(
         'sweep-properties: parts',
-        { normal: 50, deep: 500 },
+        { normal: 50, deep: 1_000 },
         [historyArb, fc.integer({ min: 1, max: 3 })],
         async (h, batchCharges) => {
           const outcome = async (options: Partial<SweepOptions>) => {

@@ -9,7 +9,7 @@ import { memoryEvidence } from '../support/scenario.js';
 /**
  * The sweep's invariants over random histories, on the real schema and the real sweep
  * (README "How a key is judged"): refunding duplicates across runs and kills. `npm test` runs the same
- * histories on every run (fixed seeds); `npm run test:deep` runs hundreds more on new
+ * histories on every run (fixed seeds); `npm run test:deep` runs a thousand or more on new
  * seeds. A failure prints the property, the seed, the path and the shrunk history
  * (test/support/properties.ts says how to replay it and keep it as a regression seed).
  * The three sweep properties: test/integration/sweep-properties*.test.ts.
@@ -33,7 +33,7 @@ describe('the sweep over random histories', () => {
       );
       await checkProperty(
         'sweep-properties: refund duplicates',
-        { normal: 50, deep: 500 },
+        { normal: 50, deep: 1_000 },
         [historyArb, faults, fc.constantFrom(1_000_000, 1, 2)],
         async (h, crashes, batchCharges) => {
           const stripe = await db.reset(h);

@@ -11,7 +11,7 @@ import { memoryEvidence } from '../support/scenario.js';
 /**
  * The sweep's invariants over random histories, on the real schema and the real sweep
  * (README "How a key is judged"): one account at a time. `npm test` runs the same
- * histories on every run (fixed seeds); `npm run test:deep` runs hundreds more on new
+ * histories on every run (fixed seeds); `npm run test:deep` runs a thousand or more on new
  * seeds. A failure prints the property, the seed, the path and the shrunk history
  * (test/support/properties.ts says how to replay it and keep it as a regression seed).
  * The three sweep properties: test/integration/sweep-properties*.test.ts.
@@ -62,7 +62,7 @@ describe('the sweep over random histories', () => {
   it(
     'never releases a claim a succeeded charge names, never touches another account, accounts for everything once, reruns idle, dry runs count alike',
     async () => {
-      await checkProperty('sweep-properties: invariants', { normal: 100, deep: 1_000 }, [historyArb], async (h) => {
+      await checkProperty('sweep-properties: invariants', { normal: 100, deep: 2_000 }, [historyArb], async (h) => {
         const stripe = await db.reset(h);
         const claimsBefore = (await db.pool.query(`SELECT tenant_id, key, account_id, status FROM idempotency_keys`))
           .rows;
