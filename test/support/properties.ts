@@ -85,8 +85,9 @@ async function named(name: PropertyName, run: string, checked: Promise<void>): P
 }
 
 /**
- * The fixed cases of `npm test` are drawn anew for every property by changing this (and
- * then checking that every property passes on its new seed).
+ * Changing this draws new fixed cases for every property of `npm test` (then check that
+ * each passes on its new seed). Round 0 made the parts property fail on a sweep bug not
+ * yet fixed; the commit that set round 1 names the case, for the regression list.
  */
 const FIXED_SEEDS = 'round 1';
 
