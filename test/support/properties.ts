@@ -28,8 +28,8 @@ export async function checkProperty<Ts extends [unknown, ...unknown[]]>(
   arbitraries: Arbitraries<Ts>,
   predicate: (...args: Ts) => boolean | void | Promise<boolean | void>,
 ): Promise<void> {
-  const property = () => fc.asyncProperty(...arbitraries, predicate);
   const numRuns = RUNS === undefined ? atDepth(runs) : positive('SWEEPER_PROPS_RUNS', RUNS);
+  const property = () => fc.asyncProperty(...arbitraries, DEEP ? reporting(name, numRuns, predicate) : predicate);
   const verbose = fc.VerbosityLevel.Verbose;
   if (REPLAY_SEED !== undefined) {
     const seed = Number(REPLAY_SEED);
@@ -46,6 +46,27 @@ export async function checkProperty<Ts extends [unknown, ...unknown[]]>(
     DEEP ? 'a new seed' : 'its fixed seed',
     fc.assert(property(), { numRuns, verbose, ...(seed === undefined ? {} : { seed }) }),
   );
+}
+
+/**
+ * The predicate, saying once a minute how many cases it has run: a deep property runs for
+ * minutes, and the reporter shows nothing of a test until it ends.
+ */
+function reporting<Ts extends unknown[]>(
+  name: PropertyName,
+  numRuns: number,
+  predicate: (...args: Ts) => boolean | void | Promise<boolean | void>,
+): (...args: Ts) => boolean | void | Promise<boolean | void> {
+  let cases = 0;
+  let said = Date.now();
+  return (...args) => {
+    cases += 1;
+    if (Date.now() - said >= 60_000) {
+      said = Date.now();
+      console.log(`property "${name}": ${cases} cases run of ${numRuns} (and any shrinking)`);
+    }
+    return predicate(...args);
+  };
 }
 
 /**
