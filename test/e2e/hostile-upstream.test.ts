@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
 import { MALFORMED_CHARGE_CATEGORY } from '../../src/sweep/categories.js';
-import { runCli, type CliResult } from '../support/cli.js';
+import { cliEnv, runCli, sweeperLines, type CliResult } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import {
   POISON_KEY,
@@ -24,17 +24,17 @@ let double: StripeDouble;
 let proxy: HostileUpstream;
 
 function env(db: TestDatabase): Record<string, string> {
-  return {
-    DATABASE_URL: db.url,
-    STRIPE_API_KEY: 'sk_test_hostileUpstreamKey42',
-    STRIPE_API_BASE: proxy.url,
-    SWEEPER_SLICE: '1h',
-    SWEEPER_FIRST_RUN_LOOKBACK: '2h',
-    // Every run re-reads the last hour, so the charges made at the start are in every listing.
-    SWEEPER_OVERLAP: '1h',
-    SWEEPER_REQUEST_DEADLINE: '1s',
-    SWEEPER_LOG_LEVEL: 'warn',
-  };
+  return cliEnv(
+    { db, stripe: proxy.url, key: 'sk_test_hostileUpstreamKey42' },
+    {
+      SWEEPER_SLICE: '1h',
+      SWEEPER_FIRST_RUN_LOOKBACK: '2h',
+      // Every run re-reads the last hour, so the charges made at the start are in every listing.
+      SWEEPER_OVERLAP: '1h',
+      SWEEPER_REQUEST_DEADLINE: '1s',
+      SWEEPER_LOG_LEVEL: 'warn',
+    },
+  );
 }
 
 async function watermark(db: TestDatabase): Promise<Date | null> {
@@ -46,12 +46,7 @@ async function watermark(db: TestDatabase): Promise<Date | null> {
 
 /** The last `sweeper: …` line: what an operator reads. */
 function verdict(result: CliResult): string {
-  return (
-    result.stderr
-      .split('\n')
-      .filter((l) => l.startsWith('sweeper: '))
-      .at(-1) ?? ''
-  );
+  return sweeperLines(result.stderr).at(-1) ?? '';
 }
 
 beforeAll(async () => {

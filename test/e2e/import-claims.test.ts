@@ -5,7 +5,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ensureDayPartitions, partitionDays } from '../../src/db/partitions.js';
 import { runCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { truncateSweepTables } from '../support/scenario.js';
+import { emptySweepTables } from '../support/scenario.js';
+import { atDepth } from '../support/depth.js';
 
 /**
  * docs/claim-library.md "Importing existing claims": `sweeper import-claims` loads an adopted claims
@@ -35,13 +36,15 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 beforeEach(async () => {
-  await truncateSweepTables(db.pool);
+  await emptySweepTables(db.pool);
 });
 
 describe('sweeper import-claims', () => {
-  it('loads 20,000 claims in batches, and a rerun changes nothing', async () => {
+  // Batches of 1,000 (the default --batch): npm test loads two and a part, test:deep twenty.
+  const many = atDepth({ normal: 2_500, deep: 20_000 });
+  it(`loads ${many.toLocaleString('en')} claims in batches, and a rerun changes nothing`, async () => {
     const lines = Array.from(
-      { length: 20_000 },
+      { length: many },
       (_, i) =>
         `t${i % 7},order-${i},completed,${recent(30 + (i % 600))},,200,"{""charge"":""ch_${i}""}",success,${1000 + (i % 5)},usd`,
     );
@@ -49,8 +52,8 @@ describe('sweeper import-claims', () => {
     const first = await runCli(['import-claims', '--csv', file, '--json'], env());
     expect(first.code, first.stderr).toBe(0);
     expect(JSON.parse(first.stdout)).toEqual({
-      read: 20_000,
-      imported: 20_000,
+      read: many,
+      imported: many,
       existing: 0,
       out_of_retention: 0,
       rejected: 0,
@@ -59,12 +62,12 @@ describe('sweeper import-claims', () => {
       `SELECT count(*)::int AS n, count(DISTINCT (tenant_id, key))::int AS keys, min(amount)::int AS min, bool_and(response_outcome = 'success') AS ok
          FROM idempotency_keys`,
     );
-    expect(rows[0]).toEqual({ n: 20_000, keys: 20_000, min: 1000, ok: true });
+    expect(rows[0]).toEqual({ n: many, keys: many, min: 1000, ok: true });
     const again = await runCli(['import-claims', '--csv', file, '--json'], env());
     expect(JSON.parse(again.stdout)).toEqual({
-      read: 20_000,
+      read: many,
       imported: 0,
-      existing: 20_000,
+      existing: many,
       out_of_retention: 0,
       rejected: 0,
     });

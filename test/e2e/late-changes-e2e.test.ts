@@ -5,9 +5,10 @@ import { startStripeDouble, type EventTiming, type StripeDouble } from '../../te
 import { createStripeClient } from '../../src/providers/stripe/client.js';
 import { emptyCounts } from '../../src/sweep/categories.js';
 import { cloneDatabase, createTestDatabase, type TestDatabase } from '../support/db.js';
-import { runCli } from '../support/cli.js';
+import { cliEnv, runCli } from '../support/cli.js';
 import { normalizedTables } from '../support/normalized-tables.js';
 import { seedClaim, seedEffect, seedSweptRange } from '../support/scenario.js';
+import { atDepth } from '../support/depth.js';
 
 /**
  * docs/judgement.md "Late changes", end to end: the ordinary `sweeper run` as a subprocess against
@@ -15,8 +16,8 @@ import { seedClaim, seedEffect, seedSweptRange } from '../support/scenario.js';
  * Charges older than any window are refunded, partially refunded, disputed and
  * captured at Stripe, and charges appear that no listing will show; the next run must
  * find each through its event, repair it and say so in its JSON, and the run after it
- * must change nothing. Then the same under duplicate and out-of-order events, a kill at
- * every phase of the events step, a cursor too old for Stripe's 30 days of events, a key
+ * must change nothing. Then the same under duplicate and out-of-order events, kills in
+ * the events step (at every phase in `npm run test:deep`), a cursor too old for Stripe's 30 days of events, a key
  * without Events read, and a run whose events span more than a day.
  *
  * Time: the CLI runs on the real clock, so the history is dated back from when this file
@@ -50,21 +51,21 @@ const databases: TestDatabase[] = [];
 const doubles: StripeDouble[] = [];
 
 function env(db: TestDatabase, double: StripeDouble, extra: Record<string, string> = {}): Record<string, string> {
-  return {
-    DATABASE_URL: db.url,
-    STRIPE_API_KEY: RESTRICTED_KEY,
-    STRIPE_API_BASE: double.url,
-    SWEEPER_ACCOUNTS: 'platform',
-    // A scheduled run covers little: the last hour on a first run, then from its
-    // watermark minus a minute; settle as short as a 5 s lease allows.
-    SWEEPER_CLAIM_LEASE: '5s',
-    SWEEPER_SETTLE: '65s',
-    SWEEPER_OVERLAP: '1m',
-    SWEEPER_FIRST_RUN_LOOKBACK: '1h',
-    SWEEPER_EVENTS_LAG: '1s',
-    SWEEPER_LOG_LEVEL: 'info',
-    ...extra,
-  };
+  return cliEnv(
+    { db, stripe: double.url, key: RESTRICTED_KEY },
+    {
+      SWEEPER_ACCOUNTS: 'platform',
+      // A scheduled run covers little: the last hour on a first run, then from its
+      // watermark minus a minute; settle as short as a 5 s lease allows.
+      SWEEPER_CLAIM_LEASE: '5s',
+      SWEEPER_SETTLE: '65s',
+      SWEEPER_OVERLAP: '1m',
+      SWEEPER_FIRST_RUN_LOOKBACK: '1h',
+      SWEEPER_EVENTS_LAG: '1s',
+      SWEEPER_LOG_LEVEL: 'info',
+      ...extra,
+    },
+  );
 }
 
 async function run(db: TestDatabase, double: StripeDouble, extra: Record<string, string> = {}) {
@@ -95,6 +96,15 @@ async function baseDatabase(fill: (db: TestDatabase) => Promise<void>): Promise<
 }
 
 const rows = async (db: TestDatabase, sql: string, args: unknown[] = []) => (await db.pool.query(sql, args)).rows;
+
+/**
+ * A run reads events up to now − settle in whole seconds, so a run starting within the
+ * second the last one ended has nothing newer to read. The built CLI starts that fast:
+ * moving the last run's events cursor two seconds back is the next run starting later.
+ */
+async function asIfLater(db: TestDatabase): Promise<void> {
+  await db.pool.query(`UPDATE recon_event_cursors SET cursor = cursor - interval '2 seconds'`);
+}
 const meta = (key: string) => ({ tenant_id: 'acme', idempotency_key: key });
 const counts = (over: Record<string, number>) => ({ ...emptyCounts(), ...over });
 
@@ -225,6 +235,7 @@ describe('changes at Stripe after their window, through the ordinary `sweeper ru
       unreconciled: 0,
       changes: { events: 0, charges: 0 },
     });
+    await asIfLater(template);
     cursor1 = (await rows(template, 'SELECT cursor FROM recon_event_cursors'))[0].cursor;
     await template.pool.end(); // a template must have no connections
     changesAtStripe();
@@ -330,6 +341,7 @@ describe('changes at Stripe after their window, through the ordinary `sweeper ru
 
     // Last of this block: it runs on afterRun2, which the tests above only read.
     it('the run after it repairs nothing and changes no table', async () => {
+      await asIfLater(afterRun2);
       const again = await run(afterRun2, double);
       expect(again.code, again.stderr).toBe(3);
       expect(again.report.repaired).toEqual(counts({}));
@@ -339,10 +351,15 @@ describe('changes at Stripe after their window, through the ordinary `sweeper ru
     });
   });
 
-  describe('killed at every phase of the events step, then run again: the tables equal an uninterrupted run', () => {
-    const phases = ['listed', 'ingested', 'judged', 'repaired', 'before-commit', 'committed'];
-    // Concurrent (each on its own copy; the double is only read): twelve CLI processes,
-    // so each case gets more than the default minute on a busy machine.
+  describe('killed in the events step, then run again: the tables equal an uninterrupted run', () => {
+    // npm test: before anything is written, at the end of the transaction, after its commit;
+    // test:deep: every phase.
+    const phases = atDepth({
+      normal: ['listed', 'before-commit', 'committed'],
+      deep: ['listed', 'ingested', 'judged', 'repaired', 'before-commit', 'committed'],
+    });
+    // Concurrent (each on its own copy; the double is only read): two CLI processes a
+    // phase, so each case gets more than the default minute on a busy machine.
     it.concurrent.each(phases)('SIGKILL at changes:0:%s', { timeout: 180_000 }, async (phase) => {
       const db = await clone(template);
       const killed = await run(db, double, { SWEEPER_TEST_CRASH_AT: `changes:0:${phase}` });

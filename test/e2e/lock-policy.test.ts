@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { lockAccounts, type SweepLock } from '../../src/sweep/lock.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { e2eEnvironment } from '../support/e2e.js';
 import { runCli, startCli } from '../support/cli.js';
 
 /**
@@ -13,19 +12,14 @@ import { runCli, startCli } from '../support/cli.js';
 
 const HOUR = 3_600_000;
 const ACCT = 'acct_1Nv0FGQ9RKHgCVdK';
-let db: TestDatabase;
-let double: StripeDouble;
 const from = new Date(Math.floor(Date.now() / HOUR) * HOUR - 4 * HOUR);
 const to = new Date(from.getTime() + 2 * HOUR);
 
-const env = (extra: Record<string, string> = {}) => ({
-  DATABASE_URL: db.url,
-  STRIPE_API_KEY: 'sk_test_lock',
-  STRIPE_API_BASE: double.url,
-  SWEEPER_ACCOUNTS: `platform,${ACCT}`,
-  SWEEPER_LOG_LEVEL: 'info',
-  ...extra,
+const e2e = e2eEnvironment({
+  key: 'sk_test_lock',
+  settings: { SWEEPER_ACCOUNTS: `platform,${ACCT}`, SWEEPER_LOG_LEVEL: 'info' },
 });
+const env = e2e.env;
 const backfill = (...extra: string[]) => [
   'backfill',
   '--from',
@@ -39,33 +33,27 @@ const backfill = (...extra: string[]) => [
 ];
 const runs = async () =>
   (
-    await db.pool.query<{ mode: string; account: string; status: string }>(
+    await e2e.db.pool.query<{ mode: string; account: string; status: string }>(
       'SELECT mode, account, status FROM recon_runs ORDER BY started_at',
     )
   ).rows;
 
 /** Holds `accounts` as a sweep of `mode` would, until released. */
 async function hold(mode: 'run' | 'backfill', accounts = ['platform']): Promise<SweepLock> {
-  return lockAccounts(db.pool, accounts, { mode });
+  return lockAccounts(e2e.db.pool, accounts, { mode });
 }
 
 /** True once some session waits (not granted) for an advisory lock: the backfill is queued. */
 async function someoneWaits(): Promise<boolean> {
-  const { rows } = await db.pool.query<{ n: number }>(
+  const { rows } = await e2e.db.pool.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`,
   );
   return (rows[0]?.n ?? 0) > 0;
 }
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  double = await startStripeDouble();
+beforeAll(() => {
   // One charge nobody can attribute, settled long ago: a run of platform leaves one open finding.
-  double.createCharge(null, { amount: 990, currency: 'usd', created: new Date(from.getTime() + 10 * 60_000) });
-});
-afterAll(async () => {
-  await db.drop();
-  await double.close();
+  e2e.double.createCharge(null, { amount: 990, currency: 'usd', created: new Date(from.getTime() + 10 * 60_000) });
 });
 
 describe('a scheduled run and a backfill of the same account', () => {
@@ -198,12 +186,12 @@ describe('--findings-exit', () => {
     expect((await runCli([...args, '--findings-exit', '0'], env())).code).toBe(0);
     expect((await runCli(args, env({ SWEEPER_FINDINGS_EXIT: '0' }))).code).toBe(0);
     expect((await runCli([...args, '--findings-exit', '3'], env({ SWEEPER_FINDINGS_EXIT: '0' }))).code).toBe(3);
-    const open = await db.pool.query(`SELECT category FROM recon_findings WHERE state = 'open'`);
+    const open = await e2e.db.pool.query(`SELECT category FROM recon_findings WHERE state = 'open'`);
     expect(open.rows).toEqual([{ category: 'unattributed_charge' }]); // still open: only the exit code changed
   });
 
   it('a failed run still exits 1 with --findings-exit 0', async () => {
-    // The double accepts only test-mode keys: a live key is refused (401), and the run fails.
+    // The e2e.double accepts only test-mode keys: a live key is refused (401), and the run fails.
     const result = await runCli(
       ['run', '--account', 'platform', '--findings-exit', '0'],
       env({ STRIPE_API_KEY: 'sk_live_refused' }),

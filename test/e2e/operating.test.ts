@@ -2,10 +2,17 @@ import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
 import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
-import { runCli, startCli, type CliResult, type RunningCli } from '../support/cli.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import {
+  cliEnv,
+  runCli,
+  startCli,
+  sweeperLines,
+  SWEEPER_BIN,
+  type CliResult,
+  type RunningCli,
+} from '../support/cli.js';
+import { partitionedDatabase, type TestDatabase } from '../support/db.js';
 import { listedFrom, startValveProxy } from '../support/valve-proxy.js';
 
 /**
@@ -29,22 +36,12 @@ let double: StripeDouble;
 const databases: TestDatabase[] = [];
 
 async function database(): Promise<TestDatabase> {
-  const db = await createTestDatabase();
+  const db = await partitionedDatabase(new Date(base - 2 * 86_400_000));
   databases.push(db);
-  await ensureDayPartitions(db.pool, {
-    from: utcDay(new Date(base - 2 * 86_400_000)),
-    to: utcDay(new Date(Date.now() + 86_400_000)),
-  });
   return db;
 }
-const env = (db: TestDatabase, extra: Record<string, string> = {}): Record<string, string> => ({
-  DATABASE_URL: db.url,
-  STRIPE_API_KEY: 'sk_test_operating',
-  STRIPE_API_BASE: double.url,
-  SWEEPER_SLICE: '30m',
-  ...extra,
-});
-const sweeperLines = (stderr: string) => stderr.split('\n').filter((l) => l.startsWith('sweeper: '));
+const env = (db: TestDatabase, extra: Record<string, string> = {}): Record<string, string> =>
+  cliEnv({ db, stripe: double.url, key: 'sk_test_operating' }, { SWEEPER_SLICE: '30m', ...extra });
 const lastSweeperLine = (r: CliResult) => sweeperLines(r.stderr).at(-1) ?? '';
 const jsonLines = (stderr: string) =>
   stderr
@@ -180,9 +177,7 @@ describe('on a terminal', () => {
   /* eslint-disable no-control-regex -- what a terminal receives is matched escape by escape */
   it('draws one progress line, redrawn in place, wiped before every log line; logs are pretty, not JSON', async () => {
     const db = await database();
-    const command = [process.execPath, '--import', 'tsx', 'src/cli/main.ts', ...backfill]
-      .map((a) => `'${a}'`)
-      .join(' ');
+    const command = [process.execPath, SWEEPER_BIN, ...backfill].map((a) => `'${a}'`).join(' ');
     // script(1) runs the command on a pseudo-terminal: stderr is a TTY, as for a person.
     const tty = await new Promise<{ code: number | null; out: string }>((resolve, reject) => {
       const child = spawn('script', ['-qfec', command, '/dev/null'], {

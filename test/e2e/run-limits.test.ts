@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
-import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
-import { runCli, type CliResult } from '../support/cli.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { runCli, sweeperLines, type CliResult } from '../support/cli.js';
+import { e2eEnvironment } from '../support/e2e.js';
 import { startHostileUpstream, type HostileUpstream } from '../support/hostile-upstream.js';
 import { seedClaim } from '../support/scenario.js';
 
@@ -12,39 +10,11 @@ import { seedClaim } from '../support/scenario.js';
  * on SIGTERM. Both through the CLI, with real concurrent connections.
  */
 const HOUR = 3_600_000;
-let double: StripeDouble;
-let db: TestDatabase;
+const e2e = e2eEnvironment({ key: 'sk_test_limits', settings: { SWEEPER_LOG_LEVEL: 'warn' }, partitionDaysBack: 2 });
+const env = e2e.env;
 
-function env(extra: Record<string, string> = {}): Record<string, string> {
-  return {
-    DATABASE_URL: db.url,
-    STRIPE_API_KEY: 'sk_test_limits',
-    STRIPE_API_BASE: double.url,
-    SWEEPER_LOG_LEVEL: 'warn',
-    ...extra,
-  };
-}
-
-function verdict(result: CliResult): string {
-  return result.stderr
-    .split('\n')
-    .filter((l) => l.startsWith('sweeper: '))
-    .join('\n');
-}
-
-beforeAll(async () => {
-  double = await startStripeDouble();
-  db = await createTestDatabase();
-  await ensureDayPartitions(db.pool, {
-    from: utcDay(new Date(Date.now() - 2 * 86_400_000)),
-    to: utcDay(new Date(Date.now() + 86_400_000)),
-  });
-});
-
-afterAll(async () => {
-  await db.drop();
-  await double.close();
-});
+/** Every `sweeper: …` line. */
+const verdict = (result: CliResult): string => sweeperLines(result.stderr).join('\n');
 
 describe('a runner waiting on a lock held by a frozen runner', () => {
   const created = new Date(Math.floor(Date.now() / HOUR) * HOUR - 2 * HOUR + 60_000);
@@ -58,8 +28,8 @@ describe('a runner waiting on a lock held by a frozen runner', () => {
 
   it('gives up at SWEEPER_DB_LOCK_TIMEOUT with a clear message and exit 1; the claim is untouched; a later run repairs it', async () => {
     // A stale claim: in flight, lease long expired, nothing at Stripe. The sweep releases it.
-    await seedClaim(db.pool, { tenantId: 'acme', key: 'frozen-1', status: 'in_flight', createdAt: created });
-    const frozen = await db.pool.connect();
+    await seedClaim(e2e.db.pool, { tenantId: 'acme', key: 'frozen-1', status: 'in_flight', createdAt: created });
+    const frozen = await e2e.db.pool.connect();
     let result: CliResult;
     try {
       await frozen.query('BEGIN');
@@ -73,14 +43,18 @@ describe('a runner waiting on a lock held by a frozen runner', () => {
     expect(verdict(result)).toMatch(
       /^sweeper: PostgreSQL: waited too long for a lock another session holds .*SWEEPER_DB_LOCK_TIMEOUT/m,
     );
-    const { rows: claim } = await db.pool.query(`SELECT status, attempt FROM idempotency_keys WHERE key = 'frozen-1'`);
+    const { rows: claim } = await e2e.db.pool.query(
+      `SELECT status, attempt FROM idempotency_keys WHERE key = 'frozen-1'`,
+    );
     expect(claim[0]).toEqual({ status: 'in_flight', attempt: 1 });
-    const { rows: run } = await db.pool.query(`SELECT status, error FROM recon_runs ORDER BY started_at DESC LIMIT 1`);
+    const { rows: run } = await e2e.db.pool.query(
+      `SELECT status, error FROM recon_runs ORDER BY started_at DESC LIMIT 1`,
+    );
     expect(run[0]).toMatchObject({ status: 'failed', error: expect.stringMatching(/SWEEPER_DB_LOCK_TIMEOUT/) });
 
     const again = await runCli(backfill, env({ SWEEPER_DB_LOCK_TIMEOUT: '1s' }));
     expect(again.code, again.stderr).toBe(0);
-    const { rows: released } = await db.pool.query(`SELECT status FROM idempotency_keys WHERE key = 'frozen-1'`);
+    const { rows: released } = await e2e.db.pool.query(`SELECT status FROM idempotency_keys WHERE key = 'frozen-1'`);
     expect(released[0]?.status).toBe('released');
   });
 });
@@ -88,7 +62,7 @@ describe('a runner waiting on a lock held by a frozen runner', () => {
 describe('SWEEPER_RUN_DEADLINE', () => {
   let proxy: HostileUpstream;
   beforeAll(async () => {
-    proxy = await startHostileUpstream(double.url, { mode: 'drip', dripMs: 500 });
+    proxy = await startHostileUpstream(e2e.double.url, { mode: 'drip', dripMs: 500 });
   });
   afterAll(async () => {
     await proxy.close();
@@ -104,11 +78,11 @@ describe('SWEEPER_RUN_DEADLINE', () => {
     expect(verdict(result)).toMatch(
       /^sweeper: the run deadline SWEEPER_RUN_DEADLINE \(5s\) was reached: stopping as on SIGTERM/m,
     );
-    const { rows } = await db.pool.query(
+    const { rows } = await e2e.db.pool.query(
       `SELECT status FROM recon_runs WHERE mode = 'run' ORDER BY started_at DESC LIMIT 1`,
     );
     expect(rows[0]?.status).toBe('interrupted');
-    const { rows: watermark } = await db.pool.query(`SELECT watermark FROM recon_watermarks`);
+    const { rows: watermark } = await e2e.db.pool.query(`SELECT watermark FROM recon_watermarks`);
     expect(watermark).toEqual([]);
   });
 });

@@ -3,15 +3,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifySignature } from '../../src/alerts/index.js';
 import { createClaimClient, type ClaimClientDeps } from '../../src/claims/index.js';
 import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
-import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
 import { createStripeClient } from '../../src/providers/stripe/client.js';
-import { cloneDatabase, createTestDatabase, type TestDatabase } from '../support/db.js';
-import { runCli, startCli } from '../support/cli.js';
+import { cloneDatabase, partitionedDatabase, type TestDatabase } from '../support/db.js';
+import { cliEnv, runCli, startCli } from '../support/cli.js';
 import { tableChecksums } from '../support/checksums.js';
 import { normalizedTables } from '../support/normalized-tables.js';
 import { buildScenario, type Scenario } from '../support/traffic.js';
 import { startValveProxy } from '../support/valve-proxy.js';
 import { deferred } from '../support/promises.js';
+import { atDepth } from '../support/depth.js';
 
 const HOUR = 3_600_000;
 // Three hours back, on an hour boundary: the scenario happens in the first 40 minutes,
@@ -25,14 +25,10 @@ let scenario: Scenario;
 const clones: TestDatabase[] = [];
 
 function envFor(db: TestDatabase, extra: Record<string, string> = {}): Record<string, string> {
-  return {
-    DATABASE_URL: db.url,
-    STRIPE_API_KEY: 'sk_test_e2e',
-    STRIPE_API_BASE: double.url,
-    SWEEPER_SLICE: '30m',
-    SWEEPER_LOG_LEVEL: 'info',
-    ...extra,
-  };
+  return cliEnv(
+    { db, stripe: double.url, key: 'sk_test_e2e' },
+    { SWEEPER_SLICE: '30m', SWEEPER_LOG_LEVEL: 'info', ...extra },
+  );
 }
 const backfill = ['backfill', '--from', base.toISOString(), '--to', to.toISOString(), '--json'];
 
@@ -56,11 +52,7 @@ async function clone(): Promise<TestDatabase> {
 
 beforeAll(async () => {
   double = await startStripeDouble();
-  scenarioDb = await createTestDatabase();
-  await ensureDayPartitions(scenarioDb.pool, {
-    from: utcDay(new Date(Date.now() - 2 * 86_400_000)),
-    to: utcDay(new Date(Date.now() + 86_400_000)),
-  });
+  scenarioDb = await partitionedDatabase(new Date(Date.now() - 2 * 86_400_000));
   scenario = await buildScenario(scenarioDb.pool, double, new Date(base.getTime() + 60_000));
   await scenarioDb.pool.end(); // a template must have no connections
 }, 120_000);
@@ -305,7 +297,11 @@ describe('a claim library whose lease disagrees with the sweeper', () => {
 
 describe('crash safety', () => {
   const phases = ['listed', 'ingested', 'judged', 'repaired', 'before-commit', 'committed'];
-  const points = [0, 1, 2, 3].flatMap((slice) => phases.map((phase) => `slice:${slice}:${phase}`));
+  // npm test: every phase once, over the slices in turn; test:deep: every phase of every slice.
+  const points = atDepth({
+    normal: phases.map((phase, i) => `slice:${i % 4}:${phase}`),
+    deep: [0, 1, 2, 3].flatMap((slice) => phases.map((phase) => `slice:${slice}:${phase}`)),
+  });
 
   it(`a backfill killed with SIGKILL at any of ${points.length} points, then rerun, ends in the same tables`, async () => {
     const reference = await clone();

@@ -4,11 +4,10 @@ import { takeClaim } from '../../src/claims/claim-store.js';
 import { downstreamKey } from '../../src/claims/keys.js';
 import { dayOfPartition, expirePartitions } from '../../src/db/expire.js';
 import { ensureDayPartitions } from '../../src/db/partitions.js';
-import { silentLogger } from '../../src/log.js';
 import { sweep, sweepOptions } from '../../src/sweep/sweep.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { runCli } from '../support/cli.js';
-import { charge, memoryChargeSource, memoryEvidence, seedClaim, IDEMPOTENCY_WINDOW_MS } from '../support/scenario.js';
+import { charge, memorySweepDeps, seedClaim } from '../support/scenario.js';
 
 const NOW = new Date('2026-11-20T12:00:00Z');
 const DAY = 86_400_000;
@@ -57,14 +56,7 @@ describe('expire', () => {
       ),
     );
     const sweeping = sweep(
-      {
-        pool: db.pool,
-        listCharges: memoryChargeSource(() => mirror),
-        evidence: memoryEvidence(() => mirror),
-        clock: () => NOW,
-        logger: silentLogger(),
-        idempotencyWindowMs: IDEMPOTENCY_WINDOW_MS,
-      },
+      memorySweepDeps(db.pool, () => mirror, NOW),
       sweepOptions({
         mode: 'backfill',
         accounts: ['platform'],

@@ -6,7 +6,8 @@ import { DEFAULT_METADATA_KEYS, normalizeCharge } from '../../src/providers/stri
 import type { NormalizedCharge } from '../../src/sweep/provider.js';
 import { upsertCharges } from '../../src/sweep/mirror.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { chargeObject, fuzzParameters } from '../support/fuzz.js';
+import { chargeObject } from '../support/fuzz.js';
+import { checkProperty } from '../support/properties.js';
 
 /**
  * Whatever the normaliser accepts, PostgreSQL stores: fuzzed charges, normalised, go
@@ -31,25 +32,24 @@ afterAll(async () => {
 
 describe('fuzzed charges in the real mirror', () => {
   it('every charge the normaliser accepts is stored without a database error', async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        fc.array(chargeObject(fc.integer({ min: from, max: now - 1 })), { maxLength: 40 }),
-        async (raws) => {
-          const charges = new Map<string, NormalizedCharge>();
-          for (const raw of raws) {
-            const result = normalizeCharge(raw, 'acct_1Fuzz', DEFAULT_METADATA_KEYS, now);
-            if (result.ok && result.charge.created >= from && result.charge.created < now)
-              charges.set(result.charge.id, result.charge);
-          }
-          await inTransaction(db.pool, async (client) => {
-            await upsertCharges(client, [...charges.values()], new Date());
-            throw new RollBack();
-          }).catch((error: unknown) => {
-            if (!(error instanceof RollBack)) throw error;
-          });
-        },
-      ),
-      fuzzParameters(100),
+    await checkProperty(
+      'fuzz-mirror: stored',
+      { normal: 100, deep: 1_000 },
+      [fc.array(chargeObject(fc.integer({ min: from, max: now - 1 })), { maxLength: 40 })],
+      async (raws) => {
+        const charges = new Map<string, NormalizedCharge>();
+        for (const raw of raws) {
+          const result = normalizeCharge(raw, 'acct_1Fuzz', DEFAULT_METADATA_KEYS, now);
+          if (result.ok && result.charge.created >= from && result.charge.created < now)
+            charges.set(result.charge.id, result.charge);
+        }
+        await inTransaction(db.pool, async (client) => {
+          await upsertCharges(client, [...charges.values()], new Date());
+          throw new RollBack();
+        }).catch((error: unknown) => {
+          if (!(error instanceof RollBack)) throw error;
+        });
+      },
     );
   });
 });

@@ -2,11 +2,10 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, type Pool } from '../../src/db/pool.js';
-import { silentLogger } from '../../src/log.js';
 import { sweep, sweepOptions } from '../../src/sweep/sweep.js';
 import { runCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { charge, memoryChargeSource, memoryEvidence, seedClaim, IDEMPOTENCY_WINDOW_MS } from '../support/scenario.js';
+import { charge, memorySweepDeps, seedClaim } from '../support/scenario.js';
 
 const NOW = new Date('2026-11-10T12:00:00Z');
 let db: TestDatabase;
@@ -54,14 +53,7 @@ describe('the least-privilege runtime role', () => {
       }),
     ];
     const [report] = await sweep(
-      {
-        pool: runtime,
-        listCharges: memoryChargeSource(() => stripe),
-        evidence: memoryEvidence(() => stripe),
-        clock: () => NOW,
-        logger: silentLogger(),
-        idempotencyWindowMs: IDEMPOTENCY_WINDOW_MS,
-      },
+      memorySweepDeps(runtime, () => stripe, NOW),
       sweepOptions({
         mode: 'backfill',
         accounts: ['platform'],

@@ -8,6 +8,7 @@ import { upsertCharges } from '../../src/sweep/mirror.js';
 import { isDataError, upsertChargesIsolating } from '../../src/sweep/mirror-isolating.js';
 import type { NormalizedCharge } from '../../src/sweep/provider.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { charge as chargeOf } from '../support/scenario.js';
 
 /**
  * The mirror's safety net against real PostgreSQL: rows the database refuses are
@@ -19,28 +20,9 @@ const DAY = 86_400;
 const today = Math.floor(Date.now() / 1000 / DAY) * DAY;
 const fetchedAt = new Date();
 
-function charge(id: string, over: Partial<NormalizedCharge> = {}): NormalizedCharge {
-  return {
-    id,
-    account: null,
-    created: today + 3_600,
-    amount: 1000,
-    amountCaptured: 1000,
-    amountRefunded: 0,
-    currency: 'usd',
-    status: 'succeeded',
-    captured: true,
-    refunded: false,
-    disputed: false,
-    paymentIntent: null,
-    customer: null,
-    paymentMethod: null,
-    tenantId: null,
-    idempotencyKey: null,
-    livemode: false,
-    ...over,
-  };
-}
+/** A charge of today's partition (scenario.ts's defaults: $10 succeeded on the platform). */
+const charge = (id: string, over: Partial<NormalizedCharge> = {}): NormalizedCharge =>
+  chargeOf({ id, created: today + 3_600, ...over });
 
 beforeAll(async () => {
   db = await createTestDatabase();

@@ -12,7 +12,7 @@ import {
   memoryEvidence,
   seedClaim,
   seedEffect,
-  truncateSweepTables,
+  emptySweepTables,
 } from '../support/scenario.js';
 
 /**
@@ -38,7 +38,7 @@ afterAll(async () => {
   await db.drop();
 });
 beforeEach(async () => {
-  await truncateSweepTables(db.pool);
+  await emptySweepTables(db.pool);
   stripe = [];
   unreadable = new Map();
 });

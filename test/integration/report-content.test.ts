@@ -12,6 +12,7 @@ import type { ChargeFact, ClaimFact, IdentityFacts } from '../../src/sweep/facts
 import type { Finding } from '../../src/sweep/judge/types.js';
 import { runCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { factBuilders } from '../support/facts.js';
 
 /**
  * What a report row and an alert say about a finding's own time and, for a duplicate,
@@ -25,74 +26,37 @@ const daysAgo = (d: number) => new Date(NOW.getTime() - d * DAY);
 const ACCOUNT = 'acct_report1';
 let db: TestDatabase;
 
-const ALL_VERIFIED = {
-  chargeIds: { has: () => true } as unknown as ReadonlySet<string>,
-  identities: { has: () => true } as unknown as ReadonlySet<string>,
-  unreadableCharges: new Map(),
-  unreadableNaming: new Map(),
-};
-const ctx: JudgeContext = {
-  now: NOW,
-  retentionMs: 60 * DAY,
-  refundDuplicates: false,
-  providerIdempotencyWindowMs: DAY,
-  verified: ALL_VERIFIED,
-};
-
-function charge(over: Partial<ChargeFact>): ChargeFact {
-  return {
+const facts = factBuilders(NOW);
+const ctx: JudgeContext = facts.context({ retentionMs: 60 * DAY });
+// A month-old key of a connected account, in euros.
+const charge = (over: Partial<ChargeFact>): ChargeFact =>
+  facts.charge({
     id: 'ch_x',
     account: ACCOUNT,
     created: daysAgo(30),
     amount: 4200,
     amountCaptured: 4200,
-    amountRefunded: 0,
     currency: 'eur',
-    status: 'succeeded',
-    captured: true,
-    refunded: false,
-    disputed: false,
     paymentIntent: 'pi_x',
-    customer: 'cus_1',
-    paymentMethod: 'pm_1',
-    tenantId: 'acme',
     idempotencyKey: 'order-1',
     ...over,
-  };
-}
-function claim(over: Partial<ClaimFact>): ClaimFact {
-  return {
-    tenantId: 'acme',
+  });
+const claim = (over: Partial<ClaimFact>): ClaimFact =>
+  facts.claim({
     key: 'order-1',
     accountId: ACCOUNT,
-    status: 'completed',
-    attempt: 1,
-    lockedUntil: null,
     createdAt: daysAgo(30),
     updatedAt: daysAgo(30),
-    responseStatus: 200,
-    responseOutcome: 'success',
     responseChargeId: 'ch_x',
     answerObject: null,
     answerStatus: null,
     answerMapped: null,
     amount: 4200,
     currency: 'eur',
-    downstreamKey: 'd',
     ...over,
-  };
-}
-const identity = (i: Partial<IdentityFacts>): IdentityFacts => ({
-  account: ACCOUNT,
-  tenantId: 'acme',
-  key: 'order-1',
-  claim: null,
-  claimAccount: null,
-  tenantKnown: true,
-  charges: [],
-  effects: [],
-  ...i,
-});
+  });
+const identity = (i: Partial<IdentityFacts>): IdentityFacts =>
+  facts.identity({ account: ACCOUNT, key: 'order-1', ...i });
 const judged = (i: IdentityFacts, category: string): Finding => {
   const found = judgeSlice({ identities: [i], looseCharges: [], looseEffects: [] }, ctx).findings.find(
     (f) => f.category === category,

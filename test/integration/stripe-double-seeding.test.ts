@@ -7,14 +7,17 @@ import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
 import { createStripeClient } from '../../src/providers/stripe/client.js';
+import { STRIPE_DOUBLE_BIN } from '../support/cli.js';
+import { atDepth } from '../support/depth.js';
 
 /**
  * Bulk seeding of the double from data (testkit/stripe-double/README.md "Bulk seeding"):
  * `POST /_double/charges` and `--charges FILE` of the standalone double, through HTTP and
- * the real SDK. 60,000 charges, the size that made people write seeding scripts.
+ * the real SDK. `npm run test:deep` seeds 60,000 charges, the size that made people write
+ * seeding scripts; `npm test` 6,000 (six pages of connected-account charges).
  */
 
-const N = 60_000;
+const N = atDepth({ normal: 6_000, deep: 60_000 });
 const DAY = 86_400;
 const FROM = Math.floor(Date.parse('2026-11-01T00:00:00Z') / 1000);
 
@@ -83,7 +86,7 @@ describe('POST /_double/charges', () => {
       captured: true,
       metadata: { tenant_id: 'acme', idempotency_key: 'order-2' },
     });
-    // Every connected-account charge, through the SDK's own pagination: 60 pages, newest first.
+    // Every connected-account charge, through the SDK's own pagination: N / 1,000 pages, newest first.
     const listed: string[] = [];
     for await (const charge of stripe.charges.list({ limit: 100 }, { stripeAccount: 'acct_seeded' }))
       listed.push(charge.id);
@@ -148,11 +151,9 @@ describe('POST /_double/charges', () => {
 
 describe('sweeper-stripe-double --charges FILE', () => {
   function startDouble(args: string[]) {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', 'testkit/stripe-double/main.ts', '--port', '0', ...args],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    const child = spawn(process.execPath, [STRIPE_DOUBLE_BIN, '--port', '0', ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     return { child, stderr: () => stderr };

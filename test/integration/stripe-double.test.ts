@@ -10,6 +10,7 @@ import {
   type StripeDouble,
 } from '../../testkit/stripe-double/index.js';
 import { createStripeClient } from '../../src/providers/stripe/client.js';
+import { STRIPE_DOUBLE_BIN } from '../support/cli.js';
 
 const NOW = new Date('2026-03-10T12:00:00Z');
 const NOW_S = NOW.getTime() / 1000;
@@ -442,7 +443,7 @@ describe('control hooks', () => {
 
 describe('standalone', () => {
   it('listens on the port it is given and prints its URL', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'testkit/stripe-double/main.ts', '--port', '0'], {
+    const child = spawn(process.execPath, [STRIPE_DOUBLE_BIN, '--port', '0'], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     try {

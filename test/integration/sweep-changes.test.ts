@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ensureDayPartitions } from '../../src/db/partitions.js';
 import { upsertCharges } from '../../src/sweep/mirror.js';
-import { silentLogger } from '../../src/log.js';
 import type { NormalizedCharge } from '../../src/sweep/provider.js';
 import { sweep, sweepOptions, type SweepDeps, type SweepOptions, type SweepReport } from '../../src/sweep/sweep.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
@@ -9,13 +8,12 @@ import { normalizedTables } from '../support/normalized-tables.js';
 import {
   charge,
   memoryChangeSource,
-  memoryChargeSource,
   memoryEvidence,
+  memorySweepDeps,
   seedEffect,
+  emptySweepTables,
   seedSweptRange,
-  truncateSweepTables,
   type MemoryEvent,
-  IDEMPOTENCY_WINDOW_MS,
 } from '../support/scenario.js';
 
 /**
@@ -42,16 +40,12 @@ function run(
   clock = () => NOW,
 ): Promise<SweepReport[]> {
   return sweep(
-    {
-      pool: db.pool,
-      listCharges: memoryChargeSource(() => stripe, listCalls),
+    memorySweepDeps(db.pool, () => stripe, NOW, {
+      listCalls,
       listChanges: memoryChangeSource(() => events),
-      idempotencyWindowMs: IDEMPOTENCY_WINDOW_MS,
-      evidence: memoryEvidence(() => stripe),
       clock,
-      logger: silentLogger(),
       ...deps,
-    },
+    }),
     sweepOptions({ mode: 'run', accounts: ['platform'], firstRunLookbackMs: 15 * MIN, deepReadEveryMs: 0, ...options }),
   );
 }
@@ -82,7 +76,7 @@ afterAll(async () => {
 });
 /** Empty tables, but for an earlier backfill of the last 45 days: the old charges here are in what the sweep judges again. */
 async function reset(): Promise<void> {
-  await truncateSweepTables(db.pool);
+  await emptySweepTables(db.pool);
   await seedSweptRange(db.pool, 'platform', ago(45 * DAY), ago(60 * MIN));
 }
 
@@ -257,7 +251,7 @@ describe('crashes in the events step', () => {
 
 describe('a first run judges only what it says it judges (docs/judgement.md "Late changes")', () => {
   beforeEach(async () => {
-    await truncateSweepTables(db.pool); // nothing swept yet: a fresh database
+    await emptySweepTables(db.pool); // nothing swept yet: a fresh database
   });
 
   it('an event about a charge older than anything swept is left for a backfill; judged once a backfill swept its day', async () => {

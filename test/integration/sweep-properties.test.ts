@@ -1,96 +1,22 @@
-import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureDayPartitions } from '../../src/db/partitions.js';
-import { silentLogger } from '../../src/log.js';
-import type { NormalizedCharge } from '../../src/sweep/provider.js';
+import { describe, expect, it } from 'vitest';
 import type { Judgement } from '../../src/sweep/judge/index.js';
-import { sweep, sweepOptions, type SweepOptions, type SweepReport } from '../../src/sweep/sweep.js';
+import type { NormalizedCharge } from '../../src/sweep/provider.js';
 import { tableChecksums } from '../support/checksums.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import {
-  ACCOUNTS,
-  describeHistory,
-  historyArb,
-  NOW,
-  SLICE_MS,
-  storesSuccess,
-  stripeChargesOf,
-  unreadableOf,
-  WINDOW,
-  writeHistory,
-  type History,
-} from '../support/histories.js';
+import { ACCOUNTS, historyArb, storesSuccess } from '../support/histories.js';
+import { counts, historyDatabase, PROPERTY_TIMEOUT } from '../support/history-sweeps.js';
 import { normalizedTables } from '../support/normalized-tables.js';
-import { memoryChargeSource, memoryEvidence, IDEMPOTENCY_WINDOW_MS } from '../support/scenario.js';
+import { checkProperty } from '../support/properties.js';
 
 /**
  * The sweep's invariants over random histories, on the real schema and the real sweep
- * (docs/judgement.md). `npm test` runs a few hundred histories in all;
- * `npm run test:props` runs thousands (SWEEPER_PROPS_RUNS). A failure prints the seed,
- * the path and the shrunk history: replay it with SWEEPER_PROPS_SEED=<seed>
- * SWEEPER_PROPS_PATH=<path> (and -t to pick the property).
+ * (README "How a key is judged"): one account at a time. `npm test` runs the same
+ * histories on every run (fixed seeds); `npm run test:deep` runs a thousand or more on new
+ * seeds. A failure prints the property, the seed, the path and the shrunk history
+ * (test/support/properties.ts says how to replay it and keep it as a regression seed).
+ * The three sweep properties: test/integration/sweep-properties*.test.ts.
  */
 
-const RUNS = Number(process.env.SWEEPER_PROPS_RUNS ?? 100);
-const SEED = process.env.SWEEPER_PROPS_SEED === undefined ? undefined : Number(process.env.SWEEPER_PROPS_SEED);
-const PATH = process.env.SWEEPER_PROPS_PATH;
-const params = <T extends unknown[]>(runs: number): fc.Parameters<T> => ({
-  numRuns: runs,
-  ...(SEED === undefined ? {} : { seed: SEED }),
-  ...(PATH === undefined ? {} : { path: PATH, endOnFailure: true }),
-  verbose: fc.VerbosityLevel.Verbose,
-});
-
-let db: TestDatabase;
-beforeAll(async () => {
-  db = await createTestDatabase({ poolSize: 6 });
-  await ensureDayPartitions(db.pool, { from: '2026-11-01', to: '2026-11-15' });
-});
-afterAll(async () => {
-  await db.drop();
-});
-
-async function reset(h: History): Promise<NormalizedCharge[]> {
-  await db.pool.query(
-    'TRUNCATE recon_event_cursors, recon_deep_reads, recon_refunds, recon_repairs, recon_findings, recon_watermarks, recon_runs, stripe_charges, payments, idempotency_keys',
-  );
-  const stripe = stripeChargesOf(h);
-  await writeHistory(db.pool, h, stripe);
-  return stripe;
-}
-
-type Evidence = ReturnType<typeof memoryEvidence>;
-
-/** Stripe's own word over a history: a charge unreadable in a listing is unreadable when re-read too. */
-function evidenceOf(h: History, stripe: NormalizedCharge[]): Evidence {
-  return memoryEvidence(() => stripe, unreadableOf(h));
-}
-
-function run(
-  stripe: NormalizedCharge[],
-  evidence: Evidence,
-  options: Partial<SweepOptions> & { accounts: string[] },
-  extra: {
-    observe?: (j: Judgement) => void;
-    faultPoint?: (name: string) => void;
-    /** Charges the listing returns unreadable. */
-    unreadable?: ReadonlyMap<string, string>;
-  } = {},
-): Promise<SweepReport[]> {
-  return sweep(
-    {
-      pool: db.pool,
-      listCharges: memoryChargeSource(() => stripe, undefined, extra.unreadable),
-      evidence,
-      idempotencyWindowMs: IDEMPOTENCY_WINDOW_MS,
-      clock: () => NOW,
-      logger: silentLogger(),
-      ...(extra.observe ? { observeJudgement: extra.observe } : {}),
-      ...(extra.faultPoint ? { faultPoint: extra.faultPoint } : {}),
-    },
-    sweepOptions({ mode: 'backfill', window: WINDOW, sliceMs: SLICE_MS, resume: false, ...options }),
-  );
-}
+const db = historyDatabase();
 
 const rowsOf = async (account: string) => {
   const id = account === 'platform' ? null : account;
@@ -112,12 +38,6 @@ const rowsOf = async (account: string) => {
 };
 
 const money = (c: NormalizedCharge) => c.status === 'succeeded' || c.status === 'pending';
-const counts = (r: SweepReport) => ({
-  findings: r.findings,
-  repaired: r.repaired,
-  unreconciled: r.unreconciled,
-  deferred: r.deferred_keys,
-});
 
 /** (d): within one judgement, every claim, charge and payment row it judged has exactly one home. */
 function assertOneHomeEach(j: Judgement): void {
@@ -138,11 +58,11 @@ function assertOneHomeEach(j: Judgement): void {
 }
 
 describe('the sweep over random histories', () => {
-  it('never releases a claim a succeeded charge names, never touches another account, accounts for everything once, reruns idle, dry runs count alike', async () => {
-    await fc.assert(
-      fc.asyncProperty(historyArb, async (h) => {
-        const stripe = await reset(h);
-        const listing = unreadableOf(h);
+  it(
+    'never releases a claim a succeeded charge names, never touches another account, accounts for everything once, reruns idle, dry runs count alike',
+    async () => {
+      await checkProperty('sweep-properties: invariants', { normal: 100, deep: 2_000 }, [historyArb], async (h) => {
+        const stripe = await db.reset(h);
         const claimsBefore = (await db.pool.query(`SELECT tenant_id, key, account_id, status FROM idempotency_keys`))
           .rows;
         // (g) a stored success, in whatever shape its writer stored it, is never rewritten (nor touched at all).
@@ -158,20 +78,15 @@ describe('the sweep over random histories', () => {
         const successesBefore = await storedRows();
         for (const account of ACCOUNTS) {
           const other = ACCOUNTS.find((a) => a !== account) as string;
-          const evidence = evidenceOf(h, stripe);
+          const evidence = db.evidence(stripe);
           // (f) a dry run first: it changes nothing, and counts as the real run then does.
           const untouched = await tableChecksums(db.pool);
-          const [dry] = await run(stripe, evidence, { accounts: [account], dryRun: true }, { unreadable: listing });
+          const [dry] = await db.run(stripe, evidence, { accounts: [account], dryRun: true });
           expect(await tableChecksums(db.pool), 'a dry run changed a table').toEqual(untouched);
           // (b) account B's rows stay as they are during account A's run.
           const otherBefore = await rowsOf(other);
           const judged: Judgement[] = [];
-          const [real] = await run(
-            stripe,
-            evidence,
-            { accounts: [account] },
-            { observe: (j) => judged.push(j), unreadable: listing },
-          );
+          const [real] = await db.run(stripe, evidence, { accounts: [account] }, { observe: (j) => judged.push(j) });
           // (h) no charge's content ever fails a run.
           expect([dry?.status, real?.status], 'a run failed on what Stripe returned').toEqual([
             'succeeded',
@@ -183,7 +98,7 @@ describe('the sweep over random histories', () => {
           judged.forEach(assertOneHomeEach);
           // (e) a rerun repairs nothing and changes no claim, payment or finding state.
           const settled = await normalizedTables(db.pool);
-          const [again] = await run(stripe, evidence, { accounts: [account] }, { unreadable: listing });
+          const [again] = await db.run(stripe, evidence, { accounts: [account] });
           expect(
             Object.values(again!.repaired).every((n) => n === 0),
             'a rerun repaired something',
@@ -212,118 +127,8 @@ describe('the sweep over random histories', () => {
             [],
           );
         }
-      }),
-      params<[History]>(RUNS),
-    );
-  }, 600_000);
-
-  it('a slice judged in parts (SWEEPER_BATCH_CHARGES) ends exactly as judged whole: tables, counts, charges scanned, dry runs too', async () => {
-    await fc.assert(
-      fc.asyncProperty(historyArb, fc.integer({ min: 1, max: 3 }), async (h, batchCharges) => {
-        const outcome = async (options: Partial<SweepOptions>) => {
-          const stripe = await reset(h);
-          const reports = await run(
-            stripe,
-            evidenceOf(h, stripe),
-            { accounts: [...ACCOUNTS], ...options },
-            { unreadable: unreadableOf(h) },
-          );
-          return {
-            counts: reports.map((r) => ({ ...counts(r), scanned: r.charges_scanned, status: r.status })),
-            tables: await normalizedTables(db.pool),
-          };
-        };
-        const whole = await outcome({ batchCharges: 1_000_000 });
-        const parts = await outcome({ batchCharges });
-        expect(parts.counts, 'counts differ when slices are judged in parts').toEqual(whole.counts);
-        expect(parts.tables, 'tables differ when slices are judged in parts').toEqual(whole.tables);
-        // A dry run of both accounts at once, whole or in parts (one transaction, the overlay
-        // carried from part to part and from account to account), counts as the real run of
-        // both, and leaves the tables as they were.
-        const dryWhole = await outcome({ batchCharges: 1_000_000, dryRun: true });
-        const dryParts = await outcome({ batchCharges, dryRun: true });
-        expect(dryWhole.counts, 'a dry run of both accounts counted differently from the real run').toEqual(
-          whole.counts,
-        );
-        expect(dryParts.counts, 'a dry run in parts counted differently').toEqual(dryWhole.counts);
-        expect(dryParts.tables, 'a dry run in parts left other tables').toEqual(dryWhole.tables);
-      }),
-      params<[History, number]>(Math.max(10, Math.floor(RUNS / 2))),
-    );
-  }, 600_000);
-
-  it('--refund-duplicates never refunds the kept charge nor one differing from it, and POSTs at most once per extra across runs and kills', async () => {
-    const faults = fc.array(
-      fc.record({
-        slice: fc.integer({ min: 0, max: 2 }),
-        // A slice judged in parts (batchCharges below): which part's phase.
-        part: fc.integer({ min: 0, max: 2 }),
-        phase: fc.constantFrom('listed', 'ingested', 'judged', 'repaired', 'before-commit', 'committed', 'verified'),
-        refundCrash: fc.constantFrom('none', 'before', 'after'),
-      }),
-      { maxLength: 3 },
-    );
-    await fc.assert(
-      fc.asyncProperty(historyArb, faults, fc.constantFrom(1_000_000, 1, 2), async (h, crashes, batchCharges) => {
-        const stripe = await reset(h);
-        const evidence = memoryEvidence(() => stripe);
-        const posts = new Map<string, number>();
-        const refund = evidence.refund.bind(evidence);
-        evidence.refund = async (account, request) => {
-          posts.set(request.chargeId, (posts.get(request.chargeId) ?? 0) + 1);
-          return refund(account, request);
-        };
-        for (const crash of [...crashes, null]) {
-          if (crash?.refundCrash === 'before') evidence.refundFails.next = 1;
-          evidence.refundFails.afterStripeRefunded = crash?.refundCrash === 'after';
-          if (crash?.refundCrash === 'after') evidence.refundFails.next = 1;
-          await run(
-            stripe,
-            evidence,
-            { accounts: [...ACCOUNTS], refundDuplicates: true, batchCharges },
-            {
-              faultPoint: (name) => {
-                if (!crash) return;
-                const whole = `slice:${crash.slice}:${crash.phase}`;
-                if (name === whole || name === `slice:${crash.slice}.${crash.part}:${crash.phase}`)
-                  throw new Error(`killed at ${name}`);
-              },
-            },
-          ).catch((error: unknown) => {
-            if (crash === null) throw error;
-          });
-          evidence.refundFails.next = 0;
-        }
-        const refunded = new Set(evidence.refunds.map((r) => r.chargeId));
-        expect(
-          [...posts].filter(([, n]) => n > 1),
-          'a charge refunded by more than one POST',
-        ).toEqual([]);
-        expect(evidence.refunds.length).toBe(refunded.size);
-        for (const id of refunded) {
-          const extra = stripe.find((c) => c.id === id) as NormalizedCharge;
-          const kept = stripe.filter(
-            (c) =>
-              c.id !== id &&
-              !refunded.has(c.id) &&
-              c.account === extra.account &&
-              c.tenantId === extra.tenantId &&
-              c.idempotencyKey === extra.idempotencyKey &&
-              c.status === 'succeeded' &&
-              c.amount === extra.amount &&
-              c.currency === extra.currency &&
-              c.customer === extra.customer &&
-              c.paymentMethod === extra.paymentMethod &&
-              (c.created < extra.created || (c.created === extra.created && c.id < extra.id)),
-          );
-          expect(kept.length, `refunded ${id} without an identical, earlier charge kept for its key`).toBeGreaterThan(
-            0,
-          );
-        }
-      }),
-      params(Math.max(10, Math.floor(RUNS / 2))),
-    );
-  }, 600_000);
+      });
+    },
+    PROPERTY_TIMEOUT,
+  );
 });
-
-export { describeHistory };

@@ -2,18 +2,18 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LOCK_CLASS, LockObject } from '../../src/db/locks.js';
 import { ensureDayPartitions } from '../../src/db/partitions.js';
 import { createPool, type Queryable } from '../../src/db/pool.js';
-import { silentLogger } from '../../src/log.js';
 import type { NormalizedCharge } from '../../src/sweep/provider.js';
 import { lockAccounts, SweepLockedError } from '../../src/sweep/lock.js';
 import { sweep, SweepFailedError, sweepOptions, type SweepDeps, type SweepOptions } from '../../src/sweep/sweep.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import {
   charge,
+  emptySweepTables,
   memoryChargeSource,
+  memorySweepDeps,
   memoryEvidence,
   seedClaim,
   seedEffect,
-  IDEMPOTENCY_WINDOW_MS,
 } from '../support/scenario.js';
 import { tableChecksums } from '../support/checksums.js';
 
@@ -45,16 +45,11 @@ let evidence: ReturnType<typeof memoryEvidence>;
 /** A sweep of the scenario's Stripe at NOW, with any dependency or option replaced. */
 function sweepWith(deps: Partial<SweepDeps> = {}, options: Partial<SweepOptions> = {}) {
   return sweep(
+    memorySweepDeps(db.pool, () => stripe, NOW, { listCalls, evidence, ...deps }),
     {
-      pool: db.pool,
-      listCharges: memoryChargeSource(() => stripe, listCalls),
-      evidence,
-      clock: () => NOW,
-      logger: silentLogger(),
-      idempotencyWindowMs: IDEMPOTENCY_WINDOW_MS,
-      ...deps,
+      ...baseOptions,
+      ...options,
     },
-    { ...baseOptions, ...options },
   );
 }
 
@@ -139,9 +134,7 @@ afterAll(async () => {
   await db.drop();
 });
 beforeEach(async () => {
-  await db.pool.query(
-    'TRUNCATE recon_event_cursors, recon_deep_reads, recon_refunds, recon_repairs, recon_findings, recon_watermarks, recon_runs, stripe_charges, payments, idempotency_keys',
-  );
+  await emptySweepTables(db.pool);
   await buildScenario();
 });
 
@@ -795,9 +788,7 @@ describe('a dense slice judged in parts (batchCharges)', () => {
   it('names its parts, checkpoints after each, stops between two, and resumes to what a whole run finds', async () => {
     const [whole] = await run({ resume: true });
     const expected = await findings();
-    await db.pool.query(
-      'TRUNCATE recon_event_cursors, recon_deep_reads, recon_refunds, recon_repairs, recon_findings, recon_watermarks, recon_runs, stripe_charges, payments, idempotency_keys',
-    );
+    await emptySweepTables(db.pool);
     await buildScenario();
 
     // The last slice (10:00–11:00) holds six charges: parts of two, cut at 10:20:01 and 10:40:01.

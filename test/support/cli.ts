@@ -2,6 +2,26 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/** The CLI as installed: bin/sweeper.js runs dist/, which the global setup builds when src/ changed (build.ts). */
+export const SWEEPER_BIN = fileURLToPath(new URL('../../bin/sweeper.js', import.meta.url));
+/** The standalone Stripe double, from dist-testkit/. */
+export const STRIPE_DOUBLE_BIN = fileURLToPath(new URL('../../bin/sweeper-stripe-double.js', import.meta.url));
+
+/**
+ * The environment a test runs the CLI with: its database, a Stripe (the double, or a
+ * proxy in front of it) and an API key for it, then the test's own settings.
+ */
+export function cliEnv<S extends Record<string, string | undefined>>(
+  target: { db: { url: string }; stripe: string; key: string },
+  settings: S = {} as S,
+): { DATABASE_URL: string; STRIPE_API_KEY: string; STRIPE_API_BASE: string } & S {
+  return { DATABASE_URL: target.db.url, STRIPE_API_KEY: target.key, STRIPE_API_BASE: target.stripe, ...settings };
+}
+
+/** The `sweeper: …` lines of a run's stderr: what an operator reads (the rest is JSON logs). */
+export function sweeperLines(stderr: string): string[] {
+  return stderr.split('\n').filter((line) => line.startsWith('sweeper: '));
+}
 
 export interface CliResult {
   code: number | null;
@@ -11,8 +31,8 @@ export interface CliResult {
 }
 
 /**
- * Runs the CLI from source as a subprocess (what an operator runs, minus the build
- * step), with exactly the environment given: nothing leaks in from the test process.
+ * Runs the built CLI as a subprocess (what an operator runs), with exactly the
+ * environment given: nothing leaks in from the test process.
  */
 export function runCli(args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
   return startCli(args, env).done;
@@ -26,7 +46,7 @@ export interface RunningCli {
 }
 
 export function startCli(args: string[], env: Record<string, string | undefined> = {}): RunningCli {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+  const child = spawn(process.execPath, [SWEEPER_BIN, ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } as NodeJS.ProcessEnv,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
+import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
 import { createPool, type Pool, type Queryable } from '../../src/db/pool.js';
 import { withDatabase } from './global-setup.js';
 
@@ -83,4 +84,18 @@ export function explaining(db: Queryable): { db: Queryable; plans: string[] } {
     return db.query(text, values);
   };
   return { db: { query } as unknown as Queryable, plans };
+}
+
+/**
+ * A database of the test file's own (createTestDatabase) with a day partition for every
+ * UTC day from `from` to `to` (by default tomorrow): what a sweep over those days writes into.
+ */
+export async function partitionedDatabase(
+  from: Date,
+  to: Date = new Date(Date.now() + 86_400_000),
+  options: { poolSize?: number } = {},
+): Promise<TestDatabase> {
+  const db = await createTestDatabase(options);
+  await ensureDayPartitions(db.pool, { from: utcDay(from), to: utcDay(to) });
+  return db;
 }

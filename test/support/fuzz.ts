@@ -2,20 +2,9 @@ import fc from 'fast-check';
 import type { NormalizedCharge } from '../../src/sweep/provider.js';
 
 /**
- * Generators and checks shared by the fuzz tests. Runs per property come from
- * SWEEPER_FUZZ_RUNS (a bigger run: `SWEEPER_FUZZ_RUNS=20000 npx vitest run test/unit/fuzz.test.ts`);
- * a failure prints fast-check's seed, path and shrunk counterexample, and
- * SWEEPER_FUZZ_SEED replays a seed.
+ * Generators and checks shared by the fuzz tests (test/unit/fuzz.test.ts,
+ * test/integration/fuzz-mirror.test.ts); seeds and sizes: test/support/properties.ts.
  */
-export function fuzzParameters(defaultRuns: number): fc.Parameters<unknown> {
-  const runs = Number(process.env.SWEEPER_FUZZ_RUNS ?? defaultRuns);
-  const seed = process.env.SWEEPER_FUZZ_SEED;
-  return {
-    numRuns: Number.isSafeInteger(runs) && runs > 0 ? runs : defaultRuns,
-    ...(seed ? { seed: Number(seed) } : {}),
-    verbose: 1,
-  };
-}
 
 /** Strings as a hostile upstream would send them: any code point, NULs, lone surrogates, escapes. */
 export const hostileString = fc.oneof(

@@ -3,11 +3,13 @@ import type { TestProject } from 'vitest/node';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../../testkit/postgres-server.js';
 import { createPool } from '../../src/db/pool.js';
 import { migrate } from '../../src/db/migrate.js';
+import { ensureBuilt } from './build.js';
 
 /**
  * One PostgreSQL for the whole run: the server in DATABASE_URL, or a throwaway one.
  * A template database is migrated once; every test file copies it (CREATE DATABASE …
- * TEMPLATE), which takes milliseconds and isolates files from each other.
+ * TEMPLATE), which takes milliseconds and isolates files from each other. Meanwhile the
+ * CLI is built if src/ changed since the last build (build.ts): the tests spawn it from dist/.
  */
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -17,6 +19,9 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const built = ensureBuilt();
+  // Awaited once the template is ready; until then a failure must not go unhandled.
+  built.catch(() => undefined);
   let server: ThrowawayPostgres | undefined;
   let adminUrl = process.env.DATABASE_URL;
   if (!adminUrl) {
@@ -34,14 +39,20 @@ export default async function setup(project: TestProject): Promise<() => Promise
   } finally {
     await pool.end();
   }
-  project.provide('pgAdminUrl', adminUrl);
-  project.provide('pgTemplate', template);
-
-  return async () => {
+  const teardown = async () => {
     await admin.query(`DROP DATABASE IF EXISTS ${template}`).catch(() => undefined);
     await admin.end();
     await server?.stop();
   };
+  try {
+    await built;
+  } catch (error) {
+    await teardown();
+    throw error;
+  }
+  project.provide('pgAdminUrl', adminUrl);
+  project.provide('pgTemplate', template);
+  return teardown;
 }
 
 export function withDatabase(url: string, database: string): string {

@@ -1,6 +1,8 @@
 import type { Queryable } from '../../src/db/pool.js';
 import type { MalformedCharge, NormalizedCharge } from '../../src/sweep/provider.js';
-import type { ChangeSource, ChargeSource } from '../../src/sweep/sweep.js';
+import type { ChangeSource, ChargeSource, SweepDeps } from '../../src/sweep/sweep.js';
+import { silentLogger } from '../../src/log.js';
+import { STRIPE_IDEMPOTENCY_WINDOW_MS } from '../../src/providers/stripe/limits.js';
 import { downstreamKey } from '../../src/claims/keys.js';
 import type { RefundFact, ProviderEvidence } from '../../src/sweep/provider.js';
 
@@ -114,6 +116,29 @@ export function charge(over: Partial<NormalizedCharge> & { id: string; created: 
     idempotencyKey: null,
     livemode: false,
     ...over,
+  };
+}
+
+/**
+ * What a sweep run in-process needs against Stripe held in memory: `charges()` listed
+ * (counted in `listCalls` when given) and read back as Stripe's own word, the clock stopped
+ * at `now`, no logs; `over` replaces any of it.
+ */
+export function memorySweepDeps(
+  pool: SweepDeps['pool'],
+  charges: () => NormalizedCharge[],
+  now: Date,
+  over: Partial<SweepDeps> & { listCalls?: { count: number } } = {},
+): SweepDeps {
+  const { listCalls, ...deps } = over;
+  return {
+    pool,
+    listCharges: memoryChargeSource(charges, listCalls),
+    evidence: memoryEvidence(charges),
+    clock: () => now,
+    logger: silentLogger(),
+    idempotencyWindowMs: STRIPE_IDEMPOTENCY_WINDOW_MS,
+    ...deps,
   };
 }
 
@@ -244,11 +269,19 @@ export function memoryChangeSource(events: () => MemoryEvent[], calls?: { count:
   };
 }
 
-/** Empties every table a sweep reads or writes (alert state aside), for tests that rebuild a scenario. */
-export async function truncateSweepTables(db: Queryable): Promise<void> {
+/**
+ * Empties every table a sweep reads or writes (alert state aside), for tests that rebuild
+ * a scenario: the state a TRUNCATE of those tables leaves (the claim directory empty too),
+ * by DELETE, which on a few rows takes milliseconds where a TRUNCATE of partitioned tables
+ * takes tens. recon_repairs is append-only (no DELETE): truncated.
+ */
+export async function emptySweepTables(db: Queryable): Promise<void> {
   await db.query(
-    `TRUNCATE recon_event_cursors, recon_deep_reads, recon_refunds, recon_repairs, recon_findings, recon_watermarks,
-              recon_runs, stripe_charges, payments, idempotency_keys`,
+    `TRUNCATE recon_repairs;
+     DELETE FROM recon_refunds; DELETE FROM recon_event_cursors; DELETE FROM recon_deep_reads;
+     DELETE FROM recon_findings; DELETE FROM recon_watermarks; DELETE FROM recon_runs;
+     DELETE FROM stripe_charges; DELETE FROM payments; DELETE FROM idempotency_keys;
+     DELETE FROM idempotency_key_directory`,
   );
 }
 

@@ -1,6 +1,23 @@
 import nock from 'nock';
+import { afterEach, beforeEach, expect } from 'vitest';
 
 export const STRIPE_ORIGIN = 'https://api.stripe.com';
+
+/**
+ * For each test of the file: no network but nock's interceptors, and afterwards every
+ * interceptor the test set up must have been used.
+ */
+export function everyTestThroughNock(): void {
+  beforeEach(() => {
+    nock.disableNetConnect();
+  });
+  afterEach(() => {
+    const pending = nock.pendingMocks();
+    nock.cleanAll();
+    nock.enableNetConnect();
+    expect(pending).toEqual([]);
+  });
+}
 
 export interface RecordedCall {
   idempotencyKey: string | undefined;

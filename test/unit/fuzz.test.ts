@@ -13,7 +13,6 @@ import { withRetries, type FetchChargePage, type PageQuery } from '../../src/pro
 import { RateBudget } from '../../src/providers/stripe/rate-budget.js';
 import {
   chargeObject,
-  fuzzParameters,
   hostileJson,
   hostileString,
   NOW,
@@ -22,20 +21,24 @@ import {
   WINDOW_FROM,
   WINDOW_TO,
 } from '../support/fuzz.js';
+import { checkProperty } from '../support/properties.js';
 
 /**
  * Arbitrary charges, pages and error headers against the normaliser and the lister
  * (no HTTP: the lister takes a FetchChargePage). The properties of issue 10: nothing
  * but typed errors; no charge the schema would refuse; a window never counts as done
  * unless every page was well-formed. `npm test` runs a few thousand cases in a few
- * seconds; SWEEPER_FUZZ_RUNS raises it.
+ * seconds; `npm run test:deep` five to ten times as many (test/support/properties.ts).
  */
 const keys = DEFAULT_METADATA_KEYS;
 
 describe('normalizeCharge, fuzzed', () => {
-  it('never throws, and never returns a charge the schema (or the sweep’s own rules) would refuse', () => {
-    fc.assert(
-      fc.property(fc.oneof(chargeObject(), hostileJson), fc.constantFrom(null, 'acct_1Fuzz'), (raw, account) => {
+  it('never throws, and never returns a charge the schema (or the sweep’s own rules) would refuse', async () => {
+    await checkProperty(
+      'fuzz: normalizeCharge refuses nothing wrongly',
+      { normal: 10_000, deep: 50_000 },
+      [fc.oneof(chargeObject(), hostileJson), fc.constantFrom(null, 'acct_1Fuzz')],
+      (raw, account) => {
         const result = normalizeCharge(raw, account, keys, NOW);
         if (result.ok) {
           expect(schemaProblems(result.charge)).toEqual([]);
@@ -45,27 +48,24 @@ describe('normalizeCharge, fuzzed', () => {
           if (result.malformed.id !== null) expect(result.malformed.id).toMatch(/^[\x21-\x7e]{1,255}$/);
           expect(result.malformed.problem).toMatch(/^[\x20-\x7e]+$/);
         }
-      }),
-      fuzzParameters(10_000),
+      },
     );
   });
 
-  it('takes every well-formed charge', () => {
-    fc.assert(
-      fc.property(
-        fc.integer({ min: WINDOW_FROM, max: WINDOW_TO }),
-        fc.integer({ min: 0, max: 10_000 }),
-        (created, amount) => {
-          const result = normalizeCharge(
-            { id: 'ch_ok', created, amount, amount_refunded: amount, currency: 'usd', status: 'failed' },
-            null,
-            keys,
-            NOW,
-          );
-          expect(result.ok).toBe(true);
-        },
-      ),
-      fuzzParameters(200),
+  it('takes every well-formed charge', async () => {
+    await checkProperty(
+      'fuzz: normalizeCharge takes every well-formed charge',
+      { normal: 200, deep: 2_000 },
+      [fc.integer({ min: WINDOW_FROM, max: WINDOW_TO }), fc.integer({ min: 0, max: 10_000 })],
+      (created, amount) => {
+        const result = normalizeCharge(
+          { id: 'ch_ok', created, amount, amount_refunded: amount, currency: 'usd', status: 'failed' },
+          null,
+          keys,
+          NOW,
+        );
+        expect(result.ok).toBe(true);
+      },
     );
   });
 });
@@ -104,8 +104,10 @@ const failure = fc.oneof(
 
 describe('listChargeWindow, fuzzed pages', () => {
   it('ends with the window read, or an IncompleteWindowError; it reports done only if every page was well-formed', async () => {
-    await fc.assert(
-      fc.asyncProperty(
+    await checkProperty(
+      'fuzz: listChargeWindow pages',
+      { normal: 3_000, deep: 15_000 },
+      [
         fc.array(
           fc.oneof(
             { weight: 6, arbitrary: page.map((p) => ({ page: p })) },
@@ -117,42 +119,41 @@ describe('listChargeWindow, fuzzed pages', () => {
           },
         ),
         fc.integer({ min: 1, max: 4 }),
-        async (answers, concurrency) => {
-          const served: unknown[] = [];
-          let calls = 0;
-          const fetchPage = (async () => {
-            const answer = answers[Math.min(calls, answers.length - 1)]!;
-            calls += 1;
-            if ('failure' in answer) throw answer.failure;
-            served.push(answer.page);
-            return answer.page;
-          }) as unknown as FetchChargePage;
-          const counters = new StripeListCounters();
-          let yielded = 0;
-          try {
-            for await (const batch of listChargeWindow(
-              fetchPage,
-              null,
-              { from: WINDOW_FROM, to: WINDOW_TO },
-              { concurrency, limit: 5, maxPages: 40, counters, now: () => NOW },
-            )) {
-              for (const charge of batch.charges) {
-                expect(schemaProblems(charge)).toEqual([]);
-                expect(charge.created >= WINDOW_FROM && charge.created < WINDOW_TO).toBe(true);
-              }
-              yielded += batch.charges.length + batch.malformed.length;
+      ],
+      async (answers, concurrency) => {
+        const served: unknown[] = [];
+        let calls = 0;
+        const fetchPage = (async () => {
+          const answer = answers[Math.min(calls, answers.length - 1)]!;
+          calls += 1;
+          if ('failure' in answer) throw answer.failure;
+          served.push(answer.page);
+          return answer.page;
+        }) as unknown as FetchChargePage;
+        const counters = new StripeListCounters();
+        let yielded = 0;
+        try {
+          for await (const batch of listChargeWindow(
+            fetchPage,
+            null,
+            { from: WINDOW_FROM, to: WINDOW_TO },
+            { concurrency, limit: 5, maxPages: 40, counters, now: () => NOW },
+          )) {
+            for (const charge of batch.charges) {
+              expect(schemaProblems(charge)).toEqual([]);
+              expect(charge.created >= WINDOW_FROM && charge.created < WINDOW_TO).toBe(true);
             }
-          } catch (error) {
-            expect(error).toBeInstanceOf(IncompleteWindowError);
-            return;
+            yielded += batch.charges.length + batch.malformed.length;
           }
-          // Done: then every page served was well-formed, and nothing was made up.
-          const seen = new Set<string>();
-          for (const p of served) expect(wellFormed(p, 5, seen)).toBe(true);
-          expect(yielded).toBe(served.reduce((n: number, p) => n + (p as { data: unknown[] }).data.length, 0));
-        },
-      ),
-      fuzzParameters(3_000),
+        } catch (error) {
+          expect(error).toBeInstanceOf(IncompleteWindowError);
+          return;
+        }
+        // Done: then every page served was well-formed, and nothing was made up.
+        const seen = new Set<string>();
+        for (const p of served) expect(wellFormed(p, 5, seen)).toBe(true);
+        expect(yielded).toBe(served.reduce((n: number, p) => n + (p as { data: unknown[] }).data.length, 0));
+      },
     );
   });
 });
@@ -172,8 +173,11 @@ function fakeBudget(): RateBudget {
 
 describe('withRetries, fuzzed failures and headers', () => {
   it('throws only its typed errors, and never waits a non-finite or unbounded time', async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.array(failure, { minLength: 1, maxLength: 10 }), async (failures) => {
+    await checkProperty(
+      'fuzz: withRetries failures',
+      { normal: 2_000, deep: 10_000 },
+      [fc.array(failure, { minLength: 1, maxLength: 10 })],
+      async (failures) => {
         const waits: number[] = [];
         let call = 0;
         const fetch = withRetries<PageQuery, unknown>(
@@ -189,34 +193,32 @@ describe('withRetries, fuzzed failures and headers', () => {
           [InvalidStripeKeyError, MissingStripePermissionError, PageFetchError].some((type) => error instanceof type),
         ).toBe(true);
         for (const ms of waits) expect(Number.isFinite(ms) && ms >= 0 && ms <= 61_000).toBe(true);
-      }),
-      fuzzParameters(2_000),
+      },
     );
   });
 
   it('reads any header value without throwing', async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        fc.dictionary(fc.constantFrom('retry-after', 'stripe-should-retry', 'x'), fc.oneof(hostileString, hostileJson)),
-        (headers) => {
-          const fetch = withRetries<PageQuery, unknown>(
-            async () => {
-              throw { statusCode: 429, headers };
-            },
-            {
-              budget: fakeBudget(),
-              counters: new StripeListCounters(),
-              sleep: async () => undefined,
-              policy: { maxAttempts: 2 },
-            },
-          );
-          return fetch({ account: null, gte: 0, lt: 1, limit: 1 }, new AbortController().signal).then(
-            () => false,
-            (e: unknown) => e instanceof PageFetchError,
-          );
-        },
-      ),
-      fuzzParameters(500),
+    await checkProperty(
+      'fuzz: withRetries headers',
+      { normal: 500, deep: 5_000 },
+      [fc.dictionary(fc.constantFrom('retry-after', 'stripe-should-retry', 'x'), fc.oneof(hostileString, hostileJson))],
+      (headers) => {
+        const fetch = withRetries<PageQuery, unknown>(
+          async () => {
+            throw { statusCode: 429, headers };
+          },
+          {
+            budget: fakeBudget(),
+            counters: new StripeListCounters(),
+            sleep: async () => undefined,
+            policy: { maxAttempts: 2 },
+          },
+        );
+        return fetch({ account: null, gte: 0, lt: 1, limit: 1 }, new AbortController().signal).then(
+          () => false,
+          (e: unknown) => e instanceof PageFetchError,
+        );
+      },
     );
   });
 });

@@ -1,5 +1,5 @@
 import nock from 'nock';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createStripeClient } from '../../src/providers/stripe/client.js';
 import {
   IncompleteWindowError,
@@ -8,7 +8,7 @@ import {
 } from '../../src/providers/stripe/errors.js';
 import { createChargeLister } from '../../src/providers/stripe/list-charges.js';
 import { RateBudget } from '../../src/providers/stripe/rate-budget.js';
-import { STRIPE_ORIGIN } from '../support/stripe-nock.js';
+import { everyTestThroughNock, STRIPE_ORIGIN } from '../support/stripe-nock.js';
 import { failure } from '../support/promises.js';
 
 // SDK retries on, as in production: the lister must switch them off per request and retry itself.
@@ -64,15 +64,7 @@ async function listAll(l: ReturnType<typeof lister>, account: string | null = nu
 
 const charges = () => nock(STRIPE_ORIGIN).get('/v1/charges').query(true);
 
-beforeEach(() => {
-  nock.disableNetConnect();
-});
-afterEach(() => {
-  const pending = nock.pendingMocks();
-  nock.cleanAll();
-  nock.enableNetConnect();
-  expect(pending).toEqual([]);
-});
+everyTestThroughNock();
 
 describe('listing charges through the SDK: 429 and other transient failures', () => {
   it('asks for the window with created[gte]/[lt], 100 per page, on the connected account', async () => {

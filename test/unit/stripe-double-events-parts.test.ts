@@ -3,6 +3,7 @@ import { ChargeStore, type ChargeRecord } from '../../testkit/stripe-double/char
 import { changedAttributes } from '../../testkit/stripe-double/emit.js';
 import { EVENT_RETENTION_SECONDS, EventStore, type EventRecord } from '../../testkit/stripe-double/event-store.js';
 import { matchesCharge, parseChargeQuery, SearchQueryError } from '../../testkit/stripe-double/search-query.js';
+import { doubleChargeRecord } from '../support/facts.js';
 
 const NOW_MS = 2_000_000_000_000;
 const NOW_S = NOW_MS / 1000;
@@ -84,26 +85,7 @@ describe('EventStore', () => {
 });
 
 describe('ChargeStore late listing', () => {
-  const charge = (id: string, created: number): ChargeRecord => ({
-    id,
-    account: null,
-    created,
-    amount: 100,
-    amountCaptured: 100,
-    amountRefunded: 0,
-    currency: 'usd',
-    status: 'succeeded',
-    captured: true,
-    disputed: false,
-    paymentIntent: null,
-    paymentMethod: null,
-    customer: null,
-    description: null,
-    metadata: {},
-    failureCode: null,
-    failureMessage: null,
-    declineCode: null,
-  });
+  const charge = (id: string, created: number) => doubleChargeRecord(id, created);
 
   it('keeps a late charge out of listings until its time, then in its place', () => {
     let now = 1_000_000;

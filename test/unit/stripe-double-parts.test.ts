@@ -9,27 +9,9 @@ import { EndpointRateLimiter } from '../../testkit/stripe-double/rate-limit.js';
 import { renderCharge } from '../../testkit/stripe-double/render.js';
 import { seedCharges, type SeededCharge } from '../../testkit/stripe-double/seed.js';
 import { DoubleState } from '../../testkit/stripe-double/state.js';
+import { doubleChargeRecord } from '../support/facts.js';
 
-const record = (id: string, created: number, account: string | null = null): ChargeRecord => ({
-  id,
-  account,
-  created,
-  amount: 100,
-  amountCaptured: 100,
-  amountRefunded: 0,
-  currency: 'usd',
-  status: 'succeeded',
-  captured: true,
-  disputed: false,
-  paymentIntent: null,
-  paymentMethod: null,
-  customer: null,
-  description: null,
-  metadata: {},
-  failureCode: null,
-  failureMessage: null,
-  declineCode: null,
-});
+const record = doubleChargeRecord;
 
 function store() {
   const s = new ChargeStore();

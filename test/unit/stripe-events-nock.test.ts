@@ -1,5 +1,5 @@
 import nock from 'nock';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { createStripeClient } from '../../src/providers/stripe/client.js';
 import {
   ChargeRetrievalError,
@@ -10,7 +10,7 @@ import { InvalidStripeKeyError } from '../../src/providers/stripe/errors.js';
 import { CHANGE_EVENT_TYPES, createEventReader, type EventWindow } from '../../src/providers/stripe/events.js';
 import { RateBudget } from '../../src/providers/stripe/rate-budget.js';
 import { failure } from '../support/promises.js';
-import { STRIPE_ORIGIN } from '../support/stripe-nock.js';
+import { everyTestThroughNock, STRIPE_ORIGIN } from '../support/stripe-nock.js';
 
 // SDK retries on, as in production: the reader must switch them off per request and retry itself.
 const stripe = createStripeClient({ apiKey: 'sk_test_events', maxNetworkRetries: 2 });
@@ -77,15 +77,9 @@ function events(...replies: Array<[number, unknown] | [number, unknown, Record<s
   }
 }
 
+everyTestThroughNock();
 beforeEach(() => {
   seen = [];
-  nock.disableNetConnect();
-});
-afterEach(() => {
-  const pending = nock.pendingMocks();
-  nock.cleanAll();
-  nock.enableNetConnect();
-  expect(pending).toEqual([]);
 });
 
 describe('reading events through the SDK', () => {

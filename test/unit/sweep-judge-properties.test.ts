@@ -2,24 +2,18 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ChargeFact, ClaimFact, EffectFact, IdentityFacts } from '../../src/sweep/facts.js';
 import { judgeSlice, type JudgeContext, type Judgement } from '../../src/sweep/judge/index.js';
+import { factBuilders } from '../support/facts.js';
+import { checkProperty } from '../support/properties.js';
 
 /**
  * The judgement's rules as invariants over many random identities (pure, no I/O: thousands
  * per second). The same rules run through the real schema and sweep in
- * test/integration/sweep-properties.test.ts. SWEEPER_PROPS_RUNS scales both.
+ * test/integration/sweep-properties.test.ts. Seeds and sizes: test/support/properties.ts.
  */
 
-const RUNS = Number(process.env.SWEEPER_PROPS_RUNS ?? 100) * 20;
 const NOW = new Date('2026-11-10T12:00:00Z');
 const MIN = 60_000;
-const ALL = { has: () => true } as unknown as ReadonlySet<string>;
-const ctx = (refundDuplicates: boolean): JudgeContext => ({
-  now: NOW,
-  retentionMs: 7 * 24 * 60 * MIN,
-  refundDuplicates,
-  providerIdempotencyWindowMs: 24 * 60 * MIN,
-  verified: { chargeIds: ALL, identities: ALL, unreadableCharges: new Map(), unreadableNaming: new Map() },
-});
+const ctx = (refundDuplicates: boolean): JudgeContext => factBuilders(NOW).context({ refundDuplicates });
 const ago = (m: number) => new Date(NOW.getTime() - m * MIN);
 const ACCOUNTS = ['platform', 'acct_1B'];
 
@@ -218,12 +212,14 @@ function check(i: IdentityFacts, j: Judgement): void {
 }
 
 describe('the judgement over random identities', () => {
-  it('gives every object one home, and repairs only what the rules allow', () => {
-    fc.assert(
-      fc.property(identityArb, fc.boolean(), (identity, refunds) => {
+  it('gives every object one home, and repairs only what the rules allow', async () => {
+    await checkProperty(
+      'sweep-judge-properties: judgement',
+      { normal: 2_000, deep: 40_000 },
+      [identityArb, fc.boolean()],
+      (identity, refunds) => {
         check(identity, judgeSlice({ identities: [identity], looseCharges: [], looseEffects: [] }, ctx(refunds)));
-      }),
-      { numRuns: RUNS },
+      },
     );
-  });
+  }, 600_000);
 });

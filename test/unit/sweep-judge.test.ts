@@ -6,7 +6,8 @@ import {
   type JudgeContext,
   type Judgement,
 } from '../../src/sweep/judge/index.js';
-import type { ChargeFact, ClaimFact, EffectFact, IdentityFacts } from '../../src/sweep/facts.js';
+import type { ChargeFact, ClaimFact, IdentityFacts } from '../../src/sweep/facts.js';
+import { ALL_VERIFIED, factBuilders } from '../support/facts.js';
 
 /**
  * docs/judgement.md "The rules, in order", rule by rule. Every identity here is judged
@@ -15,45 +16,10 @@ import type { ChargeFact, ClaimFact, EffectFact, IdentityFacts } from '../../src
 
 const NOW = new Date('2026-11-10T12:00:00Z');
 const DAY = 86_400_000;
-const minutesAgo = (m: number) => new Date(NOW.getTime() - m * 60_000);
 const SUBJECT = 'acme\u241fk1';
 
-const ALL_VERIFIED = {
-  chargeIds: { has: () => true } as unknown as ReadonlySet<string>,
-  identities: { has: () => true } as unknown as ReadonlySet<string>,
-  unreadableCharges: new Map(),
-  unreadableNaming: new Map(),
-};
-const ctx: JudgeContext = {
-  now: NOW,
-  retentionMs: 7 * DAY,
-  refundDuplicates: false,
-  providerIdempotencyWindowMs: DAY,
-  verified: ALL_VERIFIED,
-};
-
-function claim(over: Partial<ClaimFact> = {}): ClaimFact {
-  return {
-    tenantId: 'acme',
-    key: 'k1',
-    accountId: null,
-    status: 'completed',
-    attempt: 1,
-    lockedUntil: null,
-    createdAt: minutesAgo(60),
-    updatedAt: minutesAgo(59),
-    responseStatus: 200,
-    responseOutcome: 'success',
-    responseChargeId: 'ch_1',
-    answerObject: null,
-    answerStatus: null,
-    answerMapped: null,
-    amount: 1000,
-    currency: 'usd',
-    downstreamKey: 'd',
-    ...over,
-  };
-}
+const { minutesAgo, claim, charge, effect, identity, context } = factBuilders(NOW);
+const ctx: JudgeContext = context();
 const inFlight = (over: Partial<ClaimFact> = {}) =>
   claim({
     status: 'in_flight',
@@ -63,54 +29,6 @@ const inFlight = (over: Partial<ClaimFact> = {}) =>
     responseChargeId: null,
     ...over,
   });
-function charge(over: Partial<ChargeFact> = {}): ChargeFact {
-  return {
-    id: 'ch_1',
-    account: 'platform',
-    created: minutesAgo(59),
-    amount: 1000,
-    amountCaptured: 1000,
-    amountRefunded: 0,
-    currency: 'usd',
-    status: 'succeeded',
-    captured: true,
-    refunded: false,
-    disputed: false,
-    paymentIntent: 'pi_1',
-    customer: 'cus_1',
-    paymentMethod: 'pm_1',
-    tenantId: 'acme',
-    idempotencyKey: 'k1',
-    ...over,
-  };
-}
-function effect(over: Partial<EffectFact> = {}): EffectFact {
-  return {
-    chargeId: 'ch_1',
-    tenantId: 'acme',
-    idempotencyKey: 'k1',
-    accountId: null,
-    paymentIntentId: 'pi_1',
-    amount: 1000,
-    currency: 'usd',
-    status: 'succeeded',
-    amountRefunded: 0,
-    disputed: false,
-    createdAt: minutesAgo(59),
-    ...over,
-  };
-}
-const identity = (i: Partial<IdentityFacts>): IdentityFacts => ({
-  account: 'platform',
-  tenantId: 'acme',
-  key: 'k1',
-  claim: null,
-  claimAccount: null,
-  tenantKnown: true,
-  charges: [],
-  effects: [],
-  ...i,
-});
 const judge = (identities: IdentityFacts[], over: Partial<JudgeContext> = {}) =>
   judgeSlice({ identities, looseCharges: [], looseEffects: [] }, { ...ctx, ...over });
 const only = (i: IdentityFacts, over: Partial<JudgeContext> = {}) => {

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { partsOf } from '../../src/sweep/parts.js';
+import { checkProperty } from '../support/properties.js';
 
 const slice = { from: new Date('2026-11-10T02:00:00Z'), to: new Date('2026-11-10T03:00:00Z') };
 const LEASE = 120_000;
@@ -42,38 +43,35 @@ describe('partsOf (a dense slice judged in parts)', () => {
     expect(() => partsOf(slice, listed, [], 1.5)).toThrow(RangeError);
   });
 
-  it('tiles the slice: contiguous parts, each charge in exactly one, none over maxCharges unless one second holds more', () => {
-    fc.assert(
-      fc.property(
-        fc.array(fc.integer({ min: 0, max: 3599 }), { maxLength: 300 }),
-        fc.integer({ min: 1, max: 40 }),
-        (offsets, max) => {
-          const created = offsets.map(second);
-          const parts = partsOf(slice, listed, created, max);
-          expect(parts[0]?.slice.from).toEqual(slice.from);
-          expect(parts.at(-1)?.slice.to).toEqual(slice.to);
-          expect(parts[0]?.listed.from).toEqual(listed.from);
-          expect(parts.at(-1)?.listed.to).toEqual(listed.to);
-          for (const [k, part] of parts.entries()) {
-            expect(part.slice.from.getTime()).toBeLessThan(part.slice.to.getTime());
-            if (k > 0) expect(part.slice.from).toEqual(parts[k - 1]?.slice.to);
-            if (k > 0) expect(part.listed.from).toEqual(part.slice.from);
-            if (k < parts.length - 1) expect(part.listed.to).toEqual(part.slice.to);
-            const inPart = created.filter(
-              (s) => s * 1000 >= part.slice.from.getTime() && s * 1000 < part.slice.to.getTime(),
-            );
-            expect(part.charges).toBe(inPart.length);
-            if (part.charges > max)
-              expect(new Set(inPart).size, 'an oversized part spans more than one second').toBe(1);
-          }
-          expect(parts.reduce((n, p) => n + p.charges, 0)).toBe(created.length);
-          // As few parts as whole seconds allow: two neighbours together would overflow.
-          for (let k = 1; k < parts.length; k += 1) {
-            expect((parts[k - 1]?.charges ?? 0) + (parts[k]?.charges ?? 0)).toBeGreaterThan(max);
-          }
-        },
-      ),
-      { numRuns: 500 },
+  it('tiles the slice: contiguous parts, each charge in exactly one, none over maxCharges unless one second holds more', async () => {
+    await checkProperty(
+      'sweep-parts: tiles',
+      { normal: 500, deep: 10_000 },
+      [fc.array(fc.integer({ min: 0, max: 3599 }), { maxLength: 300 }), fc.integer({ min: 1, max: 40 })],
+      (offsets, max) => {
+        const created = offsets.map(second);
+        const parts = partsOf(slice, listed, created, max);
+        expect(parts[0]?.slice.from).toEqual(slice.from);
+        expect(parts.at(-1)?.slice.to).toEqual(slice.to);
+        expect(parts[0]?.listed.from).toEqual(listed.from);
+        expect(parts.at(-1)?.listed.to).toEqual(listed.to);
+        for (const [k, part] of parts.entries()) {
+          expect(part.slice.from.getTime()).toBeLessThan(part.slice.to.getTime());
+          if (k > 0) expect(part.slice.from).toEqual(parts[k - 1]?.slice.to);
+          if (k > 0) expect(part.listed.from).toEqual(part.slice.from);
+          if (k < parts.length - 1) expect(part.listed.to).toEqual(part.slice.to);
+          const inPart = created.filter(
+            (s) => s * 1000 >= part.slice.from.getTime() && s * 1000 < part.slice.to.getTime(),
+          );
+          expect(part.charges).toBe(inPart.length);
+          if (part.charges > max) expect(new Set(inPart).size, 'an oversized part spans more than one second').toBe(1);
+        }
+        expect(parts.reduce((n, p) => n + p.charges, 0)).toBe(created.length);
+        // As few parts as whole seconds allow: two neighbours together would overflow.
+        for (let k = 1; k < parts.length; k += 1) {
+          expect((parts[k - 1]?.charges ?? 0) + (parts[k]?.charges ?? 0)).toBeGreaterThan(max);
+        }
+      },
     );
   });
 });
