@@ -51,6 +51,13 @@ SELECT tenant_id, idempotency_key FROM payments
  WHERE account = $1 AND created_at >= $2 AND created_at < $3
    AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
 UNION
+-- A charge without metadata that a payment row of this account attributes to a key is
+-- that key's charge: judged with it in the slice that listed it (the loose path leaves it).
+SELECT p.tenant_id, p.idempotency_key FROM stripe_charges sc
+  JOIN payments p ON p.charge_id = sc.charge_id AND p.account = $1
+ WHERE sc.account = $1 AND sc.created >= $4 AND sc.created < $5 AND (sc.tenant_id IS NULL OR sc.idempotency_key IS NULL)
+   AND p.tenant_id IS NOT NULL AND p.idempotency_key IS NOT NULL
+UNION
 ${answeredKeys('sc.created >= $4 AND sc.created < $5', mapping)}`;
 
 /** The identities of the charges $2 (ids): their metadata, or a payment row of this account naming a key. */

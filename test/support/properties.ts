@@ -79,9 +79,9 @@ async function exactly<Ts extends [unknown, ...unknown[]]>(
   name: PropertyName,
   property: () => fc.IAsyncPropertyWithHooks<Ts>,
   arbitraries: Arbitraries<Ts>,
-  { seed, path, note }: RegressionSeed,
+  { seed, path, note, example: given }: RegressionSeed,
 ): Promise<void> {
-  const [example] = fc.sample(fc.tuple(...arbitraries), { seed, path, numRuns: 1 });
+  const [example] = given ? [given as unknown as Ts] : fc.sample(fc.tuple(...arbitraries), { seed, path, numRuns: 1 });
   if (example === undefined) throw new Error(`property "${name}": no case at seed ${seed}, path ${path}`);
   await named(
     name,

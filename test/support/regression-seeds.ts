@@ -15,19 +15,277 @@
  *   { seed: 1234567890, path: '71:0:0:5', note: 'what was wrong, and the fix (commit or issue)' },
  *
  * Check it with SWEEPER_PROPS_SEED=<seed> SWEEPER_PROPS_PATH=<path> before the fix: it
- * must fail. An entry replays exactly the case its path names, so it stays valid while the
- * property's arbitraries stay as they were; one that changes them must re-find its seeds.
+ * must fail. Also copy the counterexample fast-check printed into `example`: an entry with
+ * one replays that case whatever the arbitraries become; without it, the case the seed and
+ * path name, valid only while the property's arbitraries stay as they were.
  */
 
 export interface RegressionSeed {
   seed: number;
   path: string;
   note: string;
+  /**
+   * The failing case itself, as fast-check printed it (its counterexample): replayed as it
+   * is, so the entry stays valid when the property's arbitraries change (the seed and path
+   * then name another case). Without it, the case the seed and path name is replayed.
+   */
+  example?: readonly unknown[];
 }
 
 const seeds = {
-  'sweep-properties: invariants': [],
-  'sweep-properties: parts': [],
+  'sweep-properties: invariants': [
+    {
+      seed: 1445341559,
+      path: '71:0:0:0:5:3:4:6:5:5:7:5:5:5:7:7:6:8:8:8:8',
+      note: 'a payment row without tenant/key whose charge a stored answer names was judged twice (matched and amount_mismatch)',
+      example: [
+        {
+          keys: [
+            {
+              tenantId: 't2',
+              key: 'k3',
+              claim: {
+                account: 'acct_1B',
+                status: 'completed',
+                minutesAgo: 30,
+                request: { amount: 1000, currency: 'eur' },
+                outcome: 'success',
+                namesCharge: 0,
+              },
+              charges: [
+                {
+                  id: 'ch_t2_k3_0',
+                  account: 'acct_1B',
+                  minutesAgo: 61,
+                  amount: 1000,
+                  currency: 'usd',
+                  status: 'succeeded',
+                  refund: 'none',
+                  disputed: false,
+                  customer: 'cus_1',
+                  paymentMethod: 'pm_1',
+                  metadata: false,
+                  unreadable: false,
+                },
+              ],
+              payments: [
+                {
+                  chargeId: 'ch_t2_k3_0',
+                  account: 'acct_1B',
+                  amountDelta: 0,
+                  status: 'as_charge',
+                  minutesAgo: 20,
+                  named: false,
+                },
+              ],
+            },
+          ],
+          loose: [],
+        },
+      ],
+    },
+    {
+      seed: 1040770578,
+      path: '10:4:1:1:1:1:2:1:1:2:1:1:5:5:6:6:6:6:6:6:6:6:6:6:6:6:6',
+      note: "a rerun closed an unreadable charge's finding from the mirror's older, readable read of it",
+      example: [
+        {
+          keys: [
+            {
+              tenantId: 't1',
+              key: 'k1',
+              claim: {
+                account: 'platform',
+                status: 'in_flight',
+                minutesAgo: 30,
+                request: { amount: 1000, currency: 'usd' },
+                outcome: 'success',
+                namesCharge: null,
+              },
+              charges: [
+                {
+                  id: 'ch_t1_k1_0',
+                  account: 'platform',
+                  minutesAgo: 20,
+                  amount: 1000,
+                  currency: 'usd',
+                  status: 'succeeded',
+                  refund: 'none',
+                  disputed: false,
+                  customer: 'cus_1',
+                  paymentMethod: 'pm_1',
+                  metadata: true,
+                  unreadable: false,
+                },
+                {
+                  id: 'ch_t1_k1_1',
+                  account: 'platform',
+                  minutesAgo: 59,
+                  amount: 1000,
+                  currency: 'eur',
+                  status: 'failed',
+                  refund: 'none',
+                  disputed: false,
+                  customer: 'cus_1',
+                  paymentMethod: 'pm_1',
+                  metadata: true,
+                  unreadable: true,
+                },
+                {
+                  id: 'ch_t1_k1_2',
+                  account: 'platform',
+                  minutesAgo: 20,
+                  amount: 1000,
+                  currency: 'usd',
+                  status: 'succeeded',
+                  refund: 'none',
+                  disputed: false,
+                  customer: 'cus_1',
+                  paymentMethod: 'pm_1',
+                  metadata: true,
+                  unreadable: false,
+                },
+              ],
+              payments: [],
+            },
+          ],
+          loose: [],
+        },
+      ],
+    },
+    {
+      seed: -1660434128,
+      path: '699:0:0:3:0:0:0:5:1:1:1:1:1:3:3:4:4:4:3:4:3:3:4:4',
+      note: 'a rerun repaired something (found by a deep run)',
+      example: [
+        {
+          keys: [
+            {
+              tenantId: 't2',
+              key: 'k1',
+              claim: null,
+              charges: [
+                {
+                  id: 'ch_t2_k1_0',
+                  account: 'platform',
+                  minutesAgo: 20,
+                  amount: 1000,
+                  currency: 'usd',
+                  status: 'succeeded',
+                  refund: 'none',
+                  disputed: false,
+                  customer: 'cus_1',
+                  paymentMethod: 'pm_1',
+                  metadata: true,
+                  unreadable: false,
+                },
+                {
+                  id: 'ch_t2_k1_1',
+                  account: 'platform',
+                  minutesAgo: 59,
+                  amount: 1000,
+                  currency: 'usd',
+                  status: 'succeeded',
+                  refund: 'none',
+                  disputed: false,
+                  customer: 'cus_1',
+                  paymentMethod: 'pm_1',
+                  metadata: false,
+                  unreadable: false,
+                },
+              ],
+              payments: [
+                {
+                  chargeId: 'ch_t2_k1_1',
+                  account: 'platform',
+                  amountDelta: 0,
+                  status: 'failed',
+                  minutesAgo: 20,
+                  named: true,
+                },
+                {
+                  chargeId: 'ch_ghost_t2_k1',
+                  account: 'platform',
+                  amountDelta: 0,
+                  status: 'as_charge',
+                  minutesAgo: 181,
+                  named: true,
+                },
+              ],
+            },
+          ],
+          loose: [],
+        },
+      ],
+    },
+  ],
+  'sweep-properties: parts': [
+    {
+      seed: 577753909,
+      path: '10:0:0:0:4:0:0:1:0:0:1:1:1:1:2:2:2:2:2:2:2:2:5:4:5:5:2:4:4:4:4:4',
+      note: 'a dry run of both accounts counted matched 1 where the real run counted 0 (a payment row on the other account)',
+      example: [
+        {
+          keys: [
+            {
+              tenantId: 't2',
+              key: 'k1',
+              claim: {
+                account: 'platform',
+                status: 'in_flight',
+                minutesAgo: 30,
+                request: null,
+                outcome: 'success',
+                namesCharge: null,
+              },
+              charges: [
+                {
+                  id: 'ch_t2_k1_0',
+                  account: 'platform',
+                  minutesAgo: 61,
+                  amount: 1000,
+                  currency: 'usd',
+                  status: 'failed',
+                  refund: 'none',
+                  disputed: false,
+                  customer: 'cus_1',
+                  paymentMethod: 'pm_1',
+                  metadata: true,
+                  unreadable: false,
+                },
+                {
+                  id: 'ch_t2_k1_1',
+                  account: 'platform',
+                  minutesAgo: 20,
+                  amount: 1000,
+                  currency: 'usd',
+                  status: 'succeeded',
+                  refund: 'none',
+                  disputed: false,
+                  customer: 'cus_1',
+                  paymentMethod: 'pm_1',
+                  metadata: true,
+                  unreadable: false,
+                },
+              ],
+              payments: [
+                {
+                  chargeId: 'ch_t2_k1_0',
+                  account: 'acct_1B',
+                  amountDelta: 0,
+                  status: 'as_charge',
+                  minutesAgo: 20,
+                  named: false,
+                },
+              ],
+            },
+          ],
+          loose: [],
+        },
+        1,
+      ],
+    },
+  ],
   'sweep-properties: refund duplicates': [],
   'sweep-judge-properties: judgement': [],
   'fuzz: normalizeCharge refuses nothing wrongly': [],

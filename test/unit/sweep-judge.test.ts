@@ -508,3 +508,18 @@ describe('findings list their charges in one order', () => {
     }
   });
 });
+
+describe('a decline whose payment row is recorded under another account', () => {
+  it('stores the decline on the claim but adds no row: the charge id is taken there', () => {
+    const f = only(
+      identity({
+        claim: inFlight({ amount: null, currency: null }),
+        charges: [charge({ status: 'failed', recordedIn: 'acct_1B' })],
+      }),
+    );
+    expect(f).toMatchObject({
+      category: 'claim_without_effect',
+      repair: { kind: 'complete_claim', insertEffect: false },
+    });
+  });
+});

@@ -139,7 +139,8 @@ function judgeWithoutMoney(scope: IdentityScope, claim: ClaimFact, request: Requ
               kind: 'complete_claim',
               claim: versionOf(claim),
               charge: decline,
-              insertEffect: !effectOf(scope, decline),
+              // A row recorded under another account holds the charge id: none can be added here.
+              insertEffect: !effectOf(scope, decline) && !decline.recordedIn,
               keepAnswer: false,
             },
         ...(ambiguous
