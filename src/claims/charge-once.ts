@@ -11,8 +11,11 @@ import {
   type HeldClaim,
   type PaymentEffect,
   type StoredResponse,
+  type TakeOutcome,
 } from './claim-store.js';
 import { ClaimCounters, type ChargeOutcome } from './counters.js';
+import { ClaimOutcomeLog, type ClaimOutcome } from './outcomes.js';
+import { overQuota } from './quota.js';
 import { downstreamKey, requestFingerprint } from './keys.js';
 import type { CreateCharge, CreateChargeResult, CreatedCharge, StoredError } from './create-charge.js';
 import { validateChargeRequest, validateKey, validateTenantId, type ChargeRequest } from './validate.js';
@@ -29,7 +32,15 @@ export interface ClaimClientDeps {
   /** How long one attempt may hold the claim; longer than the Stripe call can take with its retries. */
   leaseMs: number;
   maxAmount: number;
-  metadataKeys: { tenantId: string; idempotencyKey: string };
+  /** Metadata names stamped on every charge; `reference` defaults to `order_id`. */
+  metadataKeys: { tenantId: string; idempotencyKey: string; reference?: string };
+  /** Claims per minute one tenant may take (SWEEPER_CLAIM_QUOTA); unset or null: no quota. */
+  quotaPerMinute?: number | null;
+  /**
+   * Where the takes' outcomes are counted per tenant and day (claim_outcomes); default: in
+   * this pool, flushed every few seconds and on `close()`. `false`: not counted.
+   */
+  outcomes?: ClaimOutcomeLog | false;
   clock?: () => Date;
   logger?: Logger;
   counters?: ClaimCounters;
@@ -71,6 +82,10 @@ export interface ChargeResult {
 export interface ClaimClient {
   chargeOnce(input: ChargeOnceInput): Promise<ChargeResult>;
   readonly counters: ClaimCounters;
+  /** Adds the outcomes counted so far to claim_outcomes (also done every few seconds). */
+  flushOutcomes(): Promise<void>;
+  /** Flushes the outcomes; call before the pool is closed. */
+  close(): Promise<void>;
 }
 
 /**
@@ -83,6 +98,8 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
   const counters = deps.counters ?? new ClaimCounters();
   const limits = { maxAmount: deps.maxAmount, metadataKeys: deps.metadataKeys };
   const createCharge = chargeFunctionOf(deps);
+  const referenceKey = deps.metadataKeys.reference ?? 'order_id';
+  const outcomes = deps.outcomes === false ? null : (deps.outcomes ?? new ClaimOutcomeLog(deps.pool, logger));
 
   async function chargeOnce(input: ChargeOnceInput): Promise<ChargeResult> {
     const tenantId = validateTenantId(input.tenantId);
@@ -95,6 +112,20 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
 
   async function claimAndDrive(tenantId: string, key: string, request: ChargeRequest): Promise<ChargeResult> {
     const now = clock();
+    if (deps.quotaPerMinute) {
+      const waitSeconds = await overQuota(deps.pool, tenantId, now, deps.quotaPerMinute);
+      if (waitSeconds !== null) {
+        outcomes?.record(tenantId, 'quota_exceeded', now);
+        return {
+          ...problem(
+            'quota_exceeded',
+            429,
+            `this tenant has taken ${deps.quotaPerMinute} claims this minute (the quota); retry after the Retry-After delay`,
+          ),
+          retryAfterSeconds: waitSeconds,
+        };
+      }
+    }
     const claim = await takeClaim(deps.pool, {
       tenantId,
       key,
@@ -105,7 +136,9 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
       accountId: request.account ?? null,
       amount: request.amount,
       currency: request.currency,
+      reference: request.reference ?? null,
     });
+    outcomes?.record(tenantId, TAKE_OUTCOMES[claim.outcome], now);
     switch (claim.outcome) {
       case 'fingerprint_mismatch':
         return problem(
@@ -163,6 +196,7 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
         ...request.metadata,
         [deps.metadataKeys.tenantId]: claim.tenantId,
         [deps.metadataKeys.idempotencyKey]: claim.key,
+        ...(request.reference === undefined ? {} : { [referenceKey]: request.reference }),
       },
     });
     await deps.hooks?.afterStripeCall?.(claim);
@@ -201,6 +235,7 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
             amountRefunded: 0,
             disputed: false,
             createdAt: clock(),
+            reference: request.reference ?? null,
           }
         : null;
       logger.info(
@@ -254,8 +289,28 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
     return { outcome, status: response.status, body: response.body };
   }
 
-  return { chargeOnce, counters };
+  return {
+    chargeOnce,
+    counters,
+    flushOutcomes: async () => outcomes?.flush(),
+    close: async () => outcomes?.flush(),
+  };
 }
+
+/**
+ * How each take counts (claim_outcomes): a new claim is `created`; a key seen again and its
+ * claim found is `replayed` (a stored answer replayed, a released claim re-driven, a retry
+ * past Stripe's window refused): the sign of keys stable across a caller's attempts.
+ */
+const TAKE_OUTCOMES: Record<TakeOutcome, ClaimOutcome> = {
+  claimed: 'created',
+  completed: 'replayed',
+  retaken: 'replayed',
+  retry_window_expired: 'replayed',
+  in_flight: 'in_progress',
+  fingerprint_mismatch: 'fingerprint_mismatch',
+  stolen: 'stolen',
+};
 
 function chargeFunctionOf(deps: ClaimClientDeps): CreateCharge {
   if (deps.createCharge) return deps.createCharge;
@@ -281,6 +336,7 @@ function effectOf(
     amountRefunded: charge.amountRefunded,
     disputed: charge.disputed,
     createdAt: new Date(charge.created * 1000),
+    reference: request.reference ?? null,
   };
 }
 

@@ -42,10 +42,12 @@ export async function takeClaim(
     /** The request the claim stands for: every repair of the sweep checks a charge against it. */
     amount?: number | null;
     currency?: string | null;
+    /** The business reference the payment is for (an order, an invoice). */
+    reference?: string | null;
   },
 ): Promise<ClaimRow> {
   const { rows } = await db.query<ClaimRow>(
-    `SELECT * FROM sweeper_take_claim($1, $2, $3, $4, $5, make_interval(secs => $6::double precision / 1000), $7, $8, $9)`,
+    `SELECT * FROM sweeper_take_claim($1, $2, $3, $4, $5, make_interval(secs => $6::double precision / 1000), $7, $8, $9, $10)`,
     [
       args.tenantId,
       args.key,
@@ -56,6 +58,7 @@ export async function takeClaim(
       args.accountId ?? null,
       args.amount ?? null,
       args.currency ?? null,
+      args.reference ?? null,
     ],
   );
   const row = rows[0];
@@ -137,6 +140,8 @@ export interface PaymentEffect {
   amountRefunded: number;
   disputed: boolean;
   createdAt: Date;
+  /** The business reference (an order, an invoice) the payment is for, when its writer knew it. */
+  reference?: string | null;
 }
 
 /**
@@ -196,6 +201,7 @@ const PAYMENT_COLUMN_TYPES = [
   ['amount_refunded', 'bigint'],
   ['disputed', 'boolean'],
   ['created_at', 'timestamptz'],
+  ['reference', 'text'],
 ] as const;
 
 export const PAYMENT_COLUMNS: readonly string[] = PAYMENT_COLUMN_TYPES.map(([name]) => name);
@@ -209,7 +215,7 @@ export const INSERT_PAYMENT_SQL = `INSERT INTO payments (${PAYMENT_COLUMNS.join(
 export async function insertPayment(db: Queryable, effect: PaymentEffect, now: Date): Promise<boolean> {
   const result = await db.query(
     `${INSERT_PAYMENT_SQL}
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $13, $12)
      ON CONFLICT (charge_id) DO NOTHING`,
     [
       effect.chargeId,
@@ -224,6 +230,7 @@ export async function insertPayment(db: Queryable, effect: PaymentEffect, now: D
       effect.disputed,
       effect.createdAt,
       now,
+      effect.reference ?? null,
     ],
   );
   return result.rowCount === 1;

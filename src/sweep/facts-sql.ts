@@ -4,6 +4,8 @@ import { accountIdOf, accountName, claimKey } from '../domain/identity.js';
 import type { ChargeFact, ClaimFact, EffectFact, IdentityFacts, SliceFacts } from './facts.js';
 import { mappedOutcome } from './stored-answer.js';
 import { answerChargeSql, answerOutcomeSql, answeredBySql, type StoredAnswerMapping } from './stored-answer.js';
+import { CHARGE_COLUMNS, chargeFact, date, dateOrNull, numberOrNull, textOrNull } from './charge-rows.js';
+import { loadOutcomeFacts } from './outcome-facts.js';
 import type { TimeWindow } from './window.js';
 
 /**
@@ -96,9 +98,6 @@ SELECT k.tenant_id, k.key, c.key AS claim_key, c.account_id, c.status, c.attempt
                       WHERE d.created_at IS NULL AND c.tenant_id = k.tenant_id AND c.key = k.key
                      LIMIT 1) c ON true`;
 
-const CHARGE_COLUMNS = `sc.account, sc.charge_id, sc.created, sc.amount, sc.amount_captured, sc.amount_refunded, sc.currency,
-  sc.status, sc.captured, sc.refunded, sc.disputed, sc.payment_intent_id, sc.customer, sc.payment_method, sc.tenant_id,
-  sc.idempotency_key`;
 const EFFECT_COLUMNS = `p.charge_id AS p_charge_id, p.tenant_id AS p_tenant_id, p.idempotency_key AS p_idempotency_key,
   p.payment_intent_id AS p_payment_intent_id, p.account_id AS p_account_id, p.amount AS p_amount, p.currency AS p_currency,
   p.status AS p_status, p.amount_refunded AS p_amount_refunded, p.disputed AS p_disputed, p.created_at AS p_created_at`;
@@ -219,32 +218,46 @@ export const SLICE_FACTS_SQL = {
 };
 
 /** The facts of one slice of time; `listed`: the window its listing covered (default: the slice). */
-export function loadSliceFacts(
+/** How a batch's facts are read: the stored-answer mapping, and how far suspected duplicates reach (0: not at all). */
+export interface FactOptions {
+  storedAnswer: StoredAnswerMapping | null;
+  suspectWindowMs: number;
+}
+
+const NO_OPTIONS: FactOptions = { storedAnswer: null, suspectWindowMs: 0 };
+
+export async function loadSliceFacts(
   db: Queryable,
   account: string,
   slice: TimeWindow,
   listed: TimeWindow = slice,
-  mapping: StoredAnswerMapping | null = null,
+  options: FactOptions = NO_OPTIONS,
 ): Promise<SliceFacts> {
-  return loadFacts(db, account, SLICE(mapping), mapping, {
+  const facts = await loadFacts(db, account, SLICE(options.storedAnswer), options.storedAnswer, {
     keys: [account, slice.from, slice.to, listed.from, listed.to],
     attributed: [listed.from, listed.to],
     loose: [account, slice.from, slice.to],
   });
+  // The outcome of the charges created in the slice itself (each charge's once, whatever the margins).
+  facts.outcomes = await loadOutcomeFacts(db, account, { window: slice }, options.suspectWindowMs);
+  return facts;
 }
 
 /** The facts of the identities some charges belong to (the charges Stripe's events point at), whatever their age. */
-export function loadChangedFacts(
+export async function loadChangedFacts(
   db: Queryable,
   account: string,
   chargeIds: readonly string[],
-  mapping: StoredAnswerMapping | null = null,
+  options: FactOptions = NO_OPTIONS,
 ): Promise<SliceFacts> {
-  return loadFacts(db, account, CHANGED(mapping), mapping, {
+  const mapping = options.storedAnswer;
+  const facts = await loadFacts(db, account, CHANGED(mapping), mapping, {
     keys: [account, chargeIds],
     attributed: [],
     loose: [account, chargeIds],
   });
+  facts.outcomes = await loadOutcomeFacts(db, account, { chargeIds }, options.suspectWindowMs);
+  return facts;
 }
 
 type Row = Record<string, unknown>;
@@ -339,11 +352,6 @@ async function loadFacts(
   };
 }
 
-const date = (v: unknown) => (v instanceof Date ? v : new Date(String(v)));
-const dateOrNull = (v: unknown) => (v === null || v === undefined ? null : date(v));
-const numberOrNull = (v: unknown) => (v === null || v === undefined ? null : Number(v));
-const textOrNull = (v: unknown) => (v === null || v === undefined ? null : String(v));
-
 function claimFact(r: Row, mapping: StoredAnswerMapping | null): ClaimFact {
   return {
     tenantId: String(r.tenant_id),
@@ -363,32 +371,6 @@ function claimFact(r: Row, mapping: StoredAnswerMapping | null): ClaimFact {
     amount: numberOrNull(r.amount),
     currency: textOrNull(r.currency),
     downstreamKey: String(r.downstream_key),
-  };
-}
-
-/** A charge row (its own columns), with `recordedIn` when its payment row is under another account. */
-export function chargeFact(r: Row): ChargeFact {
-  const account = String(r.account);
-  const paymentAccount =
-    r.p_charge_id === null || r.p_charge_id === undefined ? null : accountName(textOrNull(r.p_account_id));
-  return {
-    id: String(r.charge_id),
-    account,
-    created: date(r.created),
-    amount: Number(r.amount),
-    amountCaptured: Number(r.amount_captured),
-    amountRefunded: Number(r.amount_refunded),
-    currency: String(r.currency).trim(),
-    status: r.status as ChargeFact['status'],
-    captured: Boolean(r.captured),
-    refunded: Boolean(r.refunded),
-    disputed: Boolean(r.disputed),
-    paymentIntent: textOrNull(r.payment_intent_id),
-    customer: textOrNull(r.customer),
-    paymentMethod: textOrNull(r.payment_method),
-    tenantId: textOrNull(r.tenant_id),
-    idempotencyKey: textOrNull(r.idempotency_key),
-    recordedIn: paymentAccount !== null && paymentAccount !== account ? paymentAccount : null,
   };
 }
 

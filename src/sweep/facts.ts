@@ -1,4 +1,5 @@
 import type { PaymentEffect, ResponseOutcome } from '../claims/claim-store.js';
+import type { OutcomeFacts } from './outcome-facts.js';
 import type { NormalizedCharge } from './provider.js';
 
 /** What the sweep knows about one claim, charge or effect when it judges them. */
@@ -79,4 +80,6 @@ export interface SliceFacts {
   identities: IdentityFacts[];
   looseCharges: LooseCharge[];
   looseEffects: LooseEffect[];
+  /** The outcome of the batch's charges: payments per reference, suspected duplicates (outcome-facts.ts). */
+  outcomes?: OutcomeFacts;
 }

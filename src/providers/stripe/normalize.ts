@@ -4,11 +4,14 @@ import type { MalformedCharge, NormalizedCharge } from '../../sweep/provider.js'
 export interface MetadataKeys {
   tenantId: string;
   idempotencyKey: string;
+  /** The business reference (an order, invoice, booking): SWEEPER_METADATA_REFERENCE_KEY. */
+  reference?: string;
 }
 
-export const DEFAULT_METADATA_KEYS: Readonly<MetadataKeys> = Object.freeze({
+export const DEFAULT_METADATA_KEYS: Readonly<Required<MetadataKeys>> = Object.freeze({
   tenantId: 'tenant_id',
   idempotencyKey: 'idempotency_key',
+  reference: 'order_id',
 });
 
 export type NormalizeResult = { ok: true; charge: NormalizedCharge } | { ok: false; malformed: MalformedCharge };
@@ -81,6 +84,8 @@ export function normalizeCharge(
   const metadata = readMetadata(charge.metadata, problems);
   const tenantId = readAttribution(metadata, keys.tenantId, TENANT_ID, problems);
   const idempotencyKey = readAttribution(metadata, keys.idempotencyKey, IDEMPOTENCY_KEY, problems);
+  const reference = readAttribution(metadata, keys.reference ?? DEFAULT_METADATA_KEYS.reference, TENANT_ID, problems);
+  const cardFingerprint = readCardFingerprint(charge.payment_method_details, problems);
 
   if (
     problems.length > 0 ||
@@ -114,6 +119,8 @@ export function normalizeCharge(
       paymentMethod,
       tenantId,
       idempotencyKey,
+      reference,
+      cardFingerprint,
       livemode,
     },
   };
@@ -206,6 +213,18 @@ function readReference(charge: Record<string, unknown>, field: string, problems:
   const id = typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>).id : value;
   if (typeof id === 'string' && STRIPE_ID.test(id)) return id;
   problems.push(`${field} is not an id of 1-255 printable ASCII characters`);
+  return null;
+}
+
+/** `payment_method_details.card.fingerprint`, when the charge was made with a card that has one. */
+function readCardFingerprint(details: unknown, problems: string[]): string | null {
+  if (typeof details !== 'object' || details === null) return null;
+  const card = (details as Record<string, unknown>).card;
+  if (typeof card !== 'object' || card === null) return null;
+  const value = (card as Record<string, unknown>).fingerprint;
+  if (value === undefined || value === null || value === '') return null;
+  if (typeof value === 'string' && STRIPE_ID.test(value)) return value;
+  problems.push('payment_method_details.card.fingerprint is not 1-255 printable ASCII characters');
   return null;
 }
 
