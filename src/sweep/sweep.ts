@@ -17,6 +17,7 @@ import { settleRefundIntents } from './refunds.js';
 import { sweepSlice, type SliceContext } from './slice.js';
 import { nothingVerifiedYet } from './verify.js';
 import { newBrakeState } from './brake.js';
+import { judgeUnstableKeys } from './unstable-keys.js';
 import { SlicePrefetcher } from './prefetch.js';
 import type { SweepDeps, SweepOptions, SweepReport } from './types.js';
 import { formatShard, scheduledWindow, slicesOf, type TimeWindow } from './window.js';
@@ -316,6 +317,13 @@ async function sweepAccount(
         if (!dryRun) await recordRunChanges(deps.pool, runId, changes);
         await settleRefunds();
       }
+    }
+    if (report.status !== 'interrupted' && !options.signal?.aborted) {
+      // From symptom to cause: tenants whose orders were paid twice and whose keys are never retried.
+      const { recorded } = await onRun((db) =>
+        judgeUnstableKeys(db, { account, runId, now: deps.clock(), lookbackMs: options.duplicateLookbackMs }),
+      );
+      report.findings.unstable_keys += recorded.filter((r) => r.firstThisRun).length;
     }
     report.unreconciled = await onRun((db) => countOpenFindings(db, account));
     if (!dryRun)

@@ -28,7 +28,10 @@ afterAll(async () => {
   await db.drop();
 });
 
-function library(answer: (input: CreateChargeInput) => CreateChargeResult) {
+function library(
+  answer: (input: CreateChargeInput) => CreateChargeResult,
+  options: { quotaPerMinute?: number; clock?: () => Date } = {},
+) {
   const calls: CreateChargeInput[] = [];
   const createCharge: CreateCharge = async (input) => {
     calls.push(input);
@@ -40,7 +43,8 @@ function library(answer: (input: CreateChargeInput) => CreateChargeResult) {
     leaseMs: 60_000,
     maxAmount: 1_000_000,
     metadataKeys: METADATA_KEYS,
-    clock: () => NOW,
+    clock: options.clock ?? (() => NOW),
+    quotaPerMinute: options.quotaPerMinute ?? null,
   });
   return { client, calls };
 }
@@ -130,5 +134,80 @@ describe('the claim library with a createCharge of its own', () => {
     expect(() =>
       createClaimClient({ pool: db.pool, leaseMs: 60_000, maxAmount: 1, metadataKeys: METADATA_KEYS }),
     ).toThrow(TypeError);
+  });
+});
+
+describe('the business reference, the outcome counts and the quota (docs/claim-library.md)', () => {
+  it('a reference is part of the request, stored on the claim and the row, and stamped in the metadata', async () => {
+    const { client, calls } = library((input) => created(`mem_ref_${calls.length}`));
+    await client.chargeOnce({ tenantId: 'acme', key: 'ref-1', request: { ...card, reference: 'order-77' } });
+    expect(calls[0]?.metadata).toMatchObject({ order_id: 'order-77', tenant_id: 'acme', idempotency_key: 'ref-1' });
+    expect(
+      (await db.pool.query(`SELECT reference FROM idempotency_keys WHERE key = 'ref-1'`)).rows.concat(
+        (await db.pool.query(`SELECT reference FROM payments WHERE idempotency_key = 'ref-1'`)).rows,
+      ),
+    ).toEqual([{ reference: 'order-77' }, { reference: 'order-77' }]);
+    // The same key for another order is another request.
+    expect(
+      await client.chargeOnce({ tenantId: 'acme', key: 'ref-1', request: { ...card, reference: 'order-78' } }),
+    ).toMatchObject({ outcome: 'fingerprint_mismatch', status: 422 });
+    await expect(
+      client.chargeOnce({ tenantId: 'acme', key: 'ref-2', request: { ...card, reference: 'bad\u0000ref' } }),
+    ).rejects.toThrow(/reference: must be 1 to 500 characters/);
+    await expect(
+      client.chargeOnce({ tenantId: 'acme', key: 'ref-3', request: { ...card, metadata: { order_id: 'x' } } }),
+    ).rejects.toThrow(/"order_id" is reserved.*request.reference/);
+  });
+
+  it('counts each take per tenant and day in claim_outcomes, summed across instances', async () => {
+    const a = library(() => created('mem_count_1'));
+    const b = library(() => created('mem_count_2'));
+    await a.client.chargeOnce({ tenantId: 'counted', key: 'c-1', request: card });
+    await b.client.chargeOnce({ tenantId: 'counted', key: 'c-1', request: card }); // replayed
+    await b.client.chargeOnce({ tenantId: 'counted', key: 'c-1', request: { ...card, amount: 9 } }); // 422
+    await b.client.chargeOnce({ tenantId: 'counted', key: 'c-2', request: card });
+    await a.client.close();
+    await b.client.close();
+    const { rows } = await db.pool.query(
+      `SELECT outcome, count::int AS n FROM claim_outcomes WHERE tenant_id = 'counted' AND day = '2026-03-10' ORDER BY outcome`,
+    );
+    expect(rows).toEqual([
+      { outcome: 'created', n: 2 },
+      { outcome: 'fingerprint_mismatch', n: 1 },
+      { outcome: 'replayed', n: 1 },
+    ]);
+  });
+
+  it('a quota of claims per minute: exactly that many of many concurrent takes claim; the rest get 429 and charge nothing', async () => {
+    const { client, calls } = library((input) => created(`mem_q_${input.idempotencyKey.slice(-8)}`), {
+      quotaPerMinute: 5,
+      clock: () => new Date('2026-03-10T12:00:20Z'),
+    });
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => client.chargeOnce({ tenantId: 'busy', key: `q-${i}`, request: card })),
+    );
+    const refused = results.filter((r) => r.outcome === 'quota_exceeded');
+    expect(refused).toHaveLength(15);
+    expect(refused[0]).toMatchObject({
+      status: 429,
+      retryAfterSeconds: 40,
+      body: { error: { code: 'quota_exceeded' } },
+    });
+    expect(calls).toHaveLength(5);
+    expect(
+      (await db.pool.query(`SELECT count(*)::int AS n FROM idempotency_keys WHERE tenant_id = 'busy'`)).rows,
+    ).toEqual([{ n: 5 }]);
+    // Another tenant has its own quota.
+    expect(await client.chargeOnce({ tenantId: 'quiet', key: 'q-1', request: card })).toMatchObject({
+      outcome: 'charged',
+    });
+    await client.close();
+    expect(
+      (
+        await db.pool.query(
+          `SELECT count::int AS n FROM claim_outcomes WHERE tenant_id = 'busy' AND outcome = 'quota_exceeded'`,
+        )
+      ).rows,
+    ).toEqual([{ n: 15 }]);
   });
 });
