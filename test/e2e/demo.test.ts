@@ -23,7 +23,7 @@ describe('sweeper demo', () => {
     expect(unattributed?.[2]).not.toBe(unattributed?.[1]);
     expect(out).toMatch(/"event": "findings.open"/);
     expect(out).toMatch(/Exit code: 3 \(unreconciled findings are open/);
-    expect(out).toMatch(/3\. The same sweep again:\n {3}repaired 0; matched \d+; still open 5/);
+    expect(out).toMatch(/3\. The same sweep again:\n {3}repaired 0; matched \d+; still open 7/);
     // docs/judgement.md "Late changes": a payment a week before the window, refunded at Stripe long
     // after any window listed it, found by a scheduled run through Stripe's events.
     const start = new Date(/starting (\S+):/.exec(out)?.[1] ?? '');
