@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/pool.js';
 import type { ResponseOutcome } from '../claims/claim-store.js';
 import { accountIdOf, accountName, claimKey } from '../domain/identity.js';
-import type { ChargeFact, ClaimFact, EffectFact, IdentityFacts, SliceFacts } from './facts.js';
+import type { ClaimFact, EffectFact, IdentityFacts, SliceFacts } from './facts.js';
 import { mappedOutcome } from './stored-answer.js';
 import { answerChargeSql, answerOutcomeSql, answeredBySql, type StoredAnswerMapping } from './stored-answer.js';
 import { CHARGE_COLUMNS, chargeFact, date, dateOrNull, numberOrNull, textOrNull } from './charge-rows.js';

@@ -139,7 +139,7 @@ describe('the claim library with a createCharge of its own', () => {
 
 describe('the business reference, the outcome counts and the quota (docs/claim-library.md)', () => {
   it('a reference is part of the request, stored on the claim and the row, and stamped in the metadata', async () => {
-    const { client, calls } = library((input) => created(`mem_ref_${calls.length}`));
+    const { client, calls } = library(() => created(`mem_ref_${calls.length}`));
     await client.chargeOnce({ tenantId: 'acme', key: 'ref-1', request: { ...card, reference: 'order-77' } });
     expect(calls[0]?.metadata).toMatchObject({ order_id: 'order-77', tenant_id: 'acme', idempotency_key: 'ref-1' });
     expect(
