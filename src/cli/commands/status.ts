@@ -65,7 +65,7 @@ export function registerStatusCommands(program: Command): void {
     .option('--actor <name>', 'who is closing it (default: the OS user)')
     .addHelpText(
       'after',
-      '\nExamples:\n  sweeper resolve 42 --note "refunded by hand, ticket PAY-1234"\n' +
+      '\nExample:\n  sweeper resolve 42 --note "refunded by hand, ticket PAY-1234"\n' +
         '  sweeper resolve 43 --not-duplicate --note "two tickets bought on purpose"',
     )
     .action((id: string, flags: { note: string; ignore?: boolean; actor?: string; notDuplicate?: boolean }) => {
