@@ -44,10 +44,13 @@ export async function takeClaim(
     currency?: string | null;
     /** The business reference the payment is for (an order, an invoice). */
     reference?: string | null;
+    /** 'refund' for a refund's claim (of the charge `target`); null for a charge's. */
+    operation?: 'refund' | null;
+    target?: string | null;
   },
 ): Promise<ClaimRow> {
   const { rows } = await db.query<ClaimRow>(
-    `SELECT * FROM sweeper_take_claim($1, $2, $3, $4, $5, make_interval(secs => $6::double precision / 1000), $7, $8, $9, $10)`,
+    `SELECT * FROM sweeper_take_claim($1, $2, $3, $4, $5, make_interval(secs => $6::double precision / 1000), $7, $8, $9, $10, $11, $12)`,
     [
       args.tenantId,
       args.key,
@@ -59,6 +62,8 @@ export async function takeClaim(
       args.amount ?? null,
       args.currency ?? null,
       args.reference ?? null,
+      args.operation ?? null,
+      args.target ?? null,
     ],
   );
   const row = rows[0];
@@ -151,12 +156,26 @@ export interface PaymentEffect {
  * charge, since it sends the same downstream key). The effect insert never doubles
  * a charge that a sweeper repair recorded first.
  */
+/** A local refund row: the effect of a Stripe refund the application made (payment_refunds). */
+export interface RefundEffect {
+  refundId: string;
+  chargeId: string;
+  tenantId: string | null;
+  idempotencyKey: string | null;
+  accountId: string | null;
+  amount: number;
+  currency: string;
+  status: 'pending' | 'requires_action' | 'succeeded' | 'failed' | 'canceled';
+  createdAt: Date;
+}
+
 export async function completeClaim(
   pool: Pool,
   claim: HeldClaim,
   response: StoredResponse,
   effect: PaymentEffect | null,
   now: Date,
+  refund: RefundEffect | null = null,
 ): Promise<boolean> {
   return inTransaction(pool, async (tx) => {
     const updated = await tx.query(
@@ -169,6 +188,7 @@ export async function completeClaim(
     // Nothing was written; committing the empty transaction is harmless.
     if (updated.rowCount !== 1) return false;
     if (effect) await insertPayment(tx, effect, now);
+    if (refund) await insertRefund(tx, refund, now);
     return true;
   });
 }
@@ -231,6 +251,29 @@ export async function insertPayment(db: Queryable, effect: PaymentEffect, now: D
       effect.createdAt,
       now,
       effect.reference ?? null,
+    ],
+  );
+  return result.rowCount === 1;
+}
+
+/** The refund's row, never doubled (a sweep repair may have recorded it first). */
+export async function insertRefund(db: Queryable, refund: RefundEffect, now: Date): Promise<boolean> {
+  const result = await db.query(
+    `INSERT INTO payment_refunds (refund_id, charge_id, tenant_id, idempotency_key, account_id, amount, currency, status,
+                                  created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+     ON CONFLICT (refund_id) DO NOTHING`,
+    [
+      refund.refundId,
+      refund.chargeId,
+      refund.tenantId,
+      refund.idempotencyKey,
+      refund.accountId,
+      refund.amount,
+      refund.currency,
+      refund.status,
+      refund.createdAt,
+      now,
     ],
   );
   return result.rowCount === 1;
