@@ -1,5 +1,6 @@
 import { emitChargeCreated, emitIntentCreated, openDispute, openDisputeOf, refundCharge } from './changes.js';
 import type { ChargeRecord, ChargeStatus } from './charge-store.js';
+import { createConnectControls, type ConnectControls } from './connect-controls.js';
 import type { DoubleClock } from './clock.js';
 import { toMs, type EventTiming } from './emit.js';
 import { createEventControls, type EventControls } from './event-controls.js';
@@ -56,7 +57,7 @@ export interface TimeWindow {
 }
 
 /** Plain methods (not HTTP) with which tests and benchmarks steer and inspect the double. */
-export interface DoubleControls extends EventControls {
+export interface DoubleControls extends EventControls, ConnectControls {
   /** `clock.set(date)` stops time there; `clock.advance(ms)`; `clock.useRealTime()`. */
   readonly clock: DoubleClock;
   /** Requests per endpoint (`counters.get('GET /v1/charges')`) and statuses answered. */
@@ -87,7 +88,7 @@ export interface DoubleControls extends EventControls {
   paymentIntents(account: string | null): PaymentIntentJson[];
   refunds(chargeId?: string): RefundJson[];
   accounts(): Array<string | null>;
-  /** Forgets every object, idempotency key, fault, limit, latency and count. */
+  /** Forgets every object (accounts too), idempotency key, fault, limit, latency and count. */
   reset(): void;
 }
 
@@ -125,6 +126,7 @@ export function createControls({
 
   return {
     ...createEventControls(state),
+    ...createConnectControls(state),
     clock,
     counters,
     get injectedFaults() {

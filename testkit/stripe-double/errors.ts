@@ -81,6 +81,17 @@ export function rateLimited(retryAfterSeconds?: number): DoubleError {
   );
 }
 
+/**
+ * A request for a connected account the platform has no access to (revoked, or never
+ * connected): Stripe's 403 naming the masked key and the account.
+ */
+export function accountAccessDenied(key: string, account: string): DoubleError {
+  return invalidRequest(
+    `The provided key '${maskKey(key)}' does not have access to account '${account}' (or that account does not exist). Application access may have been revoked.`,
+    { status: 403, code: 'account_invalid' },
+  );
+}
+
 export function apiError(message = 'An unknown error occurred.'): DoubleError {
   return new DoubleError(500, { error: { type: 'api_error', message } });
 }

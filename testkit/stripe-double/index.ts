@@ -4,6 +4,15 @@ export { READ_ONLY_PERMISSIONS, type KeyPolicy } from './auth.js';
 export { ENDPOINTS, type Endpoint } from './routes.js';
 export type { FaultConfig } from './faults.js';
 export type { RateLimit } from './rate-limit.js';
+export type { ConnectControls, SeedAccountsOptions } from './connect-controls.js';
+export type {
+  AccountJson,
+  AccountOptions,
+  AccountSettings,
+  AccountType,
+  PayoutInterval,
+  UnknownAccountPolicy,
+} from './accounts.js';
 export type { SeedOptions, SeedResult, SeededCharge } from './seed.js';
 export type { ChargeJson, PaymentIntentJson, RefundJson } from './render.js';
 export { DoubleClock } from './clock.js';

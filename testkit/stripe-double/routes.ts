@@ -1,3 +1,4 @@
+import { listAccounts, retrieveAccount, retrieveOwnAccount } from './account-endpoints.js';
 import { searchCharges } from './charge-search.js';
 import { listCharges, retrieveCharge } from './charges.js';
 import { listEvents, retrieveEvent } from './events.js';
@@ -27,6 +28,9 @@ export const ENDPOINTS = {
   retrieveRefund: 'GET /v1/refunds/:id',
   listEvents: 'GET /v1/events',
   retrieveEvent: 'GET /v1/events/:id',
+  listAccounts: 'GET /v1/accounts',
+  retrieveAccount: 'GET /v1/accounts/:id',
+  retrieveOwnAccount: 'GET /v1/account',
 } as const;
 
 export type Endpoint = (typeof ENDPOINTS)[keyof typeof ENDPOINTS];
@@ -103,7 +107,21 @@ const ROUTES: Route[] = [
     pattern: /^\/v1\/events\/(?<id>[^/]+)$/,
     handler: retrieveEvent,
   },
+  ...readRoutes([
+    [ENDPOINTS.listAccounts, 'rak_account_read', /^\/v1\/accounts\/?$/, listAccounts],
+    [ENDPOINTS.retrieveAccount, 'rak_account_read', /^\/v1\/accounts\/(?<id>[^/]+)$/, retrieveAccount],
+    [ENDPOINTS.retrieveOwnAccount, 'rak_account_read', /^\/v1\/account\/?$/, retrieveOwnAccount],
+  ]),
 ];
+function readRoutes(rows: ReadonlyArray<[string, string, RegExp, Handler]>): Route[] {
+  return rows.map(([endpoint, permission, pattern, handler]) => ({
+    method: 'GET',
+    endpoint,
+    permission,
+    pattern,
+    handler,
+  }));
+}
 
 export function matchRoute(
   method: string,

@@ -1,3 +1,4 @@
+import { AccountStore } from './accounts.js';
 import { ChargeStore, type ChargeRecord, type ChargeStatus } from './charge-store.js';
 import { DoubleClock } from './clock.js';
 import type { DisputeRecord } from './disputes.js';
@@ -12,6 +13,8 @@ export class DoubleState {
   readonly refunds = new Map<string, RefundRecord>();
   readonly disputes = new Map<string, DisputeRecord>();
   readonly events = new EventStore();
+  /** Connected accounts and every account's settings (the platform's too). */
+  readonly accounts: AccountStore;
   /** How long after its `created` a new event becomes listable (Stripe's events are eventually consistent). */
   eventLagMs = 0;
   /** Charges created less than this long ago are not found by search (Stripe's search lags by up to a minute). */
@@ -28,6 +31,8 @@ export class DoubleState {
     this.charges = new ChargeStore(() => clock.nowMs());
     this.random = seededRandom(seed);
     this.eventRandom = seededRandom(seed + 0x5eed);
+    // Its own sequence: accounts leave charge ids alone.
+    this.accounts = new AccountStore(seed + 0xacc0, clock.nowSeconds());
   }
 
   newId(prefix: string): string {
@@ -78,6 +83,7 @@ export class DoubleState {
     };
     if (fields.omitFields) record.omitFields = fields.omitFields;
     this.charges.insert(record, listedAtMs);
+    this.accounts.touch(record.account, this.clock.nowSeconds());
     return record;
   }
 
@@ -119,6 +125,7 @@ export class DoubleState {
     this.disputes.clear();
     this.events.clear();
     this.charges.clear();
+    this.accounts.clear(this.clock.nowSeconds());
     this.eventLagMs = 0;
     this.searchLagMs = 0;
     this.random = seededRandom(this.seed);

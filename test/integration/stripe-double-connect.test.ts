@@ -1,0 +1,168 @@
+import Stripe from 'stripe';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
+import { createStripeClient } from '../../src/providers/stripe/client.js';
+
+// The double as a Connect platform, through the real SDK: connected accounts (listed,
+// removed, revoked).
+const NOW = new Date('2026-03-10T12:00:00Z');
+const NOW_S = NOW.getTime() / 1000;
+
+let double: StripeDouble;
+let stripe: Stripe;
+
+beforeAll(async () => {
+  double = await startStripeDouble();
+  stripe = createStripeClient({ apiKey: 'sk_test_platform_4242', apiBase: double.url, maxNetworkRetries: 0 });
+});
+afterAll(async () => {
+  await double.close();
+});
+beforeEach(() => {
+  double.reset();
+  double.clock.set(NOW);
+});
+
+async function rejection(promise: Promise<unknown>): Promise<InstanceType<typeof Stripe.errors.StripeError>> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof Stripe.errors.StripeError) return error;
+    throw error;
+  }
+  throw new Error('expected Stripe to reject the request');
+}
+
+async function raw(path: string, account?: string, key = 'sk_test_raw') {
+  const headers: Record<string, string> = { Authorization: `Bearer ${key}` };
+  if (account) headers['Stripe-Account'] = account;
+  const response = await fetch(`${double.url}${path}`, { headers });
+  return { status: response.status, headers: response.headers, body: (await response.json()) as { error?: object } };
+}
+
+/** Every connected account the listing gives, 2 a page. */
+async function allAccounts(params: Stripe.AccountListParams = {}): Promise<string[]> {
+  const ids: string[] = [];
+  let page = await stripe.accounts.list({ limit: 2, ...params });
+  ids.push(...page.data.map((a) => a.id));
+  while (page.has_more) {
+    page = await stripe.accounts.list({ limit: 2, ...params, starting_after: page.data[page.data.length - 1]?.id });
+    ids.push(...page.data.map((a) => a.id));
+  }
+  return ids;
+}
+
+describe('connected accounts', () => {
+  it('lists them newest first, with paging both ways and a created filter', async () => {
+    const ids = [];
+    for (let i = 0; i < 5; i += 1) {
+      ids.push(double.addAccount({ email: `shop${i}@example.com` }).id);
+      if (i % 2 === 1) double.clock.advance(1_000);
+    }
+    expect(ids.every((id) => /^acct_[A-Za-z0-9]{16}$/.test(id))).toBe(true);
+    expect(await allAccounts()).toEqual([...ids].reverse());
+    const page = await stripe.accounts.list({ limit: 2, ending_before: ids[1] });
+    expect(page.data.map((a) => a.id)).toEqual([ids[3], ids[2]]);
+    expect(page.has_more).toBe(true);
+    expect(await allAccounts({ created: { gte: NOW_S + 1 } })).toEqual([ids[4], ids[3], ids[2]]);
+    expect(page).toMatchObject({ object: 'list', url: '/v1/accounts' });
+  });
+
+  it('renders an account with its settlement currency and payout schedule; GET /v1/account is the caller’s own', async () => {
+    double.addAccount({ id: 'acct_1Shop', defaultCurrency: 'EUR', country: 'de', payoutInterval: 'manual' });
+    const account = await stripe.accounts.retrieve('acct_1Shop');
+    expect(account).toMatchObject({
+      id: 'acct_1Shop',
+      object: 'account',
+      created: NOW_S,
+      country: 'DE',
+      default_currency: 'eur',
+      charges_enabled: true,
+      payouts_enabled: true,
+      type: 'standard',
+      settings: { payouts: { schedule: { interval: 'manual', delay_days: 2 } } },
+    });
+    const platform = await stripe.accounts.retrieveCurrent();
+    expect(platform).toMatchObject({ object: 'account', default_currency: 'usd' });
+    expect(platform.id).toBe(double.account(null)?.id);
+    expect((await stripe.accounts.retrieveCurrent({}, { stripeAccount: 'acct_1Shop' })).id).toBe('acct_1Shop');
+    double.configureAccount(null, { defaultCurrency: 'gbp' });
+    expect((await stripe.accounts.retrieveCurrent()).default_currency).toBe('gbp');
+    expect(() => double.addAccount({ id: 'acct_1Shop' })).toThrow(/already has account/);
+  });
+
+  it('lists an account from its first charge, and only to the platform', async () => {
+    double.createCharge('acct_1Charged', { amount: 500 });
+    expect(await allAccounts()).toEqual(['acct_1Charged']);
+    expect((await stripe.accounts.list({}, { stripeAccount: 'acct_1Charged' })).data).toEqual([]);
+  });
+
+  it('a removed account is no longer listed but still served; restored, it is listed again', async () => {
+    const [kept, removed] = [double.addAccount().id, double.addAccount().id];
+    double.createCharge(removed, { amount: 700 });
+    double.removeAccount(removed);
+    expect(await allAccounts()).toEqual([kept]);
+    expect((await stripe.charges.list({}, { stripeAccount: removed })).data).toHaveLength(1);
+    expect((await stripe.accounts.retrieve(removed)).id).toBe(removed);
+    double.restoreAccount(removed);
+    expect(await allAccounts()).toEqual([removed, kept]);
+  });
+
+  it('a revoked account is not listed and every request for it answers Stripe’s 403; restored, it is served', async () => {
+    const id = double.addAccount().id;
+    double.createCharge(id, { amount: 700 });
+    double.revokeAccount(id);
+    expect(await allAccounts()).toEqual([]);
+    const message = `The provided key 'sk_test_*********4242' does not have access to account '${id}' (or that account does not exist). Application access may have been revoked.`;
+    for (const request of [
+      () => stripe.charges.list({}, { stripeAccount: id }),
+      () => stripe.events.list({}, { stripeAccount: id }),
+      () => stripe.refunds.list({}, { stripeAccount: id }),
+      () => stripe.accounts.retrieve(id),
+    ]) {
+      const error = await rejection(request());
+      expect(error).toBeInstanceOf(Stripe.errors.StripePermissionError);
+      expect([error.statusCode, error.rawType, error.code, error.message]).toEqual([
+        403,
+        'invalid_request_error',
+        'account_invalid',
+        message,
+      ]);
+    }
+    expect((await raw('/v1/charges', id)).body).toMatchObject({ error: { type: 'invalid_request_error' } });
+    double.restoreAccount(id);
+    expect((await stripe.charges.list({}, { stripeAccount: id })).data).toHaveLength(1);
+  });
+
+  it('serves an unknown Stripe-Account as an empty account by default, or answers 403 when told to', async () => {
+    expect((await stripe.charges.list({}, { stripeAccount: 'acct_1Stranger' })).data).toEqual([]);
+    double.setUnknownAccounts('forbid');
+    const error = await rejection(stripe.charges.list({}, { stripeAccount: 'acct_1Stranger' }));
+    expect([error.statusCode, error.code]).toEqual([403, 'account_invalid']);
+    expect((await rejection(stripe.accounts.retrieve('acct_1Stranger'))).statusCode).toBe(403);
+    double.addAccount({ id: 'acct_1Stranger' });
+    expect((await stripe.charges.list({}, { stripeAccount: 'acct_1Stranger' })).data).toEqual([]);
+  });
+
+  it('seeds 2,000 accounts, 100 of them with 20 charges, cheaply; the SDK pages through them', async () => {
+    const started = performance.now();
+    const ids = double.seedAccounts(2_000, {
+      chargesEach: 20,
+      withCharges: 100,
+      charges: { from: NOW_S - 3_600, to: NOW_S, metadata: { tenant_id: 'bench' } },
+    });
+    const ms = performance.now() - started;
+    console.log(`seedAccounts: 2,000 accounts and 2,000 charges in ${Math.round(ms)} ms`);
+    expect(new Set(ids).size).toBe(2_000);
+    expect(double.chargeCount(ids[0] as string)).toBe(20);
+    expect(double.chargeCount(ids[99] as string)).toBe(20);
+    expect(double.chargeCount(ids[100] as string)).toBe(0);
+    const listed: string[] = [];
+    for await (const account of stripe.accounts.list({ limit: 100 })) listed.push(account.id);
+    expect(listed).toEqual([...ids].reverse());
+    const charges = await stripe.charges.list({ limit: 100 }, { stripeAccount: ids[5] as string });
+    expect(charges.data).toHaveLength(20);
+    expect(charges.data.every((c) => c.metadata.tenant_id === 'bench')).toBe(true);
+    expect(ms).toBeLessThan(5_000);
+  });
+});
