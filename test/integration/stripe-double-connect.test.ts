@@ -4,7 +4,7 @@ import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-doubl
 import { createStripeClient } from '../../src/providers/stripe/client.js';
 
 // The double as a Connect platform, through the real SDK: connected accounts (listed,
-// removed, revoked).
+// removed, revoked), Stripe's two rate limits, and the counters a benchmark asserts on.
 const NOW = new Date('2026-03-10T12:00:00Z');
 const NOW_S = NOW.getTime() / 1000;
 
@@ -164,5 +164,101 @@ describe('connected accounts', () => {
     expect(charges.data).toHaveLength(20);
     expect(charges.data.every((c) => c.metadata.tenant_id === 'bench')).toBe(true);
     expect(ms).toBeLessThan(5_000);
+  });
+});
+
+describe('rate limits', () => {
+  // Refills so slow that no stall of a loaded machine earns a token mid-test.
+  const strict = (burst: number) => ({ perSecond: 0.001, burst });
+
+  it('limits each account and endpoint: 429 endpoint-rate, other accounts and endpoints unaffected', async () => {
+    double.setAccountRateLimit(strict(2));
+    const statuses = [];
+    for (let i = 0; i < 3; i += 1) statuses.push((await raw('/v1/charges', 'acct_1A')).status);
+    expect(statuses).toEqual([200, 200, 429]);
+    const limited = await raw('/v1/charges', 'acct_1A');
+    expect(limited.body).toMatchObject({ error: { type: 'rate_limit_error', code: 'rate_limit' } });
+    expect(limited.headers.get('stripe-rate-limited-reason')).toBe('endpoint-rate');
+    expect(limited.headers.get('stripe-should-retry')).toBeNull();
+    expect(limited.headers.get('retry-after')).toBeNull();
+    expect((await raw('/v1/charges', 'acct_1B')).status).toBe(200);
+    expect((await raw('/v1/charges')).status).toBe(200);
+    expect((await raw('/v1/events', 'acct_1A')).status).toBe(200);
+    const error = await rejection(stripe.charges.list({}, { stripeAccount: 'acct_1A' }));
+    expect(error).toBeInstanceOf(Stripe.errors.StripeRateLimitError);
+    expect(double.counters.rateLimited('endpoint-rate')).toBe(3);
+  });
+
+  it('gives one endpoint its own per-account limit', async () => {
+    double.setAccountRateLimit(strict(5));
+    double.setAccountRateLimit(strict(1), 'GET /v1/charges/search');
+    const search = '/v1/charges/search?query=amount%3E0';
+    expect([(await raw(search, 'acct_1A')).status, (await raw(search, 'acct_1A')).status]).toEqual([200, 429]);
+    expect((await raw('/v1/charges', 'acct_1A')).status).toBe(200);
+    double.setAccountRateLimit(null, 'GET /v1/charges/search');
+    expect((await raw(search, 'acct_1A')).status).toBe(200);
+  });
+
+  it('limits all requests of one key over every account: 429 global-rate; another key has its own budget', async () => {
+    double.setGlobalRateLimit(strict(3));
+    const statuses = [];
+    for (const account of ['acct_1A', 'acct_1B', undefined, 'acct_1C'])
+      statuses.push((await raw('/v1/charges', account)).status);
+    expect(statuses).toEqual([200, 200, 200, 429]);
+    const limited = await raw('/v1/events', 'acct_1D');
+    expect([limited.status, limited.headers.get('stripe-rate-limited-reason')]).toEqual([429, 'global-rate']);
+    expect((await raw('/v1/charges', 'acct_1A', 'sk_test_other')).status).toBe(200);
+    expect(double.counters.rateLimited('global-rate')).toBe(2);
+    double.setGlobalRateLimit(null);
+    expect((await raw('/v1/charges')).status).toBe(200);
+  });
+
+  it('a refused request takes no token: the per-account budget is intact behind a global refusal', async () => {
+    double.setGlobalRateLimit(strict(1));
+    double.setAccountRateLimit(strict(1));
+    expect((await raw('/v1/charges', 'acct_1A')).status).toBe(200);
+    expect((await raw('/v1/charges', 'acct_1B')).headers.get('stripe-rate-limited-reason')).toBe('global-rate');
+    double.setGlobalRateLimit(null);
+    expect((await raw('/v1/charges', 'acct_1B')).status).toBe(200);
+    expect((await raw('/v1/charges', 'acct_1A')).headers.get('stripe-rate-limited-reason')).toBe('endpoint-rate');
+  });
+
+  it('takes both limits as options, and a number as requests per second', async () => {
+    const limited = await startStripeDouble({ accountRateLimit: 25, globalRateLimit: { perSecond: 0.001, burst: 1 } });
+    try {
+      const client = createStripeClient({ apiKey: 'sk_test_x', apiBase: limited.url, maxNetworkRetries: 0 });
+      await client.charges.list();
+      expect((await rejection(client.charges.list())).statusCode).toBe(429);
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
+describe('counters', () => {
+  it('counts requests per account and endpoint, and the answers per account', async () => {
+    double.setAccountRateLimit({ perSecond: 0.001, burst: 1 });
+    await raw('/v1/charges', 'acct_1Idle');
+    await raw('/v1/events', 'acct_1Idle');
+    await raw('/v1/charges', 'acct_1Busy');
+    await raw('/v1/charges', 'acct_1Busy');
+    await raw('/v1/charges');
+    expect(double.counters.account('acct_1Idle')).toBe(2);
+    expect(double.counters.account('acct_1Busy', 'GET /v1/charges')).toBe(2);
+    expect(double.counters.account(null)).toBe(1);
+    expect(double.counters.account('acct_1Never')).toBe(0);
+    expect(double.counters.accounts()).toEqual([
+      {
+        account: 'acct_1Idle',
+        requests: 2,
+        endpoints: { 'GET /v1/charges': 1, 'GET /v1/events': 1 },
+        statuses: { '200': 2 },
+      },
+      { account: 'acct_1Busy', requests: 2, endpoints: { 'GET /v1/charges': 2 }, statuses: { '200': 1, '429': 1 } },
+      { account: null, requests: 1, endpoints: { 'GET /v1/charges': 1 }, statuses: { '200': 1 } },
+    ]);
+    expect([double.counters.statusTotal(429), double.counters.rateLimited()]).toEqual([1, 1]);
+    double.counters.reset();
+    expect(double.counters.accounts()).toEqual([]);
   });
 });

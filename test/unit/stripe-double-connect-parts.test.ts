@@ -1,5 +1,51 @@
 import { describe, expect, it } from 'vitest';
 import { AccountStore } from '../../testkit/stripe-double/accounts.js';
+import { EndpointRateLimiter } from '../../testkit/stripe-double/rate-limit.js';
+
+const LIST = 'GET /v1/charges';
+
+describe('EndpointRateLimiter per account and per key', () => {
+  it('gives every (account, endpoint) pair its own bucket, refilled over time', () => {
+    let now = 0;
+    const limiter = new EndpointRateLimiter(() => now);
+    limiter.setPerAccount({ perSecond: 2, burst: 1 });
+    expect(limiter.take(LIST, 'acct_a')).toBeUndefined();
+    expect(limiter.take(LIST, 'acct_a')).toMatchObject({ reason: 'endpoint-rate' });
+    expect(limiter.take(LIST, 'acct_b')).toBeUndefined();
+    expect(limiter.take(LIST, null)).toBeUndefined();
+    expect(limiter.take('GET /v1/events', 'acct_a')).toBeUndefined();
+    now = 500;
+    expect(limiter.take(LIST, 'acct_a')).toBeUndefined();
+  });
+
+  it('caps one key over every account and endpoint, and another key separately', () => {
+    let now = 0;
+    const limiter = new EndpointRateLimiter(() => now);
+    limiter.setGlobal({ perSecond: 10, burst: 2 });
+    expect(limiter.take(LIST, 'acct_a', 'k1')).toBeUndefined();
+    expect(limiter.take('GET /v1/events', 'acct_b', 'k1')).toBeUndefined();
+    expect(limiter.take(LIST, 'acct_c', 'k1')).toMatchObject({ reason: 'global-rate', limit: { perSecond: 10 } });
+    expect(limiter.take(LIST, 'acct_c', 'k2')).toBeUndefined();
+    now = 100;
+    expect(limiter.take(LIST, 'acct_c', 'k1')).toBeUndefined();
+  });
+
+  it('takes no token when any bucket refuses, and an endpoint’s own per-account limit wins over the default', () => {
+    const limiter = new EndpointRateLimiter(() => 0);
+    limiter.setGlobal({ perSecond: 1, burst: 1 });
+    limiter.setPerAccount({ perSecond: 1, burst: 1 });
+    limiter.setPerAccount({ perSecond: 1, burst: 3 }, 'GET /v1/charges/search');
+    expect(limiter.take(LIST, 'acct_a')).toBeUndefined();
+    expect(limiter.take(LIST, 'acct_b')).toMatchObject({ reason: 'global-rate' });
+    limiter.setGlobal(null);
+    expect(limiter.take(LIST, 'acct_b')).toBeUndefined();
+    const search = [1, 2, 3, 4].map(() => limiter.take('GET /v1/charges/search', 'acct_a')?.reason);
+    expect(search).toEqual([undefined, undefined, undefined, 'endpoint-rate']);
+    limiter.clear();
+    expect(limiter.take(LIST, 'acct_a')).toBeUndefined();
+    expect(() => limiter.setPerAccount({ perSecond: 0 })).toThrow(/positive/);
+  });
+});
 
 describe('AccountStore', () => {
   it('lists active accounts newest first, one second’s by order of addition, and knows who may be served', () => {

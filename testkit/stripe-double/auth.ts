@@ -35,7 +35,7 @@ export function authorize(key: string, permission: string, account: string | nul
   if (held && !held.includes(permission)) throw permissionDenied(key, account, permission);
 }
 
-function keyFromHeader(header: string | undefined): string | undefined {
+export function keyFromHeader(header: string | undefined): string | undefined {
   if (!header) return undefined;
   const [scheme, value] = header.trim().split(/\s+/, 2);
   if (!value) return undefined;

@@ -5,6 +5,7 @@ import {
   type AccountSettings,
   type UnknownAccountPolicy,
 } from './accounts.js';
+import { rateLimitOf, type EndpointRateLimiter, type RateLimit } from './rate-limit.js';
 import { seedCharges, type SeedOptions } from './seed.js';
 import type { DoubleState } from './state.js';
 
@@ -16,7 +17,10 @@ export interface SeedAccountsOptions extends Omit<AccountOptions, 'id'> {
   charges?: SeedOptions;
 }
 
-/** Control hooks for a Connect platform: its connected accounts, as `GET /v1/accounts` lists them. */
+/**
+ * Control hooks for a Connect platform: its connected accounts (as `GET /v1/accounts`
+ * lists them) and Stripe's two rate limits, per account and endpoint and per key.
+ */
 export interface ConnectControls {
   /** A connected account, listed from now on. */
   addAccount(options?: AccountOptions): AccountJson;
@@ -39,9 +43,16 @@ export interface ConnectControls {
   account(id: string | null): AccountJson | undefined;
   /** A `Stripe-Account` never added nor charged: served as an empty account (`serve`, default) or 403 (`forbid`). */
   setUnknownAccounts(policy: UnknownAccountPolicy): void;
+  /**
+   * Requests per second per account and endpoint (Stripe: 25), for every endpoint or only
+   * `endpoint` (its own limit, as Stripe's search has); null removes it. 429 `endpoint-rate`.
+   */
+  setAccountRateLimit(limit: RateLimit | number | null, endpoint?: string): void;
+  /** Requests per second per API key over every account and endpoint (Stripe live: 100); null removes it. 429 `global-rate`. */
+  setGlobalRateLimit(limit: RateLimit | number | null): void;
 }
 
-export function createConnectControls(state: DoubleState): ConnectControls {
+export function createConnectControls(state: DoubleState, limiter: EndpointRateLimiter): ConnectControls {
   const now = () => state.clock.nowSeconds();
   return {
     addAccount(options = {}) {
@@ -73,6 +84,12 @@ export function createConnectControls(state: DoubleState): ConnectControls {
     },
     setUnknownAccounts(policy) {
       state.accounts.unknownAccounts = policy;
+    },
+    setAccountRateLimit(limit, endpoint) {
+      limiter.setPerAccount(rateLimitOf(limit), endpoint);
+    },
+    setGlobalRateLimit(limit) {
+      limiter.setGlobal(rateLimitOf(limit));
     },
   };
 }

@@ -7,7 +7,7 @@ import { createEventControls, type EventControls } from './event-controls.js';
 import type { RequestCounters } from './counters.js';
 import type { FaultConfig, FaultInjector } from './faults.js';
 import type { IdempotencyStore } from './idempotency.js';
-import type { EndpointRateLimiter, RateLimit } from './rate-limit.js';
+import { rateLimitOf, type EndpointRateLimiter, type RateLimit } from './rate-limit.js';
 import type { PaymentIntentRecord } from './records.js';
 import {
   renderCharge,
@@ -60,13 +60,16 @@ export interface TimeWindow {
 export interface DoubleControls extends EventControls, ConnectControls {
   /** `clock.set(date)` stops time there; `clock.advance(ms)`; `clock.useRealTime()`. */
   readonly clock: DoubleClock;
-  /** Requests per endpoint (`counters.get('GET /v1/charges')`) and statuses answered. */
+  /**
+   * Requests per endpoint (`counters.get('GET /v1/charges')`) and statuses answered, per
+   * account too (`counters.account('acct_…')`), and the limiters' 429s (`counters.rateLimited()`).
+   */
   readonly counters: RequestCounters;
   /** Faults injected so far, by kind. */
   readonly injectedFaults: Readonly<Record<'429' | '500' | 'reset', number>>;
   /** Delay before every answer (or only `endpoint`'s), in real milliseconds. */
   setLatency(ms: number, endpoint?: string): void;
-  /** Requests per second allowed on `endpoint` (e.g. 'GET /v1/charges'); null removes the limit. */
+  /** Requests per second allowed on `endpoint` (e.g. 'GET /v1/charges') over all accounts; null removes the limit. */
   setRateLimit(endpoint: string, limit: RateLimit | number | null): void;
   setFaults(config: FaultConfig | null): void;
   setIdempotencyTtl(ms: number): void;
@@ -126,7 +129,7 @@ export function createControls({
 
   return {
     ...createEventControls(state),
-    ...createConnectControls(state),
+    ...createConnectControls(state, limiter),
     clock,
     counters,
     get injectedFaults() {
@@ -137,7 +140,7 @@ export function createControls({
       else latency.delete(endpoint);
     },
     setRateLimit(endpoint, limit) {
-      limiter.set(endpoint, typeof limit === 'number' ? { perSecond: limit } : limit);
+      limiter.set(endpoint, rateLimitOf(limit));
     },
     setFaults(config) {
       faults.set(config);

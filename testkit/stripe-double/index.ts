@@ -3,7 +3,8 @@ export type { DoubleControls, CreateChargeOptions, TimeWindow } from './controls
 export { READ_ONLY_PERMISSIONS, type KeyPolicy } from './auth.js';
 export { ENDPOINTS, type Endpoint } from './routes.js';
 export type { FaultConfig } from './faults.js';
-export type { RateLimit } from './rate-limit.js';
+export type { RateLimit, Limited } from './rate-limit.js';
+export type { RateLimitedReason } from './errors.js';
 export type { ConnectControls, SeedAccountsOptions } from './connect-controls.js';
 export type {
   AccountJson,
@@ -16,7 +17,7 @@ export type {
 export type { SeedOptions, SeedResult, SeededCharge } from './seed.js';
 export type { ChargeJson, PaymentIntentJson, RefundJson } from './render.js';
 export { DoubleClock } from './clock.js';
-export { RequestCounters } from './counters.js';
+export { RequestCounters, type AccountRequests } from './counters.js';
 export type { EventControls } from './event-controls.js';
 export type { EventTiming } from './emit.js';
 export type { EventJson } from './event-render.js';

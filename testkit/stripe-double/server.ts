@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { UnknownAccountPolicy } from './accounts.js';
-import { authenticate, authorize, type KeyPolicy } from './auth.js';
+import { authenticate, authorize, keyFromHeader, type KeyPolicy } from './auth.js';
 import { DoubleClock } from './clock.js';
 import { createControls, type DoubleControls } from './controls.js';
 import { RequestCounters } from './counters.js';
@@ -19,7 +19,7 @@ import { FaultInjector, type FaultConfig } from './faults.js';
 import { canonicalJson, parseForm } from './form.js';
 import { IdempotencyStore, type StoredResponse } from './idempotency.js';
 import { randomId, seededRandom } from './random.js';
-import { EndpointRateLimiter, type RateLimit } from './rate-limit.js';
+import { EndpointRateLimiter, rateLimitOf, type RateLimit } from './rate-limit.js';
 import { chargeFormatOf, ChargeImportError, importCharges, parseCharges } from './import-charges.js';
 import { matchRoute } from './routes.js';
 import { DoubleState } from './state.js';
@@ -37,7 +37,12 @@ export interface StripeDoubleOptions {
   /** Stops the double's clock at this instant from the start. */
   now?: Date | string | number;
   latencyMs?: number;
+  /** Per endpoint, across every account (see `setRateLimit`). */
   rateLimits?: Record<string, RateLimit>;
+  /** Per account and endpoint, as Stripe limits (25 a second per endpoint); see `setAccountRateLimit`. */
+  accountRateLimit?: RateLimit | number;
+  /** Per API key over every endpoint and account, as Stripe's global limit (100 a second live); see `setGlobalRateLimit`. */
+  globalRateLimit?: RateLimit | number;
   /** A `Stripe-Account` the double does not know: served as an empty account (default) or answered 403. */
   unknownAccounts?: UnknownAccountPolicy;
   faults?: FaultConfig;
@@ -73,6 +78,8 @@ export async function startStripeDouble(options: StripeDoubleOptions = {}): Prom
   const idempotency = new IdempotencyStore(() => clock.nowMs(), options.idempotencyTtlMs);
   const limiter = new EndpointRateLimiter();
   for (const [endpoint, limit] of Object.entries(options.rateLimits ?? {})) limiter.set(endpoint, limit);
+  if (options.accountRateLimit !== undefined) limiter.setPerAccount(rateLimitOf(options.accountRateLimit));
+  if (options.globalRateLimit !== undefined) limiter.setGlobal(rateLimitOf(options.globalRateLimit));
   if (options.unknownAccounts) state.accounts.unknownAccounts = options.unknownAccounts;
   const faults = new FaultInjector();
   if (options.faults) faults.set(options.faults);
@@ -93,13 +100,14 @@ export async function startStripeDouble(options: StripeDoubleOptions = {}): Prom
     const matched = matchRoute(method, url.pathname);
     const endpoint = matched?.route.endpoint ?? `${method} ${url.pathname}`;
     const account = header(req, 'stripe-account') || null;
-    counters.record(endpoint);
+    counters.record(endpoint, account);
 
     // On arrival, as a server-side limiter sees it; the latency below models the round trip.
-    const limited = limiter.take(endpoint);
+    const limited = limiter.take(endpoint, account, keyFromHeader(header(req, 'authorization')) ?? '');
+    if (limited) counters.rateLimitedBy(limited.reason);
     const fault = limited ? 'none' : faults.draw(endpoint);
     const faultAfter = faults.phase === 'after';
-    if (fault === 'reset' && !faultAfter) return dropConnection(req, endpoint);
+    if (fault === 'reset' && !faultAfter) return dropConnection(req, endpoint, account);
     const wait = latency.get(endpoint) ?? latency.get('*') ?? 0;
     if (wait > 0) await delay(wait, undefined, { signal: closing.signal }).catch(() => undefined);
     if (closing.signal.aborted) return;
@@ -107,7 +115,7 @@ export async function startStripeDouble(options: StripeDoubleOptions = {}): Prom
     const requestId = randomId('req', requestIds, 14);
     let answer: Answer;
     try {
-      if (limited) throw rateLimited(limited.retryAfterSeconds);
+      if (limited) throw rateLimited(limited.limit.retryAfterSeconds, limited.reason);
       if (fault === '429') throw rateLimited();
       if (fault === '500' && !faultAfter) throw apiError();
       answer = execute({ req, method, url, body, matched, account, requestId });
@@ -116,12 +124,12 @@ export async function startStripeDouble(options: StripeDoubleOptions = {}): Prom
       answer = { status: failure.status, body: JSON.stringify(failure.body), headers: failure.headers };
     }
     // 'after' faults: the request ran (a charge may exist) but its answer is lost.
-    if (fault === 'reset') return dropConnection(req, endpoint);
+    if (fault === 'reset') return dropConnection(req, endpoint, account);
     if (fault === '500') {
       const failure = apiError();
       answer = { status: 500, body: JSON.stringify(failure.body), headers: {} };
     }
-    counters.answered(endpoint, answer.status);
+    counters.answered(endpoint, answer.status, account);
     res.writeHead(answer.status, {
       'Content-Type': 'application/json',
       'Request-Id': requestId,
@@ -196,8 +204,8 @@ export async function startStripeDouble(options: StripeDoubleOptions = {}): Prom
     res.end(JSON.stringify(answer));
   }
 
-  function dropConnection(req: IncomingMessage, endpoint: string): void {
-    counters.answered(endpoint, 'reset');
+  function dropConnection(req: IncomingMessage, endpoint: string, account: string | null): void {
+    counters.answered(endpoint, 'reset', account);
     req.socket.destroy();
   }
 
