@@ -16,6 +16,7 @@ export const READ_ONLY_PERMISSIONS = [
   'rak_payment_intent_read',
   'rak_refund_read',
   'rak_event_read',
+  'rak_balance_read',
   'rak_account_read',
 ] as const;
 

@@ -1,4 +1,4 @@
-import { emitChargeCreated, emitIntentCreated, openDispute, openDisputeOf, refundCharge } from './changes.js';
+import { emitChargeCreated, emitIntentCreated, openDispute, openDisputeOf } from './changes.js';
 import type { ChargeRecord, ChargeStatus } from './charge-store.js';
 import { createConnectControls, type ConnectControls } from './connect-controls.js';
 import type { DoubleClock } from './clock.js';
@@ -7,8 +7,10 @@ import { createEventControls, type EventControls } from './event-controls.js';
 import type { RequestCounters } from './counters.js';
 import type { FaultConfig, FaultInjector } from './faults.js';
 import type { IdempotencyStore } from './idempotency.js';
+import { createMoneyControls, type MoneyControls } from './money-controls.js';
 import { rateLimitOf, type EndpointRateLimiter, type RateLimit } from './rate-limit.js';
 import type { PaymentIntentRecord } from './records.js';
+import { refundCharge } from './refund-changes.js';
 import {
   renderCharge,
   renderPaymentIntent,
@@ -57,7 +59,7 @@ export interface TimeWindow {
 }
 
 /** Plain methods (not HTTP) with which tests and benchmarks steer and inspect the double. */
-export interface DoubleControls extends EventControls, ConnectControls {
+export interface DoubleControls extends EventControls, MoneyControls, ConnectControls {
   /** `clock.set(date)` stops time there; `clock.advance(ms)`; `clock.useRealTime()`. */
   readonly clock: DoubleClock;
   /**
@@ -91,7 +93,7 @@ export interface DoubleControls extends EventControls, ConnectControls {
   paymentIntents(account: string | null): PaymentIntentJson[];
   refunds(chargeId?: string): RefundJson[];
   accounts(): Array<string | null>;
-  /** Forgets every object (accounts too), idempotency key, fault, limit, latency and count. */
+  /** Forgets every object (accounts and balance transactions too), idempotency key, fault, limit, latency, count, fee and FX rate. */
   reset(): void;
 }
 
@@ -129,6 +131,7 @@ export function createControls({
 
   return {
     ...createEventControls(state),
+    ...createMoneyControls(state),
     ...createConnectControls(state, limiter),
     clock,
     counters,

@@ -5,6 +5,7 @@ export { ENDPOINTS, type Endpoint } from './routes.js';
 export type { FaultConfig } from './faults.js';
 export type { RateLimit, Limited } from './rate-limit.js';
 export type { RateLimitedReason } from './errors.js';
+export type { MoneyControls } from './money-controls.js';
 export type { ConnectControls, SeedAccountsOptions } from './connect-controls.js';
 export type {
   AccountJson,
@@ -14,6 +15,13 @@ export type {
   PayoutInterval,
   UnknownAccountPolicy,
 } from './accounts.js';
+export type { BalanceJson, BalanceTransactionJson } from './balance-render.js';
+export type { BalanceTransactionType, ReportingCategory } from './balance-store.js';
+export type { FeeSchedule, FeeDetail } from './fees.js';
+export { DEFAULT_FEE_SCHEDULE } from './fees.js';
+export { DEFAULT_FX_RATES, decimalsOf } from './currency.js';
+export type { RefundOptions } from './refund-changes.js';
+export type { RefundFailureReason, RefundStatus } from './records.js';
 export type { SeedOptions, SeedResult, SeededCharge } from './seed.js';
 export type { ChargeJson, PaymentIntentJson, RefundJson } from './render.js';
 export { DoubleClock } from './clock.js';

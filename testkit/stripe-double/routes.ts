@@ -1,4 +1,5 @@
 import { listAccounts, retrieveAccount, retrieveOwnAccount } from './account-endpoints.js';
+import { listBalanceTransactions, retrieveBalance, retrieveBalanceTransaction } from './balance-endpoints.js';
 import { searchCharges } from './charge-search.js';
 import { listCharges, retrieveCharge } from './charges.js';
 import { listEvents, retrieveEvent } from './events.js';
@@ -28,6 +29,9 @@ export const ENDPOINTS = {
   retrieveRefund: 'GET /v1/refunds/:id',
   listEvents: 'GET /v1/events',
   retrieveEvent: 'GET /v1/events/:id',
+  retrieveBalance: 'GET /v1/balance',
+  listBalanceTransactions: 'GET /v1/balance_transactions',
+  retrieveBalanceTransaction: 'GET /v1/balance_transactions/:id',
   listAccounts: 'GET /v1/accounts',
   retrieveAccount: 'GET /v1/accounts/:id',
   retrieveOwnAccount: 'GET /v1/account',
@@ -108,11 +112,20 @@ const ROUTES: Route[] = [
     handler: retrieveEvent,
   },
   ...readRoutes([
+    [ENDPOINTS.retrieveBalance, 'rak_balance_read', /^\/v1\/balance\/?$/, retrieveBalance],
+    [ENDPOINTS.listBalanceTransactions, 'rak_balance_read', /^\/v1\/balance_transactions\/?$/, listBalanceTransactions],
+    [
+      ENDPOINTS.retrieveBalanceTransaction,
+      'rak_balance_read',
+      /^\/v1\/balance_transactions\/(?<id>[^/]+)$/,
+      retrieveBalanceTransaction,
+    ],
     [ENDPOINTS.listAccounts, 'rak_account_read', /^\/v1\/accounts\/?$/, listAccounts],
     [ENDPOINTS.retrieveAccount, 'rak_account_read', /^\/v1\/accounts\/(?<id>[^/]+)$/, retrieveAccount],
     [ENDPOINTS.retrieveOwnAccount, 'rak_account_read', /^\/v1\/account\/?$/, retrieveOwnAccount],
   ]),
 ];
+
 function readRoutes(rows: ReadonlyArray<[string, string, RegExp, Handler]>): Route[] {
   return rows.map(([endpoint, permission, pattern, handler]) => ({
     method: 'GET',
