@@ -118,6 +118,7 @@ describe('connected accounts', () => {
       () => stripe.charges.list({}, { stripeAccount: id }),
       () => stripe.events.list({}, { stripeAccount: id }),
       () => stripe.refunds.list({}, { stripeAccount: id }),
+      () => stripe.payouts.list({}, { stripeAccount: id }),
       () => stripe.accounts.retrieve(id),
     ]) {
       const error = await rejection(request());

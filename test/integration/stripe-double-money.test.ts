@@ -3,8 +3,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { READ_ONLY_PERMISSIONS, startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
 import { createStripeClient } from '../../src/providers/stripe/client.js';
 
-// The double's money beyond the charge, through the real SDK: a refund's life and
-// balance transactions (fees, exchange rates, disputes).
+// The double's money beyond the charge, through the real SDK: a refund's life, balance
+// transactions (fees, exchange rates, disputes) and payouts.
 const NOW = new Date('2026-03-10T12:00:00Z');
 const NOW_S = NOW.getTime() / 1000;
 const DAY_S = 24 * 60 * 60;
@@ -16,7 +16,7 @@ let double: StripeDouble;
 let stripe: Stripe;
 
 beforeAll(async () => {
-  const withoutMoney = READ_ONLY_PERMISSIONS.filter((p) => p !== 'rak_balance_read');
+  const withoutMoney = READ_ONLY_PERMISSIONS.filter((p) => p !== 'rak_balance_read' && p !== 'rak_payout_read');
   double = await startStripeDouble({ keys: { permissions: { [NO_BALANCE_KEY]: withoutMoney } } });
   stripe = createStripeClient({ apiKey: 'sk_test_money', apiBase: double.url, maxNetworkRetries: 0 });
 });
@@ -55,6 +55,7 @@ async function everything<T extends { id: string }>(
 
 const types = async (account?: string) =>
   (await stripe.events.list({ limit: 100 }, account ? { stripeAccount: account } : undefined)).data.map((e) => e.type);
+const net = (txns: Stripe.BalanceTransaction[]) => txns.reduce((sum, t) => sum + t.net, 0);
 
 describe('refunds', () => {
   it('POST /v1/refunds with an idempotency key and metadata: replayed, made once, with a balance transaction', async () => {
@@ -310,7 +311,194 @@ describe('balance transactions', () => {
   });
 });
 
-describe('balance', () => {
+describe('payouts', () => {
+  /** A charge, a refund, a dispute and a pending charge on the platform; then three days later. */
+  function history() {
+    const paid = double.createCharge(null, { amount: 10_000 });
+    const refunded = double.createCharge(null, { amount: 4_000 });
+    double.createRefund(refunded.id, { amount: 1_000 });
+    const disputed = double.createCharge(null, { amount: 2_000 });
+    double.openDispute(disputed.id);
+    double.clock.advance(3 * DAY_S * 1000);
+    const late = double.createCharge(null, { amount: 3_000 });
+    return { paid, refunded, disputed, late };
+  }
+
+  it('pays out the available transactions; ?payout= lists them with the payout’s own, summing to its amount', async () => {
+    const { late } = history();
+    const payout = double.runPayout(null, { arrivalDate: NOW_S + 5 * DAY_S });
+    // 9680 + 3854 (4000 less 146) − 1000 (refund) + 1912 (2000 less 88) − 3500 (dispute and its fee)
+    expect(payout).toMatchObject({ amount: 10_946, currency: 'usd', status: 'paid', automatic: true });
+    expect(payout).toMatchObject({
+      reconciliation_status: 'completed',
+      arrival_date: NOW_S + 5 * DAY_S,
+      method: 'standard',
+    });
+    expect(await stripe.payouts.retrieve(payout.id)).toMatchObject(JSON.parse(JSON.stringify(payout)) as object);
+    const txns = await everything((p) => stripe.balanceTransactions.list({ ...p, payout: payout.id }));
+    expect(txns.map((t) => t.reporting_category).sort()).toEqual([
+      'charge',
+      'charge',
+      'charge',
+      'dispute',
+      'payout',
+      'refund',
+    ]);
+    const own = txns.find((t) => t.type === 'payout') as Stripe.BalanceTransaction;
+    expect(own).toMatchObject({ id: payout.balance_transaction, amount: -10_946, source: payout.id });
+    expect(net(txns.filter((t) => t.type !== 'payout'))).toBe(payout.amount);
+    expect(net(txns)).toBe(0);
+    expect(txns.some((t) => t.source === late.id)).toBe(false);
+    expect(() => double.runPayout(null)).toThrow(/nothing to pay out/);
+    const charges = await stripe.balanceTransactions.list({
+      payout: payout.id,
+      type: 'charge',
+      expand: ['data.source'],
+    });
+    expect(charges.data.map((t) => (t.source as { object: string; id: string }).object)).toEqual([
+      'charge',
+      'charge',
+      'charge',
+    ]);
+  });
+
+  it('emits balance.available, payout.created, payout.updated, payout.paid, payout.reconciliation_completed', async () => {
+    double.createCharge('acct_p', { amount: 1000, events: false });
+    double.clock.advance(3 * DAY_S * 1000);
+    const payout = double.runPayout('acct_p');
+    const events = (await stripe.events.list({ limit: 10 }, { stripeAccount: 'acct_p' })).data;
+    expect(events.map((e) => e.type)).toEqual([
+      'payout.reconciliation_completed',
+      'payout.paid',
+      'payout.updated',
+      'payout.created',
+      'balance.available',
+    ]);
+    expect(events[2]?.data).toMatchObject({
+      object: { id: payout.id, status: 'in_transit' },
+      previous_attributes: { status: 'pending' },
+    });
+    expect(events[3]?.data.object).toMatchObject({ status: 'pending', reconciliation_status: 'in_progress' });
+    expect(events[4]?.data.object).toMatchObject({ object: 'balance', available: [{ amount: 941, currency: 'usd' }] });
+  });
+
+  it('stops where asked and holds reconciliation: ?payout= is empty until it completes', async () => {
+    history();
+    const payout = double.runPayout(null, { status: 'pending', holdReconciliation: true });
+    expect((await stripe.balanceTransactions.list({ payout: payout.id })).data).toEqual([]);
+    double.advancePayout(payout.id);
+    expect((await stripe.payouts.retrieve(payout.id)).status).toBe('in_transit');
+    double.advancePayout(payout.id, 'paid');
+    expect(() => double.advancePayout(payout.id)).toThrow(/paid: it cannot move/);
+    double.completePayoutReconciliation(payout.id);
+    expect(await stripe.payouts.retrieve(payout.id)).toMatchObject({
+      status: 'paid',
+      reconciliation_status: 'completed',
+    });
+    expect((await stripe.balanceTransactions.list({ payout: payout.id, limit: 100 })).data).toHaveLength(6);
+    expect(await types()).toContain('payout.reconciliation_completed');
+  });
+
+  it('a manual payout is not itemised: ?payout= answers Stripe’s 400', async () => {
+    double.configureAccount(null, { payoutInterval: 'manual' });
+    history();
+    const payout = double.runPayout(null);
+    expect(payout).toMatchObject({ automatic: false, reconciliation_status: 'not_applicable', amount: 10_946 });
+    const error = await rejection(stripe.balanceTransactions.list({ payout: payout.id }));
+    expect(error).toBeInstanceOf(Stripe.errors.StripeInvalidRequestError);
+    expect([error.statusCode, error.param, error.message]).toEqual([
+      400,
+      'payout',
+      'Balance transaction history can only be filtered on automatic transfers, not manual.',
+    ]);
+    expect(await types()).not.toContain('payout.reconciliation_completed');
+    const unknown = await rejection(stripe.balanceTransactions.list({ payout: 'po_missing' }));
+    expect([unknown.statusCode, unknown.code]).toEqual([400, 'resource_missing']);
+  });
+
+  it('a payout that fails after it was paid returns the money, which the next payout pays out', async () => {
+    history();
+    const first = double.runPayout(null);
+    double.clock.advance(2 * DAY_S * 1000);
+    const failed = double.failPayout(first.id, {
+      code: 'account_closed',
+      message: 'The bank account has been closed.',
+    });
+    expect(failed).toMatchObject({ status: 'failed', failure_code: 'account_closed' });
+    const back = await stripe.balanceTransactions.retrieve(failed.failure_balance_transaction as string);
+    expect(back).toMatchObject({
+      type: 'payout_failure',
+      reporting_category: 'payout_reversal',
+      amount: 10_946,
+      source: first.id,
+    });
+    expect((await stripe.events.list({ type: 'payout.failed' })).data[0]?.data.object).toMatchObject({ id: first.id });
+    const second = double.runPayout(null);
+    expect(second.amount).toBe(10_946 + 2_883);
+    const txns = await everything((p) => stripe.balanceTransactions.list({ ...p, payout: second.id }), 100);
+    expect(txns.map((t) => t.type).sort()).toEqual(['charge', 'payout', 'payout_failure']);
+    expect(() => double.failPayout(first.id)).toThrow(/already failed/);
+  });
+
+  it('cancels a payout not paid yet; a paid one cannot be canceled', async () => {
+    history();
+    const pending = double.runPayout(null, { status: 'pending' });
+    const canceled = double.cancelPayout(pending.id);
+    expect(canceled).toMatchObject({ status: 'canceled' });
+    expect(double.balanceTransaction(canceled.failure_balance_transaction as string)).toMatchObject({
+      type: 'payout_cancel',
+      amount: 10_946,
+    });
+    const paid = double.runPayout(null);
+    expect(paid.amount).toBe(10_946);
+    expect(() => double.cancelPayout(paid.id)).toThrow(/only a pending or in-transit payout/);
+    expect((await stripe.events.list({ type: 'payout.canceled' })).data).toHaveLength(1);
+  });
+
+  it('builds a payout whose transactions do not sum to its amount, for tests of a mismatch', async () => {
+    history();
+    const payout = double.runPayout(null, { unexplained: 250 });
+    const txns = await everything((p) => stripe.balanceTransactions.list({ ...p, payout: payout.id }), 100);
+    expect(payout.amount).toBe(11_196);
+    expect(net(txns.filter((t) => t.type !== 'payout'))).toBe(10_946);
+  });
+
+  it('an adjustment or a fee with no object behind it is paid out like the rest', async () => {
+    double.createCharge(null, { amount: 1000 });
+    const fee = double.addAdjustment(null, { amount: -200, reportingCategory: 'fee', description: 'Radar' });
+    const other = double.addAdjustment(null, { amount: 75 });
+    expect(fee).toMatchObject({ type: 'stripe_fee', reporting_category: 'fee', source: null, net: -200 });
+    expect(other).toMatchObject({ type: 'adjustment', reporting_category: 'other_adjustment', net: 75 });
+    double.clock.advance(3 * DAY_S * 1000);
+    expect(double.runPayout(null).amount).toBe(941 - 200 + 75);
+  });
+
+  it('GET /v1/payouts: newest first, status, created and arrival_date filters, both cursors, per account', async () => {
+    const made = [];
+    for (let i = 0; i < 4; i += 1) {
+      double.createCharge('acct_p', { amount: 1000 * (i + 1), events: false });
+      double.clock.advance(3 * DAY_S * 1000);
+      made.push(double.runPayout('acct_p', { status: i === 3 ? 'in_transit' : 'paid' }));
+    }
+    const options = { stripeAccount: 'acct_p' };
+    const all = await everything((p) => stripe.payouts.list(p, options));
+    expect(all.map((p) => p.id)).toEqual(made.map((p) => p.id).reverse());
+    expect((await stripe.payouts.list({ status: 'in_transit' }, options)).data.map((p) => p.id)).toEqual([made[3]?.id]);
+    const arrival = made[1]?.arrival_date as number;
+    expect((await stripe.payouts.list({ arrival_date: arrival }, options)).data.map((p) => p.id)).toEqual([
+      made[1]?.id,
+    ]);
+    const later = await stripe.payouts.list({ created: { gt: made[1]?.created as number } }, options);
+    expect(later.data).toHaveLength(2);
+    const before = await stripe.payouts.list({ ending_before: made[0]?.id, limit: 2 }, options);
+    expect(before.data.map((p) => p.id)).toEqual([made[2]?.id, made[1]?.id]);
+    expect((await stripe.payouts.list()).data).toEqual([]);
+    const expanded = await stripe.payouts.retrieve(made[0]?.id as string, { expand: ['balance_transaction'] }, options);
+    expect(expanded.balance_transaction).toMatchObject({ object: 'balance_transaction', type: 'payout', amount: -941 });
+    const gone = await rejection(stripe.payouts.retrieve(made[0]?.id as string));
+    expect([gone.statusCode, gone.code]).toEqual([404, 'resource_missing']);
+  });
+
   it('GET /v1/balance: what is available and what is still pending', async () => {
     double.createCharge(null, { amount: 10_000 });
     double.clock.advance(3 * DAY_S * 1000);
@@ -321,14 +509,22 @@ describe('balance', () => {
       available: [{ amount: 9680, currency: 'usd' }],
       pending: [{ amount: 941, currency: 'usd' }],
     });
+    double.runPayout(null);
+    expect((await stripe.balance.retrieve()).available).toEqual([
+      { amount: 0, currency: 'usd', source_types: { card: 0 } },
+    ]);
   });
 
-  it('a restricted key without Balance read gets 403 naming the permission', async () => {
+  it('a restricted key without Balance and Payouts read gets 403 naming the permission', async () => {
     const limited = createStripeClient({ apiKey: NO_BALANCE_KEY, apiBase: double.url, maxNetworkRetries: 0 });
-    for (const request of [() => limited.balanceTransactions.list(), () => limited.balance.retrieve()]) {
+    for (const [request, permission] of [
+      [() => limited.balanceTransactions.list(), 'rak_balance_read'],
+      [() => limited.payouts.list(), 'rak_payout_read'],
+      [() => limited.balance.retrieve(), 'rak_balance_read'],
+    ] as const) {
       const error = await rejection(request());
       expect(error).toBeInstanceOf(Stripe.errors.StripePermissionError);
-      expect(error.message).toContain("Having the 'rak_balance_read' permission");
+      expect(error.message).toContain(`Having the '${permission}' permission`);
     }
     expect((await limited.refunds.list()).object).toBe('list');
   });

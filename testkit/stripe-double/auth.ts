@@ -17,6 +17,7 @@ export const READ_ONLY_PERMISSIONS = [
   'rak_refund_read',
   'rak_event_read',
   'rak_balance_read',
+  'rak_payout_read',
   'rak_account_read',
 ] as const;
 

@@ -2,7 +2,7 @@
  * Balance transactions: every movement of an account's balance, in its settlement
  * currency. Those of refunds, disputes, payouts and adjustments are stored here; a
  * charge's is derived from the charge (ledger.ts), so a million seeded charges do not
- * hold a million more records.
+ * hold a million more records. The store also knows which payout paid each one out.
  */
 import type { FeeDetail } from './fees.js';
 import { randomId, seededRandom } from './random.js';
@@ -43,6 +43,8 @@ export interface BalanceTransactionRecord {
 export class BalanceStore {
   private readonly byId = new Map<string, BalanceTransactionRecord>();
   private readonly byAccount = new Map<string | null, BalanceTransactionRecord[]>();
+  /** Balance transaction id → the payout that paid it out. */
+  private readonly paidOutIn = new Map<string, string>();
   private random: () => number;
 
   constructor(private readonly seed: number) {
@@ -70,9 +72,18 @@ export class BalanceStore {
     return this.byAccount.get(account) ?? [];
   }
 
+  payoutOf(id: string): string | undefined {
+    return this.paidOutIn.get(id);
+  }
+
+  assign(ids: readonly string[], payoutId: string): void {
+    for (const id of ids) this.paidOutIn.set(id, payoutId);
+  }
+
   clear(): void {
     this.byId.clear();
     this.byAccount.clear();
+    this.paidOutIn.clear();
     this.random = seededRandom(this.seed);
   }
 }

@@ -93,7 +93,7 @@ export interface DoubleControls extends EventControls, MoneyControls, ConnectCon
   paymentIntents(account: string | null): PaymentIntentJson[];
   refunds(chargeId?: string): RefundJson[];
   accounts(): Array<string | null>;
-  /** Forgets every object (accounts and balance transactions too), idempotency key, fault, limit, latency, count, fee and FX rate. */
+  /** Forgets every object (accounts, balance transactions, payouts too), idempotency key, fault, limit, latency, count, fee, FX. */
   reset(): void;
 }
 

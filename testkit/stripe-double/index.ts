@@ -20,6 +20,8 @@ export type { BalanceTransactionType, ReportingCategory } from './balance-store.
 export type { FeeSchedule, FeeDetail } from './fees.js';
 export { DEFAULT_FEE_SCHEDULE } from './fees.js';
 export { DEFAULT_FX_RATES, decimalsOf } from './currency.js';
+export type { PayoutJson, PayoutStatus, ReconciliationStatus } from './payouts.js';
+export type { RunPayoutOptions } from './payout-changes.js';
 export type { RefundOptions } from './refund-changes.js';
 export type { RefundFailureReason, RefundStatus } from './records.js';
 export type { SeedOptions, SeedResult, SeededCharge } from './seed.js';

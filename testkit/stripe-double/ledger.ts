@@ -2,7 +2,7 @@
  * The money an account's objects move, as balance transactions in its settlement
  * currency: a charge's (derived from the charge, its figures fixed the first time they
  * are needed: at once for charges made one by one, lazily for bulk-seeded ones), and the
- * stored ones of refunds, disputes and adjustments.
+ * stored ones of refunds, disputes and adjustments (payouts: payout-changes.ts).
  */
 import type { BalanceTransactionRecord, BalanceTransactionType, ReportingCategory } from './balance-store.js';
 import type { ChargeRecord, ChargeSettlement } from './charge-store.js';

@@ -3,15 +3,24 @@ import type { EventTiming } from './emit.js';
 import type { FeeSchedule } from './fees.js';
 import { record } from './ledger.js';
 import { ledgerOf } from './ledger-entries.js';
+import {
+  advancePayout,
+  cancelPayout,
+  completeReconciliation,
+  failPayout,
+  runPayout,
+  type RunPayoutOptions,
+} from './payout-changes.js';
+import type { PayoutJson, PayoutRecord } from './payouts.js';
 import type { RefundFailureReason, RefundRecord } from './records.js';
 import { cancelRefund, failRefund, refundCharge, succeedRefund, type RefundOptions } from './refund-changes.js';
 import { renderRefund, type RefundJson } from './render.js';
 import type { DoubleState } from './state.js';
-import { balanceJson, txnJson } from './views.js';
+import { balanceJson, payoutJson, txnJson } from './views.js';
 
 /**
  * Control hooks for the money beyond the charge: a refund's life, fees and exchange
- * rates, balance transactions. Changes emit Stripe's events unless their
+ * rates, balance transactions and payouts. Changes emit Stripe's events unless their
  * `EventTiming` says otherwise.
  */
 export interface MoneyControls {
@@ -38,8 +47,8 @@ export interface MoneyControls {
   exchangeRate(from: string, to: string): number | null;
 
   balanceTransaction(id: string): BalanceTransactionJson | undefined;
-  /** An account's balance transactions, newest first. */
-  balanceTransactions(account: string | null, filter?: { type?: string }): BalanceTransactionJson[];
+  /** An account's balance transactions, newest first; only one payout's (manual ones too) with `payout`. */
+  balanceTransactions(account: string | null, filter?: { payout?: string; type?: string }): BalanceTransactionJson[];
   /** Money in or out with no object behind it: `other_adjustment` (type `adjustment`) or `fee` (type `stripe_fee`). */
   addAdjustment(
     account: string | null,
@@ -47,6 +56,20 @@ export interface MoneyControls {
   ): BalanceTransactionJson;
   /** What `GET /v1/balance` answers for the account. */
   balance(account: string | null): BalanceJson;
+
+  /** Pays out the account's available balance (see RunPayoutOptions): `payout.created` … `payout.paid`. */
+  runPayout(account: string | null, options?: RunPayoutOptions): PayoutJson;
+  /** One status on, or to `to`: `payout.updated` (in transit), `payout.paid`. */
+  advancePayout(payoutId: string, to?: 'in_transit' | 'paid', events?: EventTiming): PayoutJson;
+  /** `reconciliation_status` `in_progress` → `completed`: `payout.reconciliation_completed`. */
+  completePayoutReconciliation(payoutId: string, events?: EventTiming): PayoutJson;
+  /** `payout.failed` (also after paid); a `payout_failure` balance transaction returns the money. */
+  failPayout(payoutId: string, failure?: { code?: string; message?: string; events?: EventTiming }): PayoutJson;
+  /** A pending or in-transit payout is canceled: `payout.canceled`; a `payout_cancel` transaction returns the money. */
+  cancelPayout(payoutId: string, events?: EventTiming): PayoutJson;
+  payout(id: string): PayoutJson | undefined;
+  /** Newest first; of one account, or of all. */
+  payouts(account?: string | null): PayoutJson[];
 }
 
 export function createMoneyControls(state: DoubleState): MoneyControls {
@@ -54,6 +77,11 @@ export function createMoneyControls(state: DoubleState): MoneyControls {
     const refund = state.refunds.get(id);
     if (!refund) throw new Error(`the double has no refund ${id}`);
     return refund;
+  };
+  const payoutOf = (id: string): PayoutRecord => {
+    const payout = state.payouts.get(id);
+    if (!payout) throw new Error(`the double has no payout ${id}`);
+    return payout;
   };
   const txn = (id: string) => txnJson(state, id) as BalanceTransactionJson;
 
@@ -90,7 +118,8 @@ export function createMoneyControls(state: DoubleState): MoneyControls {
       return txnJson(state, id);
     },
     balanceTransactions(account, filter = {}) {
-      const ids = ledgerOf(state, account).map((e) => e.id);
+      const ids =
+        filter.payout === undefined ? ledgerOf(state, account).map((e) => e.id) : payoutOf(filter.payout).members;
       return ids.map(txn).filter((t) => filter.type === undefined || t.type === filter.type);
     },
     addAdjustment(account, adjustment) {
@@ -110,6 +139,29 @@ export function createMoneyControls(state: DoubleState): MoneyControls {
     },
     balance(account) {
       return balanceJson(state, account);
+    },
+    runPayout(account, options) {
+      return payoutJson(state, runPayout(state, account, options));
+    },
+    advancePayout(payoutId, to, events = {}) {
+      return payoutJson(state, advancePayout(state, payoutOf(payoutId), to, events));
+    },
+    completePayoutReconciliation(payoutId, events = {}) {
+      return payoutJson(state, completeReconciliation(state, payoutOf(payoutId), events));
+    },
+    failPayout(payoutId, failure = {}) {
+      const { events, ...why } = failure;
+      return payoutJson(state, failPayout(state, payoutOf(payoutId), why, events ?? {}));
+    },
+    cancelPayout(payoutId, events = {}) {
+      return payoutJson(state, cancelPayout(state, payoutOf(payoutId), events));
+    },
+    payout(id) {
+      const payout = state.payouts.get(id);
+      return payout ? payoutJson(state, payout) : undefined;
+    },
+    payouts(account) {
+      return state.payouts.of(account).map((p) => payoutJson(state, p));
     },
   };
 }

@@ -5,6 +5,7 @@ import { listCharges, retrieveCharge } from './charges.js';
 import { listEvents, retrieveEvent } from './events.js';
 import type { Handler } from './handler.js';
 import { createPaymentIntent, retrievePaymentIntent } from './payment-intents.js';
+import { listPayouts, retrievePayout } from './payout-endpoints.js';
 import { listRefunds, retrieveRefund } from './refund-list.js';
 import { createRefund } from './refunds.js';
 
@@ -32,6 +33,8 @@ export const ENDPOINTS = {
   retrieveBalance: 'GET /v1/balance',
   listBalanceTransactions: 'GET /v1/balance_transactions',
   retrieveBalanceTransaction: 'GET /v1/balance_transactions/:id',
+  listPayouts: 'GET /v1/payouts',
+  retrievePayout: 'GET /v1/payouts/:id',
   listAccounts: 'GET /v1/accounts',
   retrieveAccount: 'GET /v1/accounts/:id',
   retrieveOwnAccount: 'GET /v1/account',
@@ -120,6 +123,8 @@ const ROUTES: Route[] = [
       /^\/v1\/balance_transactions\/(?<id>[^/]+)$/,
       retrieveBalanceTransaction,
     ],
+    [ENDPOINTS.listPayouts, 'rak_payout_read', /^\/v1\/payouts\/?$/, listPayouts],
+    [ENDPOINTS.retrievePayout, 'rak_payout_read', /^\/v1\/payouts\/(?<id>[^/]+)$/, retrievePayout],
     [ENDPOINTS.listAccounts, 'rak_account_read', /^\/v1\/accounts\/?$/, listAccounts],
     [ENDPOINTS.retrieveAccount, 'rak_account_read', /^\/v1\/accounts\/(?<id>[^/]+)$/, retrieveAccount],
     [ENDPOINTS.retrieveOwnAccount, 'rak_account_read', /^\/v1\/account\/?$/, retrieveOwnAccount],

@@ -7,6 +7,7 @@ import type { DisputeRecord } from './disputes.js';
 import { EventStore } from './event-store.js';
 import { FeeBook } from './fees.js';
 import { recordRefund, settlementOf } from './ledger.js';
+import { PayoutStore } from './payouts.js';
 import { randomId, seededRandom } from './random.js';
 import type { PaymentIntentRecord, RefundRecord } from './records.js';
 
@@ -19,8 +20,9 @@ export class DoubleState {
   readonly events = new EventStore();
   /** Connected accounts and every account's money settings (the platform's too). */
   readonly accounts: AccountStore;
-  /** Stored balance transactions (a charge's is derived: ledger.ts). */
+  /** Stored balance transactions (a charge's is derived: ledger.ts) and what paid them out. */
   readonly balance: BalanceStore;
+  readonly payouts = new PayoutStore();
   readonly fees = new FeeBook();
   readonly fx = new FxTable();
   /** The status a refund made through the API starts in (`pending`: it succeeds, fails or is canceled later). */
@@ -41,7 +43,7 @@ export class DoubleState {
     this.charges = new ChargeStore(() => clock.nowMs());
     this.random = seededRandom(seed);
     this.eventRandom = seededRandom(seed + 0x5eed);
-    // Own sequences again: accounts and balance transactions leave charge ids alone.
+    // Own sequences again: accounts, payouts and balance transactions leave charge ids alone.
     this.accounts = new AccountStore(seed + 0xacc0, clock.nowSeconds());
     this.balance = new BalanceStore(seed + 0xba1);
   }
@@ -153,6 +155,7 @@ export class DoubleState {
     this.charges.clear();
     this.accounts.clear(this.clock.nowSeconds());
     this.balance.clear();
+    this.payouts.clear();
     this.fees.reset();
     this.fx.reset();
     this.newRefundStatus = 'succeeded';
