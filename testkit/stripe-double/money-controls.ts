@@ -72,39 +72,20 @@ export interface MoneyControls {
   payouts(account?: string | null): PayoutJson[];
 }
 
-export function createMoneyControls(state: DoubleState): MoneyControls {
-  const refundOf = (id: string): RefundRecord => {
-    const refund = state.refunds.get(id);
-    if (!refund) throw new Error(`the double has no refund ${id}`);
-    return refund;
-  };
-  const payoutOf = (id: string): PayoutRecord => {
-    const payout = state.payouts.get(id);
-    if (!payout) throw new Error(`the double has no payout ${id}`);
-    return payout;
-  };
-  const txn = (id: string) => txnJson(state, id) as BalanceTransactionJson;
+type RefundHooks = Pick<
+  MoneyControls,
+  'createRefund' | 'setNewRefundStatus' | 'succeedRefund' | 'failRefund' | 'cancelRefund'
+>;
+type PayoutHooks = Pick<
+  MoneyControls,
+  'runPayout' | 'advancePayout' | 'completePayoutReconciliation' | 'failPayout' | 'cancelPayout' | 'payout' | 'payouts'
+>;
 
+export function createMoneyControls(state: DoubleState): MoneyControls {
+  const txn = (id: string) => txnJson(state, id) as BalanceTransactionJson;
   return {
-    createRefund(chargeId, options = {}) {
-      const charge = state.charges.get(chargeId);
-      if (!charge) throw new Error(`the double has no charge ${chargeId}`);
-      const { events, ...refund } = options;
-      return renderRefund(refundCharge(state, charge, refund, events ?? {}));
-    },
-    setNewRefundStatus(status) {
-      state.newRefundStatus = status;
-    },
-    succeedRefund(refundId, events = {}) {
-      return renderRefund(succeedRefund(state, refundOf(refundId), events));
-    },
-    failRefund(refundId, reason, events) {
-      const [why, timing] = typeof reason === 'string' ? [reason, events] : [undefined, reason ?? events];
-      return renderRefund(failRefund(state, refundOf(refundId), why, timing ?? {}));
-    },
-    cancelRefund(refundId, events = {}) {
-      return renderRefund(cancelRefund(state, refundOf(refundId), events));
-    },
+    ...refundHooks(state),
+    ...payoutHooks(state),
     setFeeSchedule(schedule, account) {
       state.fees.set(schedule, account);
     },
@@ -119,7 +100,9 @@ export function createMoneyControls(state: DoubleState): MoneyControls {
     },
     balanceTransactions(account, filter = {}) {
       const ids =
-        filter.payout === undefined ? ledgerOf(state, account).map((e) => e.id) : payoutOf(filter.payout).members;
+        filter.payout === undefined
+          ? ledgerOf(state, account).map((e) => e.id)
+          : payoutOf(state, filter.payout).members;
       return ids.map(txn).filter((t) => filter.type === undefined || t.type === filter.type);
     },
     addAdjustment(account, adjustment) {
@@ -140,28 +123,69 @@ export function createMoneyControls(state: DoubleState): MoneyControls {
     balance(account) {
       return balanceJson(state, account);
     },
+  };
+}
+
+function refundHooks(state: DoubleState): RefundHooks {
+  const refundOf = (id: string): RefundRecord => {
+    const refund = state.refunds.get(id);
+    if (!refund) throw new Error(`the double has no refund ${id}`);
+    return refund;
+  };
+  return {
+    createRefund(chargeId, options = {}) {
+      const charge = state.charges.get(chargeId);
+      if (!charge) throw new Error(`the double has no charge ${chargeId}`);
+      const { events, ...refund } = options;
+      return renderRefund(refundCharge(state, charge, refund, events ?? {}));
+    },
+    setNewRefundStatus(status) {
+      state.newRefundStatus = status;
+    },
+    succeedRefund(refundId, events = {}) {
+      return renderRefund(succeedRefund(state, refundOf(refundId), events));
+    },
+    failRefund(refundId, reason, events) {
+      const [why, timing] = typeof reason === 'string' ? [reason, events] : [undefined, reason ?? events];
+      return renderRefund(failRefund(state, refundOf(refundId), why, timing ?? {}));
+    },
+    cancelRefund(refundId, events = {}) {
+      return renderRefund(cancelRefund(state, refundOf(refundId), events));
+    },
+  };
+}
+
+function payoutHooks(state: DoubleState): PayoutHooks {
+  const json = (payout: PayoutRecord) => payoutJson(state, payout);
+  return {
     runPayout(account, options) {
-      return payoutJson(state, runPayout(state, account, options));
+      return json(runPayout(state, account, options));
     },
     advancePayout(payoutId, to, events = {}) {
-      return payoutJson(state, advancePayout(state, payoutOf(payoutId), to, events));
+      return json(advancePayout(state, payoutOf(state, payoutId), to, events));
     },
     completePayoutReconciliation(payoutId, events = {}) {
-      return payoutJson(state, completeReconciliation(state, payoutOf(payoutId), events));
+      return json(completeReconciliation(state, payoutOf(state, payoutId), events));
     },
     failPayout(payoutId, failure = {}) {
       const { events, ...why } = failure;
-      return payoutJson(state, failPayout(state, payoutOf(payoutId), why, events ?? {}));
+      return json(failPayout(state, payoutOf(state, payoutId), why, events ?? {}));
     },
     cancelPayout(payoutId, events = {}) {
-      return payoutJson(state, cancelPayout(state, payoutOf(payoutId), events));
+      return json(cancelPayout(state, payoutOf(state, payoutId), events));
     },
     payout(id) {
       const payout = state.payouts.get(id);
-      return payout ? payoutJson(state, payout) : undefined;
+      return payout ? json(payout) : undefined;
     },
     payouts(account) {
-      return state.payouts.of(account).map((p) => payoutJson(state, p));
+      return state.payouts.of(account).map(json);
     },
   };
+}
+
+function payoutOf(state: DoubleState, id: string): PayoutRecord {
+  const payout = state.payouts.get(id);
+  if (!payout) throw new Error(`the double has no payout ${id}`);
+  return payout;
 }
