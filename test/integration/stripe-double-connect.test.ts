@@ -1,7 +1,11 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
 import { createStripeClient } from '../../src/providers/stripe/client.js';
+import { STRIPE_DOUBLE_BIN } from '../support/cli.js';
 
 // The double as a Connect platform, through the real SDK: connected accounts (listed,
 // removed, revoked), Stripe's two rate limits, and the counters a benchmark asserts on.
@@ -233,6 +237,34 @@ describe('rate limits', () => {
     } finally {
       await limited.close();
     }
+  });
+});
+
+describe('the double as a process', () => {
+  it('enforces --account-rate, and refuses a rate that is not positive', async () => {
+    const child = spawn(process.execPath, [STRIPE_DOUBLE_BIN, '--port', '0', '--account-rate', '0.001'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      const [url] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
+      const get = async (account: string) => {
+        const headers = { Authorization: 'Bearer sk_test_process', 'Stripe-Account': account };
+        const response = await fetch(`${url}/v1/charges`, { headers });
+        await response.arrayBuffer();
+        return [response.status, response.headers.get('stripe-rate-limited-reason')];
+      };
+      expect([await get('acct_1A'), await get('acct_1A'), await get('acct_1B')]).toEqual([
+        [200, null],
+        [429, 'endpoint-rate'],
+        [200, null],
+      ]);
+    } finally {
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    }
+    const bad = spawn(process.execPath, [STRIPE_DOUBLE_BIN, '--port', '0', '--global-rate', '0'], { stdio: 'ignore' });
+    const [code] = (await once(bad, 'exit')) as [number];
+    expect(code).toBe(64);
   });
 });
 

@@ -30,6 +30,17 @@ describe('EndpointRateLimiter per account and per key', () => {
     expect(limiter.take(LIST, 'acct_c', 'k1')).toBeUndefined();
   });
 
+  it('lets one request through a limit of less than one a second, then refills slowly', () => {
+    let now = 0;
+    const limiter = new EndpointRateLimiter(() => now);
+    limiter.setGlobal({ perSecond: 0.5 });
+    expect([limiter.take(LIST), limiter.take(LIST)?.reason]).toEqual([undefined, 'global-rate']);
+    now = 1_999;
+    expect(limiter.take(LIST)?.reason).toBe('global-rate');
+    now = 2_000;
+    expect(limiter.take(LIST)).toBeUndefined();
+  });
+
   it('takes no token when any bucket refuses, and an endpoint’s own per-account limit wins over the default', () => {
     const limiter = new EndpointRateLimiter(() => 0);
     limiter.setGlobal({ perSecond: 1, burst: 1 });

@@ -2,7 +2,7 @@ import type { RateLimitedReason } from './errors.js';
 
 export interface RateLimit {
   perSecond: number;
-  /** Requests accepted back to back after an idle spell; default one second's worth. */
+  /** Requests accepted back to back after an idle spell; default one second's worth (at least one). */
   burst?: number;
   /** Sent as `Retry-After` on the 429; Stripe itself sends none. */
   retryAfterSeconds?: number;
@@ -27,7 +27,7 @@ class TokenBucket {
   }
 
   private get burst(): number {
-    return this.limit.burst ?? this.limit.perSecond;
+    return this.limit.burst ?? Math.max(1, this.limit.perSecond);
   }
 
   /** Refills for the time since the last look; true when a request may pass. */
