@@ -294,4 +294,23 @@ describe('counters', () => {
     double.counters.reset();
     expect(double.counters.accounts()).toEqual([]);
   });
+
+  it('lists the 429s whose request was never asked again with another answer', async () => {
+    double.setAccountRateLimit({ perSecond: 0.001, burst: 1 });
+    await raw('/v1/charges?limit=5', 'acct_1A');
+    await raw('/v1/charges?limit=5', 'acct_1A');
+    await raw('/v1/charges?limit=5', 'acct_1A');
+    await raw('/v1/events', 'acct_1B');
+    await raw('/v1/events', 'acct_1B');
+    expect(double.counters.unretried429s()).toEqual([
+      { account: 'acct_1A', endpoint: 'GET /v1/charges', request: 'GET /v1/charges?limit=5 ', count: 2 },
+      { account: 'acct_1B', endpoint: 'GET /v1/events', request: 'GET /v1/events ', count: 1 },
+    ]);
+    double.setAccountRateLimit(null);
+    await raw('/v1/charges?limit=5', 'acct_1A');
+    await raw('/v1/events?limit=1', 'acct_1B');
+    expect(double.counters.unretried429s().map((u) => [u.account, u.count])).toEqual([['acct_1B', 1]]);
+    await raw('/v1/events', 'acct_1B');
+    expect(double.counters.unretried429s()).toEqual([]);
+  });
 });

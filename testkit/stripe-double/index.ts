@@ -27,7 +27,7 @@ export type { RefundFailureReason, RefundStatus } from './records.js';
 export type { SeedOptions, SeedResult, SeededCharge } from './seed.js';
 export type { ChargeJson, PaymentIntentJson, RefundJson } from './render.js';
 export { DoubleClock } from './clock.js';
-export { RequestCounters, type AccountRequests } from './counters.js';
+export { RequestCounters, type AccountRequests, type Unretried429 } from './counters.js';
 export type { EventControls } from './event-controls.js';
 export type { EventTiming } from './emit.js';
 export type { EventJson } from './event-render.js';

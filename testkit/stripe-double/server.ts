@@ -129,7 +129,7 @@ export async function startStripeDouble(options: StripeDoubleOptions = {}): Prom
       const failure = apiError();
       answer = { status: 500, body: JSON.stringify(failure.body), headers: {} };
     }
-    counters.answered(endpoint, answer.status, account);
+    counters.answered(endpoint, answer.status, account, `${method} ${url.pathname}${url.search} ${body}`);
     res.writeHead(answer.status, {
       'Content-Type': 'application/json',
       'Request-Id': requestId,
