@@ -6,6 +6,7 @@ import { resolveTransaction } from './ledger.js';
 import { entryRecord, ledgerOf, type LedgerEntry } from './ledger-entries.js';
 import { parseListQuery } from './list-query.js';
 import { listBody, pageOf } from './list-page.js';
+import type { PayoutRecord } from './payouts.js';
 import type { DoubleState } from './state.js';
 import { balanceJson, sourceJson } from './views.js';
 
@@ -55,6 +56,9 @@ export const retrieveBalance: Handler = ({ state, account, params }) => {
   return { status: 200, body: balanceJson(state, account) };
 };
 
+/** A payout's members never change: resolved once, not on every page of a 10,000-transaction payout. */
+const membersOf = new WeakMap<PayoutRecord, LedgerEntry[]>();
+
 function payoutEntries(state: DoubleState, account: string | null, payoutId: string): LedgerEntry[] {
   const payout = state.payouts.get(payoutId);
   if (!payout || payout.account !== account) throw resourceMissing('payout', payoutId, 'payout', 400);
@@ -64,12 +68,17 @@ function payoutEntries(state: DoubleState, account: string | null, payoutId: str
     });
   }
   if (payout.reconciliationStatus !== 'completed') return [];
-  return payout.members.flatMap((id) => {
-    const stored = resolveTransaction(state, id);
-    if (!stored) return [];
-    const { created, availableOn, type, source, currency } = stored;
-    return [{ id, created, availableOn, type, source, currency, stored }];
-  });
+  let entries = membersOf.get(payout);
+  if (!entries) {
+    entries = payout.members.flatMap((id) => {
+      const stored = resolveTransaction(state, id);
+      if (!stored) return [];
+      const { created, availableOn, type, source, currency } = stored;
+      return [{ id, created, availableOn, type, source, currency, stored }];
+    });
+    membersOf.set(payout, entries);
+  }
+  return entries;
 }
 
 /** The `expand[]` paths asked for; one the endpoint cannot expand is a 400, as at Stripe. */
