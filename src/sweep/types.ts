@@ -3,7 +3,7 @@ import type { Pool } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import type { Category } from './categories.js';
 import type { Judgement } from './judge/index.js';
-import type { ChangeSource, ChargeSource, ProviderEvidence } from './provider.js';
+import type { ChangeSource, ChargeSource, ProviderEvidence, RefundSource } from './provider.js';
 import type { BrakeTrip } from './brake.js';
 import type { DeepReadResult } from './deep-read.js';
 import type { RunMode } from './runs-store.js';
@@ -17,6 +17,8 @@ export interface SweepDeps {
   listCharges: ChargeSource;
   /** Stripe's Events API; without it a scheduled run skips the late-changes step (docs/judgement.md "Late changes"). */
   listChanges?: ChangeSource;
+  /** Refunds created in a window (`GET /v1/refunds`); without it refunds are not judged. */
+  listRefunds?: RefundSource;
   clock: () => Date;
   logger: Logger;
   /** Stripe's own word: re-reads before a critical finding, a release or a refund, and the refunds themselves. */

@@ -15,6 +15,8 @@ export interface ChangeEvent {
   /** The charge it is about: a charge's own id, a dispute's or refund's `charge`, an intent's `latest_charge`. */
   chargeId: string | null;
   paymentIntentId: string | null;
+  /** A refund event's refund: re-read by id, as the charge is (src/sweep/refund-step.ts). */
+  refundId?: string | null;
 }
 
 /** What an event must satisfy to be read: the listing's own request, to check the answer against. */
@@ -64,9 +66,14 @@ export function readChangeEvent(raw: unknown, expected: EventExpectation): ReadE
   if (typeof object !== 'object' || object === null || Array.isArray(object))
     return fail('data.object is not an object');
   const { chargeId, paymentIntentId } = pointersOf(object as Record<string, unknown>);
+  const refundId =
+    (object as Record<string, unknown>).object === 'refund' ? idOf((object as Record<string, unknown>).id) : null;
   if (chargeId === null && event.type.startsWith('charge.'))
     return fail(`a ${event.type} event that names no charge`, true);
-  return { ok: true, event: { id, type: event.type, created, account: expected.account, chargeId, paymentIntentId } };
+  return {
+    ok: true,
+    event: { id, type: event.type, created, account: expected.account, chargeId, paymentIntentId, refundId },
+  };
 }
 
 /** The charge and intent an event's object points at, whatever its kind. */

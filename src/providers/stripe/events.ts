@@ -315,7 +315,13 @@ export function changeSource(reader: EventReader): ChangeSource {
   return async (account, window, signal) => {
     const listing = await reader.read(accountIdOf(account), window, signal ? { signal } : {});
     return [
-      ...listing.events.map((e) => ({ id: e.id, type: e.type, created: e.created, chargeId: e.chargeId })),
+      ...listing.events.map((e) => ({
+        id: e.id,
+        type: e.type,
+        created: e.created,
+        chargeId: e.chargeId,
+        ...(e.refundId ? { refundId: e.refundId } : {}),
+      })),
       ...listing.malformed.map((m) => ({
         id: m.id,
         type: 'malformed',
