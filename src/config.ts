@@ -3,6 +3,7 @@ import { ConfigError } from './errors.js';
 import { registerSecretsFromEnv } from './secrets.js';
 import { parseDuration, formatDuration } from './time/duration.js';
 import { parseStoredAnswerMapping, type StoredAnswerMapping } from './sweep/stored-answer.js';
+import { DAY_MS, HOUR_MS, MINUTE_MS } from './time/units.js';
 
 /**
  * Configuration comes from the environment (12-factor), is read once at start and
@@ -13,30 +14,26 @@ import { parseStoredAnswerMapping, type StoredAnswerMapping } from './sweep/stor
  * table is generated from this schema (`npm run docs:generate`, `configVariables`).
  */
 
-const MINUTE = 60_000;
-const HOUR = 60 * MINUTE;
-const DAY = 24 * HOUR;
-
 /** Each duration variable's default and bounds (inclusive). */
 export const DURATION_BOUNDS = {
-  SWEEPER_CLAIM_LEASE: { fallback: '2m', min: 1_000, max: HOUR },
-  SWEEPER_RETENTION: { fallback: '7d', min: HOUR, max: 366 * DAY },
-  SWEEPER_SETTLE: { fallback: '10m', min: MINUTE, max: DAY },
-  SWEEPER_OVERLAP: { fallback: '15m', min: 1_000, max: DAY },
-  SWEEPER_SLICE: { fallback: '1h', min: MINUTE, max: DAY },
-  SWEEPER_FIRST_RUN_LOOKBACK: { fallback: '1d', min: MINUTE, max: 31 * DAY },
-  SWEEPER_RETRY_HORIZON: { fallback: '1d', min: MINUTE, max: 30 * DAY },
-  SWEEPER_SHUTDOWN_GRACE: { fallback: '20s', min: 1_000, max: 5 * MINUTE },
-  SWEEPER_RUN_DEADLINE: { fallback: '12m', min: 5_000, max: 7 * DAY },
-  SWEEPER_REQUEST_DEADLINE: { fallback: '20s', min: 1_000, max: 5 * MINUTE },
-  SWEEPER_DB_LOCK_TIMEOUT: { fallback: '30s', min: 100, max: 10 * MINUTE },
-  SWEEPER_DB_STATEMENT_TIMEOUT: { fallback: '5m', min: 1_000, max: HOUR },
-  SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT: { fallback: '5m', min: 1_000, max: HOUR },
-  SWEEPER_EVENTS_LAG: { fallback: '5m', min: 1_000, max: 6 * HOUR },
-  SWEEPER_EVENTS_OVERLAP: { fallback: '10m', min: 1_000, max: DAY },
-  SWEEPER_DEEP_READ_EVERY: { fallback: '1d', min: HOUR, max: 31 * DAY },
-  SWEEPER_MAX_LAG: { fallback: '2h', min: 10 * MINUTE, max: 30 * DAY },
-  SWEEPER_PROGRESS_INTERVAL: { fallback: '10s', min: 1_000, max: 15 * MINUTE },
+  SWEEPER_CLAIM_LEASE: { fallback: '2m', min: 1_000, max: HOUR_MS },
+  SWEEPER_RETENTION: { fallback: '7d', min: HOUR_MS, max: 366 * DAY_MS },
+  SWEEPER_SETTLE: { fallback: '10m', min: MINUTE_MS, max: DAY_MS },
+  SWEEPER_OVERLAP: { fallback: '15m', min: 1_000, max: DAY_MS },
+  SWEEPER_SLICE: { fallback: '1h', min: MINUTE_MS, max: DAY_MS },
+  SWEEPER_FIRST_RUN_LOOKBACK: { fallback: '1d', min: MINUTE_MS, max: 31 * DAY_MS },
+  SWEEPER_RETRY_HORIZON: { fallback: '1d', min: MINUTE_MS, max: 30 * DAY_MS },
+  SWEEPER_SHUTDOWN_GRACE: { fallback: '20s', min: 1_000, max: 5 * MINUTE_MS },
+  SWEEPER_RUN_DEADLINE: { fallback: '12m', min: 5_000, max: 7 * DAY_MS },
+  SWEEPER_REQUEST_DEADLINE: { fallback: '20s', min: 1_000, max: 5 * MINUTE_MS },
+  SWEEPER_DB_LOCK_TIMEOUT: { fallback: '30s', min: 100, max: 10 * MINUTE_MS },
+  SWEEPER_DB_STATEMENT_TIMEOUT: { fallback: '5m', min: 1_000, max: HOUR_MS },
+  SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT: { fallback: '5m', min: 1_000, max: HOUR_MS },
+  SWEEPER_EVENTS_LAG: { fallback: '5m', min: 1_000, max: 6 * HOUR_MS },
+  SWEEPER_EVENTS_OVERLAP: { fallback: '10m', min: 1_000, max: DAY_MS },
+  SWEEPER_DEEP_READ_EVERY: { fallback: '1d', min: HOUR_MS, max: 31 * DAY_MS },
+  SWEEPER_MAX_LAG: { fallback: '2h', min: 10 * MINUTE_MS, max: 30 * DAY_MS },
+  SWEEPER_PROGRESS_INTERVAL: { fallback: '10s', min: 1_000, max: 15 * MINUTE_MS },
 } as const satisfies Record<string, { fallback: string; min: number; max: number }>;
 
 type DurationVariable = keyof typeof DURATION_BOUNDS;
@@ -164,9 +161,9 @@ const percentage = (name: string, fallback: string) =>
  * A backfill's deadline when SWEEPER_RUN_DEADLINE is not set: 5h50m, below the 6 hours
  * of jobs/k8s/backfill-job.yaml. A backfill stopped there resumes from its last slice.
  */
-export const DEFAULT_BACKFILL_DEADLINE_MS = 350 * MINUTE;
+export const DEFAULT_BACKFILL_DEADLINE_MS = 350 * MINUTE_MS;
 
-const hoursAndMinutes = (ms: number) => `${Math.floor(ms / HOUR)}h${Math.round((ms % HOUR) / MINUTE)}m`;
+const hoursAndMinutes = (ms: number) => `${Math.floor(ms / HOUR_MS)}h${Math.round((ms % HOUR_MS) / MINUTE_MS)}m`;
 
 const envSchema = z.object({
   DATABASE_URL: url('DATABASE_URL', ['postgres:', 'postgresql:'], 'postgres://user:password@host:5432/db', {
@@ -305,7 +302,7 @@ const envSchema = z.object({
     ),
 });
 
-const MIN_SETTLE_GRACE_MS = 60_000;
+const MIN_SETTLE_GRACE_MS = MINUTE_MS;
 
 export interface Config {
   databaseUrl: string | undefined;

@@ -2,6 +2,7 @@ import { ConfigError } from '../errors.js';
 import { urlProblem } from '../config.js';
 import { registerSecretsFromEnv } from '../secrets.js';
 import { formatDuration, parseDuration } from '../time/duration.js';
+import { DAY_MS, MINUTE_MS } from '../time/units.js';
 
 /**
  * Alert sinks, each enabled by its own variables; any number at once. The Slack
@@ -36,8 +37,8 @@ export const DEFAULT_ALERT_REPEAT = '1h';
 export type Env = Readonly<Record<string, string | undefined>>;
 
 /** SWEEPER_ALERT_REPEAT's bounds: not a page a minute, not silence for more than a week. */
-export const MIN_ALERT_REPEAT_MS = 60_000;
-export const MAX_ALERT_REPEAT_MS = 7 * 86_400_000;
+export const MIN_ALERT_REPEAT_MS = MINUTE_MS;
+export const MAX_ALERT_REPEAT_MS = 7 * DAY_MS;
 
 export function alertConfigFromEnv(env: Env = process.env): AlertConfig {
   // First: a bad value's error must not be the first place its secret shows up.

@@ -5,6 +5,7 @@ import { advanceEventCursor, readDeepRead, readEventCursor, recordDeepRead } fro
 import { deepRead, stepCounter } from './deep-read.js';
 import { loadChangedFacts } from './facts-sql.js';
 import type { ChangesReport, SweepDeps, SweepOptions } from './types.js';
+import { DAY_MS } from '../time/units.js';
 
 /**
  * Late changes (docs/judgement.md "Late changes"): after its window, a scheduled run reads the
@@ -16,10 +17,10 @@ import type { ChangesReport, SweepDeps, SweepOptions } from './types.js';
  */
 
 /** Stripe keeps events 30 days; past 25 the cursor is too close to losing some. */
-export const EVENTS_KEPT_MS = 30 * 86_400_000;
-export const EVENTS_SAFE_MS = 25 * 86_400_000;
+export const EVENTS_KEPT_MS = 30 * DAY_MS;
+export const EVENTS_SAFE_MS = 25 * DAY_MS;
 /** One read and one transaction per day of events at most. */
-const CHUNK_MS = 86_400_000;
+const CHUNK_MS = DAY_MS;
 
 export async function sweepChanges(
   deps: SweepDeps,
@@ -139,7 +140,7 @@ export async function sweepChanges(
   if (options.deepReadEveryMs > 0 && options.deepReadDays > 0 && !report.fallback) {
     const last = await ctx.inTransaction((client) => readDeepRead(client, account));
     if (!last || now.getTime() - last.lastAt.getTime() >= options.deepReadEveryMs) {
-      const window = { from: new Date(now.getTime() - options.deepReadDays * 86_400_000), to: ctx.run.window.to };
+      const window = { from: new Date(now.getTime() - options.deepReadDays * DAY_MS), to: ctx.run.window.to };
       const read = await deepRead(deps, options, ctx, window, 'deep-read');
       report.deep_read = read;
       await ctx.inTransaction((client) =>

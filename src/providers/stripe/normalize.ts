@@ -1,4 +1,5 @@
 import type { MalformedCharge, NormalizedCharge } from '../../sweep/provider.js';
+import { DAY_SECONDS } from '../../time/units.js';
 
 /** Metadata names under which the claim library records the claim a charge belongs to. */
 export interface MetadataKeys {
@@ -34,7 +35,7 @@ export const EARLIEST_CREATED = 1_262_304_000;
 /** 3000-01-01T00:00:00Z in seconds: a `created` above this is in milliseconds. */
 export const MILLISECONDS_THRESHOLD = 32_503_680_000;
 /** A charge may be dated this far ahead of our clock (skew), no further. */
-export const MAX_CREATED_AHEAD_SECONDS = 86_400;
+export const MAX_CREATED_AHEAD_SECONDS = DAY_SECONDS;
 
 /**
  * Validates and flattens a charge as Stripe returns it. Anything reconciliation
