@@ -2,6 +2,7 @@ import type { Queryable } from '../db/pool.js';
 import { LOCK_CLASS } from '../db/locks.js';
 import { readCompletenessAll, type AccountCompleteness, type CompletenessOptions } from './completeness.js';
 import { slicesOf } from './window.js';
+import { ExitCode } from '../exit-codes.js';
 
 export interface SweepStatus {
   watermarks: Array<{ account: string; shard: string; watermark: string; lag_seconds: number }>;
@@ -150,7 +151,7 @@ async function readLiveRuns(db: Queryable, now: Date, sliceMs: number | undefine
 
 export class FindingNotFoundError extends Error {
   override readonly name = 'FindingNotFoundError';
-  readonly exitCode = 64;
+  readonly exitCode = ExitCode.usage;
 }
 
 /** A person closes an open finding; the audit keeps who, when and why. */

@@ -21,6 +21,7 @@ import { SlicePrefetcher } from './prefetch.js';
 import type { SweepDeps, SweepOptions, SweepReport } from './types.js';
 import { formatShard, scheduledWindow, slicesOf, type TimeWindow } from './window.js';
 import { errorMessage } from '../errors.js';
+import { ExitCode } from '../exit-codes.js';
 
 export function newRunId(now: Date): string {
   const stamp = now
@@ -148,7 +149,7 @@ async function inDrySavepoint<T>(dry: DryRun, fn: (client: PoolClient) => Promis
 /** Some accounts failed; `reports` holds every account's report, the failed ones included. */
 export class SweepFailedError extends Error {
   override readonly name = 'SweepFailedError';
-  readonly exitCode = 1;
+  readonly exitCode = ExitCode.failed;
   constructor(
     message: string,
     readonly reports: SweepReport[],

@@ -1,4 +1,5 @@
 import { describeAccount, describeRange, type UnixRange } from './window.js';
+import { ExitCode } from '../../exit-codes.js';
 
 /**
  * Stripe refused the API key (HTTP 401). Retrying cannot help and nothing about the
@@ -6,7 +7,7 @@ import { describeAccount, describeRange, type UnixRange } from './window.js';
  */
 export class InvalidStripeKeyError extends Error {
   override readonly name = 'InvalidStripeKeyError';
-  readonly exitCode = 64;
+  readonly exitCode = ExitCode.usage;
 
   constructor(
     readonly account: string | null,
@@ -22,7 +23,7 @@ export class InvalidStripeKeyError extends Error {
 /** The key is valid but may not read charges (HTTP 403), e.g. a restricted key without `Charges: Read`. */
 export class MissingStripePermissionError extends Error {
   override readonly name = 'MissingStripePermissionError';
-  readonly exitCode = 64;
+  readonly exitCode = ExitCode.usage;
   readonly permission = 'rak_charge_read';
 
   constructor(
@@ -45,7 +46,7 @@ export class MissingStripePermissionError extends Error {
  */
 export class IncompleteWindowError extends Error {
   override readonly name = 'IncompleteWindowError';
-  readonly exitCode = 1;
+  readonly exitCode = ExitCode.failed;
 
   constructor(
     readonly account: string | null,

@@ -8,6 +8,7 @@ import { withRetries, type RetryDeps } from './page-source.js';
 import { RateBudget } from './rate-budget.js';
 import { createChargeRetriever } from './retrieve-charges.js';
 import type { NormalizedCharge } from '../../sweep/provider.js';
+import { ExitCode } from '../../exit-codes.js';
 
 /**
  * Stripe's own word for the sweep (ProviderEvidence, src/sweep/provider.ts), through the real
@@ -31,7 +32,7 @@ export interface StripeEvidenceDeps {
 /** A re-read answered, but the charge cannot be judged: fail closed rather than decide on it. */
 export class UnreadableEvidenceError extends Error {
   override readonly name = 'UnreadableEvidenceError';
-  readonly exitCode = 1;
+  readonly exitCode = ExitCode.failed;
 }
 
 /** Pages of a search followed at most this far: a key names a handful of charges, not thousands. */
