@@ -34,11 +34,14 @@ export const DURATION_BOUNDS = {
   SWEEPER_DEEP_READ_EVERY: { fallback: '1d', min: HOUR_MS, max: 31 * DAY_MS },
   SWEEPER_MAX_LAG: { fallback: '2h', min: 10 * MINUTE_MS, max: 30 * DAY_MS },
   SWEEPER_PROGRESS_INTERVAL: { fallback: '10s', min: 1_000, max: 15 * MINUTE_MS },
+  // Not a page a minute, not silence for more than a week (src/alerts/config.ts).
+  SWEEPER_ALERT_REPEAT: { fallback: '1h', min: MINUTE_MS, max: 7 * DAY_MS },
 } as const satisfies Record<string, { fallback: string; min: number; max: number }>;
 
 type DurationVariable = keyof typeof DURATION_BOUNDS;
 
-const duration = (name: DurationVariable) => {
+/** A duration variable with its default and bounds from DURATION_BOUNDS; the value in milliseconds. */
+export const duration = (name: DurationVariable) => {
   const { fallback, min, max } = DURATION_BOUNDS[name];
   return z
     .string()
@@ -116,11 +119,15 @@ export function urlProblem(
   return null;
 }
 
-const url = (
+/**
+ * An optional URL variable (urlProblem's rules; `pathless`: scheme, host and port only).
+ * The value is echoed in an error only with `echo`, and then never with credentials in it.
+ */
+export const url = (
   name: string,
   protocols: readonly string[],
   example: string,
-  options: { credentials: boolean; host: boolean; pathless?: boolean },
+  options: { credentials: boolean; host: boolean; pathless?: boolean; echo?: boolean },
 ) =>
   z
     .string()
@@ -134,8 +141,9 @@ const url = (
           problem = 'must be a scheme, host and optional port only, without a path or query';
         }
       }
-      // The value is not echoed: it may hold a password.
-      if (problem) ctx.addIssue({ code: 'custom', message: `${name} ${problem}, such as ${example}` });
+      // Not echoed unless asked: it may hold a password or be a secret itself.
+      const got = options.echo ? ` (got "${value.includes('@') ? '[a URL with credentials]' : value}")` : '';
+      if (problem) ctx.addIssue({ code: 'custom', message: `${name} ${problem}, such as ${example}${got}` });
     });
 
 /** A share of a whole, written as a percentage such as `5%` (or `0.5%`); a fraction in (0, 1]. */
@@ -372,9 +380,21 @@ const claimEnvSchema = envSchema.pick({
   SWEEPER_METADATA_IDEMPOTENCY_KEY: true,
 });
 
-/** Unset and empty variables alike take their defaults; the first problem is thrown as a ConfigError naming its variable. */
-function parseEnv<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv): z.output<S> {
-  const nonEmpty = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+/**
+ * Unset and empty variables alike take their defaults; the first problem is thrown as a
+ * ConfigError naming its variable. `trim`: surrounding white space is dropped first (a
+ * value of spaces is unset), as the alert and metrics variables have always been read.
+ */
+export function parseEnv<S extends z.ZodType>(
+  schema: S,
+  env: Readonly<Record<string, string | undefined>>,
+  options: { trim?: boolean } = {},
+): z.output<S> {
+  const nonEmpty = Object.fromEntries(
+    Object.entries(env)
+      .map(([k, v]) => [k, options.trim ? v?.trim() : v] as const)
+      .filter(([, v]) => v !== undefined && v !== ''),
+  );
   const parsed = schema.safeParse(nonEmpty);
   if (!parsed.success) {
     const first = parsed.error.issues[0];
