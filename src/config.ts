@@ -299,7 +299,9 @@ const envSchema = z.object({
       message: 'SWEEPER_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent',
     })
     .default('info')
-    .describe('pino level'),
+    .describe(
+      'pino level. Unset, a terminal with pretty logs shows warnings and up and the few info lines an operator acts on ([Seeing a run](operations.md#seeing-a-run)); set, it shows that level everywhere',
+    ),
   SWEEPER_LOG_FORMAT: z
     .enum(['json', 'pretty'], {
       message: 'SWEEPER_LOG_FORMAT must be json or pretty (unset: pretty when stderr is a terminal, JSON otherwise)',
@@ -323,6 +325,8 @@ export interface Config {
   maxAmount: number;
   metadataKeys: { tenantId: string; idempotencyKey: string };
   logLevel: string;
+  /** SWEEPER_LOG_LEVEL was set: on a terminal too, every line at that level (cli/log-output.ts). */
+  logLevelSet: boolean;
   /** Forced log format; unset, the CLI picks pretty on a terminal and JSON otherwise. */
   logFormat: 'json' | 'pretty' | undefined;
   /** When stderr is not a terminal, a progress log line this often during a sweep. */
@@ -462,6 +466,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxAmount: e.SWEEPER_MAX_AMOUNT,
     metadataKeys,
     logLevel: e.SWEEPER_LOG_LEVEL,
+    logLevelSet: env.SWEEPER_LOG_LEVEL !== undefined && env.SWEEPER_LOG_LEVEL !== '',
     logFormat: e.SWEEPER_LOG_FORMAT,
     progressIntervalMs: e.SWEEPER_PROGRESS_INTERVAL,
     accounts,

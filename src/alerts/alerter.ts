@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/pool.js';
-import type { Logger } from '../log.js';
+import { forOperator, type Logger } from '../log.js';
 import type { Category } from '../sweep/categories.js';
 import { ALERT_CATEGORIES, ALERT_KEYS, LAG_ALERT, type AlertCategory, type AlertKey } from './categories.js';
 import type { LagStatus } from './lag.js';
@@ -188,7 +188,7 @@ async function attempt(run: AlertRun, sink: SinkName, input: NotifyInput, delive
   };
   try {
     await delivery.send();
-    run.deps.logger.info(log, 'alert delivered');
+    run.deps.logger.info(forOperator(log), 'alert delivered');
     return null;
   } catch (error) {
     const message = redactSecrets(errorMessage(error), run.secrets);

@@ -6,6 +6,7 @@ import { deepRead, stepCounter } from './deep-read.js';
 import { loadChangedFacts } from './facts-sql.js';
 import type { ChangesReport, SweepDeps, SweepOptions } from './types.js';
 import { DAY_MS } from '../time/units.js';
+import { forOperator } from '../log.js';
 
 /**
  * Late changes (docs/judgement.md "Late changes"): after its window, a scheduled run reads the
@@ -147,7 +148,7 @@ async function judgeEventsChunk(
   for (const id of left) step.notSwept.add(id);
   if (left.length > 0)
     ctx.log.info(
-      { charges: left.length, example: left[0] },
+      forOperator({ charges: left.length, example: left[0] }),
       'events point at charges created before anything was swept; they are left for a backfill',
     );
   const judgedIds = [...charges.map((c) => c.id), ...unreadable.flatMap((b) => (b.id ? [b.id] : []))];

@@ -1,6 +1,6 @@
 import { inTransaction, type Pool, type Queryable } from '../db/pool.js';
 import { ensureDayPartitions, utcDay } from '../db/partitions.js';
-import type { Logger } from '../log.js';
+import { forOperator, type Logger } from '../log.js';
 import { findingKey } from '../domain/identity.js';
 import type { MalformedCharge, NormalizedCharge } from './provider.js';
 import { isRefundMade, REFUND_KEY_METADATA, type RefundFact, type ProviderEvidence } from './provider.js';
@@ -240,7 +240,7 @@ async function record(args: SettleArgs, intent: Intent, outcome: Outcome): Promi
       [intent.finding_id, now, args.runId],
     );
     args.log.info(
-      { charge: intent.charge_id, refund: outcome.refund.id, how: outcome.how },
+      forOperator({ charge: intent.charge_id, refund: outcome.refund.id, how: outcome.how }),
       'duplicate charge refunded',
     );
     return rowCount ?? 0;

@@ -13,6 +13,7 @@ import type { SweepDeps, SweepOptions, SweepReport } from './types.js';
 import { formatShard, scheduledWindow, slicesOf, type TimeWindow } from './window.js';
 import { errorMessage } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
+import { forOperator } from '../log.js';
 
 export function newRunId(now: Date): string {
   const stamp = now
@@ -34,7 +35,7 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
     signal: options.signal,
     onWait: (account) =>
       deps.logger.info(
-        { account, wait_ms: options.lockWaitMs },
+        forOperator({ account, wait_ms: options.lockWaitMs }),
         'another sweep holds the account; waiting for it (--wait)',
       ),
   });
@@ -234,7 +235,10 @@ function runContext(
 async function startRun(a: AccountSweep): Promise<void> {
   const { run, report, log } = a.ctx;
   await a.writes.onRun((db) => insertRun(db, run));
-  log.info({ window: report.window, slices: a.slices.length, start: a.window.start.toISOString() }, 'sweep started');
+  log.info(
+    forOperator({ window: report.window, slices: a.slices.length, start: a.window.start.toISOString() }),
+    'sweep started',
+  );
   reportProgress(a, 'slices', 0);
   await settleRefunds(a);
 }

@@ -10,6 +10,7 @@ import { parseInstant } from '../../time/instant.js';
 import { UsageError, withDatabase, writeJson } from '../context.js';
 import { ExitCode } from '../exit.js';
 import { writeErrorLine } from '../exit.js';
+import { forOperator } from '../../log.js';
 
 /**
  * `sweeper import-claims`: a team adopting the sweeper loads its existing claims table,
@@ -82,7 +83,7 @@ async function runImport(flags: Flags): Promise<number> {
       onBatch: (p: ImportProgress) => {
         if (Date.now() - last < 5_000) return;
         last = Date.now();
-        logger.info({ event: 'progress', ...p }, 'importing claims');
+        logger.info(forOperator({ event: 'progress', ...p }), 'importing claims');
       },
       onRejected: (r) => {
         rejected.push(r);

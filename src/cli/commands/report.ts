@@ -7,6 +7,7 @@ import { writeReport, type ReportFilter } from '../../report/findings-report.js'
 import { CATEGORIES } from '../../sweep/categories.js';
 import { instantProblem, parseInstant } from '../../time/instant.js';
 import { UsageError, withDatabase } from '../context.js';
+import { forOperator } from '../../log.js';
 
 const STATES = ['open', 'repaired', 'resolved', 'ignored'];
 
@@ -65,7 +66,7 @@ export function registerReport(program: Command): void {
             if (error.code === 'EISDIR' || error.code === 'ENOTDIR') throw directoryError(flags.out as string, format);
             throw error;
           });
-          logger.info({ rows, out: flags.out }, 'report written');
+          logger.info(forOperator({ rows, out: flags.out }), 'report written');
         } catch (error) {
           file.destroy();
           await rm(temp, { force: true });

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { alertConfigFromEnv, type AlertConfig } from '../../alerts/index.js';
 import { loadConfig, requireStripeApiKey, type Config } from '../../config.js';
 import type { Pool } from '../../db/pool.js';
-import type { Logger } from '../../log.js';
+import { forOperator, type Logger } from '../../log.js';
 import {
   metricsConfigFromEnv,
   publishMetrics,
@@ -149,7 +149,7 @@ async function sweepCommand(command: SweepCommand, pool: Pool, logger: Logger): 
   const { mode, flags, config, accounts, shard, signal } = command;
   const skipped: string[] = [];
   if (accounts.length === 0) {
-    logger.info({ shard: flags.shard }, 'no account falls in this shard; nothing to do');
+    logger.info(forOperator({ shard: flags.shard }), 'no account falls in this shard; nothing to do');
     return ExitCode.reconciled;
   }
   // One budget for every Stripe request of the process: listing, re-reads and refunds.
