@@ -40,6 +40,44 @@ export class MissingStripePermissionError extends Error {
 }
 
 /**
+ * Nothing answers at the Stripe API's address: the connection was refused, or the host
+ * name does not resolve. A wrong or dead STRIPE_API_BASE (a double not started, a typo)
+ * is not worth minutes of retries: the run fails at once, saying where it tried, as
+ * PostgreSQL's connection errors do (src/db/pool.ts). Exit 1: worth a retry later.
+ */
+export class StripeUnreachableError extends Error {
+  override readonly name = 'StripeUnreachableError';
+  readonly exitCode = ExitCode.failed;
+
+  constructor(
+    readonly where: string,
+    readonly code: 'ECONNREFUSED' | 'ENOTFOUND',
+    options?: { cause?: unknown },
+  ) {
+    super(
+      code === 'ECONNREFUSED'
+        ? `cannot connect to Stripe at ${where} (connection refused): check STRIPE_API_BASE (unset: api.stripe.com) and that a server is running there`
+        : `cannot resolve the Stripe host ${where} (not found): check STRIPE_API_BASE (unset: api.stripe.com) and the DNS`,
+      options,
+    );
+  }
+}
+
+/**
+ * A failure of every request the account would make, not of one window: the key, a
+ * permission, the address. Passed on as it is, never wrapped in a window's error.
+ */
+export function failsEveryRequest(
+  error: unknown,
+): error is InvalidStripeKeyError | MissingStripePermissionError | StripeUnreachableError {
+  return (
+    error instanceof InvalidStripeKeyError ||
+    error instanceof MissingStripePermissionError ||
+    error instanceof StripeUnreachableError
+  );
+}
+
+/**
  * Some part of a window could not be listed. Thrown instead of ending the listing,
  * because a partial result is indistinguishable from "Stripe has no more charges"
  * and would be reconciled as missing charges. Exit code 1: the run failed.

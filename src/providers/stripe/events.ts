@@ -28,7 +28,13 @@ import type { RetryPolicy } from './backoff.js';
 import { readChangeEvent, type ChangeEvent, type EventExpectation } from './change-event.js';
 import { StripeListCounters } from './counters.js';
 import { IncompleteEventsError, MissingEventsPermissionError, type EventRange } from './event-errors.js';
-import { InvalidStripeKeyError, MalformedPageError, MissingStripePermissionError, PageFetchError } from './errors.js';
+import {
+  InvalidStripeKeyError,
+  MalformedPageError,
+  MissingStripePermissionError,
+  PageFetchError,
+  StripeUnreachableError,
+} from './errors.js';
 import { maxPagesFor } from './list-charges.js';
 import { pageShapeProblem, withRetries } from './page-source.js';
 import { RateBudget, type Sleep } from './rate-budget.js';
@@ -302,7 +308,12 @@ function takeEvents(read: EventRead, items: readonly unknown[]): void {
 }
 
 function configurationError(error: unknown): Error | undefined {
-  if (error instanceof InvalidStripeKeyError || error instanceof MissingEventsPermissionError) return error;
+  if (
+    error instanceof InvalidStripeKeyError ||
+    error instanceof MissingEventsPermissionError ||
+    error instanceof StripeUnreachableError
+  )
+    return error;
   if (error instanceof PageFetchError && error.cause instanceof MissingEventsPermissionError) return error.cause;
   // Only if a 403 reached withRetries by another way: its error names the charges permission, so say events.
   if (error instanceof MissingStripePermissionError)

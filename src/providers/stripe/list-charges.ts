@@ -3,13 +3,7 @@ import type Stripe from 'stripe';
 import { STRIPE_MAX_PAGE_SIZE } from './limits.js';
 import type { RetryPolicy } from './backoff.js';
 import { StripeListCounters } from './counters.js';
-import {
-  describeError,
-  IncompleteWindowError,
-  InvalidStripeKeyError,
-  MalformedPageError,
-  MissingStripePermissionError,
-} from './errors.js';
+import { describeError, failsEveryRequest, IncompleteWindowError, MalformedPageError } from './errors.js';
 import { DEFAULT_METADATA_KEYS, normalizeCharge, pageCursorOf, STRIPE_ID, type MetadataKeys } from './normalize.js';
 import {
   pageShapeProblem,
@@ -203,7 +197,7 @@ class WindowListing {
 
   private fail(task: SubWindowTask, error: unknown): void {
     if (this.failure) return;
-    if (error instanceof InvalidStripeKeyError || error instanceof MissingStripePermissionError) this.failure = error;
+    if (failsEveryRequest(error)) this.failure = error;
     else {
       const reason = describeError(error);
       this.failure = new IncompleteWindowError(this.account, this.range, { gte: task.gte, lt: task.lt }, reason, {
