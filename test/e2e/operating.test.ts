@@ -173,6 +173,65 @@ describe('a long backfill, piped', () => {
   });
 });
 
+describe('Ctrl-C', () => {
+  /** A command in a process group of its own, as a shell runs a job: Ctrl-C is SIGINT to the whole group. */
+  function startJob(argv: string[], jobEnv: Record<string, string>) {
+    const child = spawn(argv[0]!, argv.slice(1), {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...jobEnv },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const done = new Promise<CliResult>((resolve, reject) => {
+      child.on('error', reject);
+      child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+    });
+    return { ctrlC: () => process.kill(-child.pid!, 'SIGINT'), done };
+  }
+  const node = (args: string[]) => [process.execPath, SWEEPER_BIN, ...args];
+  // npx and npm run start the command through `sh -c`, and the shell gets the Ctrl-C too.
+  const throughShell = (args: string[]) => [
+    'sh',
+    '-c',
+    node(args)
+      .map((a) => `'${a}'`)
+      .join(' '),
+  ];
+
+  it.each([
+    ['sweeper itself', node],
+    ['through a shell, as npx and npm run start it', throughShell],
+  ])('stops a backfill the way SIGTERM does: %s', async (how, command) => {
+    const db = await database();
+    const valve = await startValveProxy(double.url, (path) => (listedFrom(path) ?? 0) >= (base + 75 * MIN) / 1000);
+    try {
+      const job = startJob(command(backfill), env(db, { STRIPE_API_BASE: valve.url }));
+      await valve.held;
+      job.ctrlC();
+      const stopped = await job.done;
+      // The slice in progress rolled back, the committed ones stand, the run says so.
+      expect(sweeperLines(stopped.stderr)).toEqual([
+        'sweeper: SIGINT received; finishing the current slice (at most 20s)',
+        'sweeper: interrupted (SIGINT received): account platform after 2 of 5 slices; committed slices stand, run the same backfill again: it resumes from its last committed slice',
+      ]);
+      expect(stopped.stdout.split('\n')[0]).toMatch(/INTERRUPTED \(SIGINT received\): 2 of 5 slices committed/);
+      const { rows } = await db.pool.query<{ status: string }>('SELECT status FROM recon_runs');
+      expect(rows).toEqual([{ status: 'interrupted' }]);
+      if (how === 'sweeper itself') expect(stopped.code).toBe(1);
+      // The shell itself ends on the Ctrl-C it received (dash, /bin/sh on Debian: a shell
+      // reports 130) or with the command's 1 (bash): docs/cli.md "Exit codes" says both.
+      else expect(stopped.code === 1 || stopped.signal === 'SIGINT').toBe(true);
+    } finally {
+      valve.release();
+      await valve.close();
+    }
+  });
+});
+
 describe('on a terminal', () => {
   /* eslint-disable no-control-regex -- what a terminal receives is matched escape by escape */
   it('draws one progress line, redrawn in place, wiped before every log line; logs are pretty, not JSON, and few', async () => {
