@@ -93,11 +93,14 @@ function subjectOf(f: OpenFindingBrief): string {
   return [f.chargeId, key].filter((part): part is string => part !== null).join('  ') || '-';
 }
 
-/** `completeness: watermark 12m 00s behind, events 8m 00s behind (limit 2h 00m); settled 2026-11-09 100%, 2026-11-10 87.1%`. */
+/** `completeness: watermark 12m 00s behind, events 8m 00s behind (limit 2h 00m); settled 2026-11-09 100% of 1,203, 2026-11-10 no charges`. */
 export function completenessLine(c: AccountCompleteness): string {
   const lag = (name: string, seconds: number | null) =>
     seconds === null ? `${name} not set yet` : `${name} ${formatClock(seconds * 1000)} behind`;
-  const days = c.days.map((d) => `${d.day} ${percent(d.fraction)} of ${d.charges.toLocaleString('en-US')}`).join(', ');
+  // A day without a charge has nothing to be complete about: "100% of 0" would say otherwise.
+  const day = (d: AccountCompleteness['days'][number]) =>
+    d.charges === 0 ? `${d.day} no charges` : `${d.day} ${percent(d.fraction)} of ${d.charges.toLocaleString('en-US')}`;
+  const days = c.days.map(day).join(', ');
   const head = c.lagging ? 'completeness: BEHIND (past SWEEPER_MAX_LAG): ' : 'completeness: ';
   return `${head}${lag('watermark', c.watermark_lag_seconds)}, ${lag('events', c.events_lag_seconds)} (limit ${formatClock(c.max_lag_seconds * 1000)}); settled ${days}`;
 }
