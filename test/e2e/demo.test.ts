@@ -25,6 +25,12 @@ describe('sweeper demo', () => {
     expect(out).toMatch(/"event": "findings.open"/);
     expect(out).toMatch(/Exit code: 3 \(unreconciled findings are open/);
     expect(out).toMatch(/3\. The same sweep again:\n {3}repaired 0; matched \d+; still open 5/);
+    // The rerun matches more than the first sweep did: exactly the charges it repaired, and it says so.
+    const [, before, after, repaired] =
+      /\n {3}matched (\d+) → (\d+): the (\d+) charges the first sweep repaired now agree/.exec(out) ?? [];
+    expect(new RegExp(`\\n {3}matched +${before} +0 +nothing to do`).test(out)).toBe(true);
+    expect(out).toMatch(new RegExp(`repaired 0; matched ${after};`));
+    expect(Number(after) - Number(before)).toBe(Number(repaired));
     // docs/judgement.md "Late changes": a payment a week before the window, refunded at Stripe long
     // after any window listed it, found by a scheduled run through Stripe's events.
     const start = new Date(/starting (\S+):/.exec(out)?.[1] ?? '');
