@@ -29,12 +29,22 @@ CREATE TABLE idempotency_keys (
   --   pending_action  no charge yet: the customer must act (3-D Secure)
   --   declined        the card was declined (a failed charge may exist)
   --   rejected        Stripe refused the request (no charge)
-  -- NULL (rows of other writers): any 2xx whose body names a charge is a success.
+  -- NULL (rows of other writers): the body is read as its writer wrote it
+  -- (docs/judgement.md "Stored answers").
   response_outcome    text        CHECK (response_outcome IN ('success', 'pending_action', 'declined', 'rejected')),
   -- The account as the sweep names it in its own tables ('platform' or acct_…), derived
   -- from account_id, which writers keep writing (NULL = the platform): the sweep's
   -- account predicates are then plain equalities that an index answers.
   account             text        GENERATED ALWAYS AS (coalesce(account_id, 'platform')) STORED,
+  -- The business reference the payment is for (an order, an invoice, a booking), part of
+  -- the request fingerprint; NULL when the writer gave none. Two payments for one
+  -- reference under two keys are a duplicate_effect (docs/judgement.md).
+  reference           text,
+  -- What the claim stands for: NULL or 'charge' (a payment), 'refund' (a refund of
+  -- `target`, a charge id). Claims of other writers that store a Stripe Refund object as
+  -- their answer are refund claims too (sweeper_claim_is_refund).
+  operation           text        CHECK (operation IN ('charge', 'refund')),
+  target              text,
   CHECK (status <> 'in_flight' OR locked_until IS NOT NULL),
   CHECK (status <> 'completed' OR (response_status IS NOT NULL AND completed_at IS NOT NULL)),
   -- A partitioned table's unique index must include the partition key, so this only says
@@ -60,6 +70,8 @@ CREATE FUNCTION sweeper_answer_charge(body jsonb) RETURNS text
 AS $$
   SELECT CASE
     WHEN jsonb_typeof(body) IS DISTINCT FROM 'object' THEN NULL
+    -- A Refund object names the charge it refunds: not a charge this claim made.
+    WHEN body->>'object' = 'refund' THEN NULL
     WHEN jsonb_typeof(body->'charge') = 'string' THEN body->>'charge'
     WHEN jsonb_typeof(body->'charge') = 'object' THEN body->'charge'->>'id'
     WHEN body->>'object' = 'charge' THEN body->>'id'
@@ -323,7 +335,8 @@ REVOKE EXECUTE ON FUNCTION sweeper_ensure_day_partitions(regclass, date, date) F
 -- second time, so the sweep settles such a claim instead ('retry_window_expired').
 CREATE FUNCTION sweeper_take_claim(
   p_tenant_id text, p_key text, p_fingerprint text, p_downstream_key text,
-  p_now timestamptz, p_lease interval, p_account_id text, p_amount bigint, p_currency text
+  p_now timestamptz, p_lease interval, p_account_id text, p_amount bigint, p_currency text,
+  p_reference text DEFAULT NULL, p_operation text DEFAULT NULL, p_target text DEFAULT NULL
 ) RETURNS TABLE (
   outcome text, attempt int, status text, created_at timestamptz, locked_until timestamptz,
   response_status int, response_body jsonb, downstream_key text
@@ -342,9 +355,10 @@ BEGIN
     ON CONFLICT (tenant_id, key) DO NOTHING;
     IF FOUND THEN
       INSERT INTO idempotency_keys AS k (tenant_id, key, request_fingerprint, status, locked_until, attempt,
-                                         downstream_key, account_id, amount, currency, created_at, updated_at)
+                                         downstream_key, account_id, amount, currency, created_at, updated_at,
+                                         reference, operation, target)
       VALUES (p_tenant_id, p_key, p_fingerprint, 'in_flight', p_now + p_lease, 1, p_downstream_key, p_account_id,
-              p_amount, p_currency, p_now, p_now)
+              p_amount, p_currency, p_now, p_now, p_reference, p_operation, p_target)
       RETURNING 'claimed', k.attempt, k.status, k.created_at, k.locked_until, k.response_status,
                 k.response_body, k.downstream_key
       INTO outcome, attempt, status, created_at, locked_until, response_status, response_body, downstream_key;
@@ -410,10 +424,74 @@ CREATE TABLE payments (
   created_at        timestamptz NOT NULL,
   updated_at        timestamptz NOT NULL,
   -- As idempotency_keys.account: 'platform' or acct_…, derived from account_id.
-  account           text        GENERATED ALWAYS AS (coalesce(account_id, 'platform')) STORED
+  account           text        GENERATED ALWAYS AS (coalesce(account_id, 'platform')) STORED,
+  -- As idempotency_keys.reference.
+  reference         text,
+  -- Where the dispute on the charge stands (Stripe's dispute status: warning_needs_response,
+  -- needs_response, under_review, won, lost, …), NULL when none: followed through events.
+  dispute_status    text,
+  -- From the charge's balance transaction, once its payout reconciles: what finance books.
+  fee               bigint,
+  net               bigint,
+  settlement_currency text,
+  exchange_rate     numeric
 );
 
 CREATE INDEX payments_tenant_key ON payments (tenant_id, idempotency_key);
 -- The sweep reads an account's payment rows by the day they were created.
 CREATE INDEX payments_account_created_at ON payments (account, created_at);
 CREATE INDEX payments_tenant_account ON payments (tenant_id, account_id);
+
+-- How the claim library's takes ended, per tenant and day, summed over every instance of
+-- the application (created, replayed, in_progress, fingerprint_mismatch, stolen,
+-- quota_exceeded). The library adds its counts off the charge's path, in batches;
+-- `sweeper status` and the metrics read them, and the sweep's unstable_keys reads whether
+-- a tenant's retries are ever replayed.
+CREATE TABLE claim_outcomes (
+  tenant_id text   NOT NULL,
+  day       date   NOT NULL,
+  outcome   text   NOT NULL CHECK (outcome IN ('created', 'replayed', 'in_progress', 'fingerprint_mismatch', 'stolen',
+                                                'quota_exceeded')),
+  count     bigint NOT NULL CHECK (count >= 0),
+  PRIMARY KEY (tenant_id, day, outcome)
+);
+CREATE INDEX claim_outcomes_day ON claim_outcomes (day);
+
+-- The per-tenant quota of claims per minute (opt-in): one row per tenant and minute,
+-- counted up by a single upsert that refuses past the limit, so two takers never both
+-- slip under it. `expire` deletes the rows of past minutes.
+CREATE TABLE claim_quota (
+  tenant_id text        NOT NULL,
+  minute    timestamptz NOT NULL,
+  count     int         NOT NULL CHECK (count >= 0),
+  PRIMARY KEY (tenant_id, minute)
+);
+
+-- Refunds the application made (the claim library's refundOnce): one row per Stripe refund,
+-- committed with its claim's completion, as payments are for charges. A repair inserts
+-- with ON CONFLICT (refund_id) DO NOTHING.
+CREATE TABLE payment_refunds (
+  id              bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  refund_id       text        NOT NULL UNIQUE,
+  charge_id       text        NOT NULL,
+  tenant_id       text,
+  idempotency_key text,
+  account_id      text,       -- Stripe Connect account; NULL = the platform
+  amount          bigint      NOT NULL CHECK (amount >= 0),
+  currency        char(3)     NOT NULL CHECK (currency = lower(currency)),
+  status          text        NOT NULL CHECK (status IN ('pending', 'requires_action', 'succeeded', 'failed', 'canceled')),
+  created_at      timestamptz NOT NULL,
+  updated_at      timestamptz NOT NULL,
+  account         text        GENERATED ALWAYS AS (coalesce(account_id, 'platform')) STORED
+);
+CREATE INDEX payment_refunds_tenant_key ON payment_refunds (tenant_id, idempotency_key);
+CREATE INDEX payment_refunds_account_created_at ON payment_refunds (account, created_at);
+CREATE INDEX payment_refunds_charge ON payment_refunds (charge_id);
+
+-- Whether a claim stands for a refund: by its column, or by the Stripe Refund object its
+-- writer stored as the answer.
+CREATE FUNCTION sweeper_claim_is_refund(operation text, body jsonb) RETURNS boolean
+  LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+  SELECT coalesce(operation = 'refund', jsonb_typeof(body) = 'object' AND body->>'object' = 'refund', false)
+$$;

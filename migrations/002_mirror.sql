@@ -24,6 +24,10 @@ CREATE TABLE stripe_charges (
   -- identical to the kept charge (amount, currency, customer, payment method) is refunded.
   customer          text,
   payment_method    text,
+  -- The business reference its metadata names (SWEEPER_METADATA_REFERENCE_KEY), and its
+  -- card's fingerprint: what tells two payments for one order, or by one card, apart.
+  reference         text,
+  card_fingerprint  text,
   PRIMARY KEY (charge_id, created)
 ) PARTITION BY RANGE (created);
 
@@ -68,3 +72,35 @@ CREATE TRIGGER stripe_charges_keys_inserted
 CREATE TRIGGER stripe_charges_keys_updated
   AFTER UPDATE ON stripe_charges REFERENCING NEW TABLE AS landed
   FOR EACH STATEMENT EXECUTE FUNCTION sweeper_note_charge_keys();
+
+-- The mirror's charges by the business reference their metadata names, in one
+-- unpartitioned index, kept like stripe_charge_keys: the sweep judges every payment for
+-- one reference over SWEEPER_DUPLICATE_LOOKBACK, wherever they fall in slices or runs, with
+-- one probe per reference. tenant_id '' stands for a charge that names no tenant.
+CREATE TABLE stripe_charge_references (
+  account   text        NOT NULL,
+  tenant_id text        NOT NULL,
+  reference text        NOT NULL,
+  created   timestamptz NOT NULL,
+  charge_id text        NOT NULL,
+  PRIMARY KEY (account, tenant_id, reference, created, charge_id)
+);
+CREATE INDEX stripe_charge_references_created ON stripe_charge_references (created);
+
+CREATE FUNCTION sweeper_note_charge_references() RETURNS trigger
+  LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+BEGIN
+  INSERT INTO stripe_charge_references (account, tenant_id, reference, created, charge_id)
+  SELECT DISTINCT account, coalesce(tenant_id, ''), reference, created, charge_id FROM landed
+   WHERE reference IS NOT NULL
+  ON CONFLICT DO NOTHING;
+  RETURN NULL;
+END $$;
+
+CREATE TRIGGER stripe_charges_references_inserted
+  AFTER INSERT ON stripe_charges REFERENCING NEW TABLE AS landed
+  FOR EACH STATEMENT EXECUTE FUNCTION sweeper_note_charge_references();
+CREATE TRIGGER stripe_charges_references_updated
+  AFTER UPDATE ON stripe_charges REFERENCING NEW TABLE AS landed
+  FOR EACH STATEMENT EXECUTE FUNCTION sweeper_note_charge_references();
+REVOKE ALL ON FUNCTION sweeper_note_charge_references() FROM PUBLIC;

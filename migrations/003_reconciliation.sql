@@ -62,6 +62,8 @@ CREATE TABLE recon_findings (
   closed_at       timestamptz,
   closed_by       text,
   note            text,
+  -- duplicate_effect: the business reference its charges name.
+  reference       text,
   UNIQUE (category, account, subject)
 );
 CREATE INDEX recon_findings_open ON recon_findings (account, category) WHERE state = 'open';
@@ -73,6 +75,19 @@ CREATE INDEX recon_findings_open ON recon_findings (account, category) WHERE sta
 -- finding holds it.
 CREATE INDEX recon_findings_open_subject ON recon_findings (account, subject) WHERE state = 'open';
 CREATE INDEX recon_findings_open_charge ON recon_findings (account, charge_id) WHERE state = 'open';
+
+-- The charges a duplicate finding (duplicate_effect, suspected_duplicate) names: a set
+-- whose finding a person closed is never raised again, nor any part of it; an open one
+-- that no longer holds is closed when one of its charges is judged again.
+CREATE TABLE recon_finding_charges (
+  finding_id bigint NOT NULL REFERENCES recon_findings (id),
+  account    text   NOT NULL,
+  charge_id  text   NOT NULL,
+  PRIMARY KEY (account, charge_id, finding_id)
+);
+CREATE INDEX recon_finding_charges_finding ON recon_finding_charges (finding_id);
+-- The open duplicate_effect findings of the references a batch judges: closed when they no longer hold.
+CREATE INDEX recon_findings_open_reference ON recon_findings (account, reference) WHERE state = 'open' AND reference IS NOT NULL;
 
 CREATE TABLE recon_repairs (
   id          bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

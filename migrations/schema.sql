@@ -8,6 +8,8 @@ CREATE FUNCTION public.sweeper_answer_charge(body jsonb) RETURNS text
     AS $$
   SELECT CASE
     WHEN jsonb_typeof(body) IS DISTINCT FROM 'object' THEN NULL
+    -- A Refund object names the charge it refunds: not a charge this claim made.
+    WHEN body->>'object' = 'refund' THEN NULL
     WHEN jsonb_typeof(body->'charge') = 'string' THEN body->>'charge'
     WHEN jsonb_typeof(body->'charge') = 'object' THEN body->'charge'->>'id'
     WHEN body->>'object' = 'charge' THEN body->>'id'
@@ -18,6 +20,12 @@ CREATE FUNCTION public.sweeper_answer_charge(body jsonb) RETURNS text
       END,
       body->'charges'->'data'->0->>'id')
   END
+$$;
+
+CREATE FUNCTION public.sweeper_claim_is_refund(operation text, body jsonb) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  SELECT coalesce(operation = 'refund', jsonb_typeof(body) = 'object' AND body->>'object' = 'refund', false)
 $$;
 
 CREATE FUNCTION public.sweeper_ensure_day_partitions(p_parent regclass, p_from date, p_to date) RETURNS integer
@@ -195,11 +203,23 @@ BEGIN
   RETURN NULL;
 END $$;
 
+CREATE FUNCTION public.sweeper_note_charge_references() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO '$user', 'public'
+    AS $$
+BEGIN
+  INSERT INTO stripe_charge_references (account, tenant_id, reference, created, charge_id)
+  SELECT DISTINCT account, coalesce(tenant_id, ''), reference, created, charge_id FROM landed
+   WHERE reference IS NOT NULL
+  ON CONFLICT DO NOTHING;
+  RETURN NULL;
+END $$;
+
 CREATE FUNCTION public.sweeper_recreated_fingerprint() RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$ SELECT 'sweeper:recreated' $$;
 
-CREATE FUNCTION public.sweeper_take_claim(p_tenant_id text, p_key text, p_fingerprint text, p_downstream_key text, p_now timestamp with time zone, p_lease interval, p_account_id text, p_amount bigint, p_currency text) RETURNS TABLE(outcome text, attempt integer, status text, created_at timestamp with time zone, locked_until timestamp with time zone, response_status integer, response_body jsonb, downstream_key text)
+CREATE FUNCTION public.sweeper_take_claim(p_tenant_id text, p_key text, p_fingerprint text, p_downstream_key text, p_now timestamp with time zone, p_lease interval, p_account_id text, p_amount bigint, p_currency text, p_reference text DEFAULT NULL::text, p_operation text DEFAULT NULL::text, p_target text DEFAULT NULL::text) RETURNS TABLE(outcome text, attempt integer, status text, created_at timestamp with time zone, locked_until timestamp with time zone, response_status integer, response_body jsonb, downstream_key text)
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
@@ -216,9 +236,10 @@ BEGIN
     ON CONFLICT (tenant_id, key) DO NOTHING;
     IF FOUND THEN
       INSERT INTO idempotency_keys AS k (tenant_id, key, request_fingerprint, status, locked_until, attempt,
-                                         downstream_key, account_id, amount, currency, created_at, updated_at)
+                                         downstream_key, account_id, amount, currency, created_at, updated_at,
+                                         reference, operation, target)
       VALUES (p_tenant_id, p_key, p_fingerprint, 'in_flight', p_now + p_lease, 1, p_downstream_key, p_account_id,
-              p_amount, p_currency, p_now, p_now)
+              p_amount, p_currency, p_now, p_now, p_reference, p_operation, p_target)
       RETURNING 'claimed', k.attempt, k.status, k.created_at, k.locked_until, k.response_status,
                 k.response_body, k.downstream_key
       INTO outcome, attempt, status, created_at, locked_until, response_status, response_body, downstream_key;
@@ -276,6 +297,22 @@ CREATE TABLE public.alert_state (
     CONSTRAINT alert_state_last_count_check CHECK ((last_count >= 0))
 );
 
+CREATE TABLE public.claim_outcomes (
+    tenant_id text NOT NULL,
+    day date NOT NULL,
+    outcome text NOT NULL,
+    count bigint NOT NULL,
+    CONSTRAINT claim_outcomes_count_check CHECK ((count >= 0)),
+    CONSTRAINT claim_outcomes_outcome_check CHECK ((outcome = ANY (ARRAY['created'::text, 'replayed'::text, 'in_progress'::text, 'fingerprint_mismatch'::text, 'stolen'::text, 'quota_exceeded'::text])))
+);
+
+CREATE TABLE public.claim_quota (
+    tenant_id text NOT NULL,
+    minute timestamp with time zone NOT NULL,
+    count integer NOT NULL,
+    CONSTRAINT claim_quota_count_check CHECK ((count >= 0))
+);
+
 CREATE TABLE public.idempotency_key_directory (
     tenant_id text NOT NULL,
     key text NOT NULL,
@@ -300,16 +337,47 @@ CREATE TABLE public.idempotency_keys (
     currency text,
     response_outcome text,
     account text GENERATED ALWAYS AS (COALESCE(account_id, 'platform'::text)) STORED,
+    reference text,
+    operation text,
+    target text,
     CONSTRAINT idempotency_keys_amount_check CHECK ((amount > 0)),
     CONSTRAINT idempotency_keys_attempt_check CHECK ((attempt >= 1)),
     CONSTRAINT idempotency_keys_check CHECK (((status <> 'in_flight'::text) OR (locked_until IS NOT NULL))),
     CONSTRAINT idempotency_keys_check1 CHECK (((status <> 'completed'::text) OR ((response_status IS NOT NULL) AND (completed_at IS NOT NULL)))),
     CONSTRAINT idempotency_keys_currency_check CHECK ((currency ~ '^[a-z]{3}$'::text)),
     CONSTRAINT idempotency_keys_downstream_key_check CHECK (((length(downstream_key) >= 1) AND (length(downstream_key) <= 255))),
+    CONSTRAINT idempotency_keys_operation_check CHECK ((operation = ANY (ARRAY['charge'::text, 'refund'::text]))),
     CONSTRAINT idempotency_keys_response_outcome_check CHECK ((response_outcome = ANY (ARRAY['success'::text, 'pending_action'::text, 'declined'::text, 'rejected'::text]))),
     CONSTRAINT idempotency_keys_status_check CHECK ((status = ANY (ARRAY['in_flight'::text, 'completed'::text, 'released'::text])))
 )
 PARTITION BY RANGE (created_at);
+
+CREATE TABLE public.payment_refunds (
+    id bigint NOT NULL,
+    refund_id text NOT NULL,
+    charge_id text NOT NULL,
+    tenant_id text,
+    idempotency_key text,
+    account_id text,
+    amount bigint NOT NULL,
+    currency character(3) NOT NULL,
+    status text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    account text GENERATED ALWAYS AS (COALESCE(account_id, 'platform'::text)) STORED,
+    CONSTRAINT payment_refunds_amount_check CHECK ((amount >= 0)),
+    CONSTRAINT payment_refunds_currency_check CHECK (((currency)::text = lower((currency)::text))),
+    CONSTRAINT payment_refunds_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'requires_action'::text, 'succeeded'::text, 'failed'::text, 'canceled'::text])))
+);
+
+ALTER TABLE public.payment_refunds ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.payment_refunds_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 CREATE TABLE public.payments (
     id bigint NOT NULL,
@@ -326,6 +394,12 @@ CREATE TABLE public.payments (
     created_at timestamp with time zone NOT NULL,
     updated_at timestamp with time zone NOT NULL,
     account text GENERATED ALWAYS AS (COALESCE(account_id, 'platform'::text)) STORED,
+    reference text,
+    dispute_status text,
+    fee bigint,
+    net bigint,
+    settlement_currency text,
+    exchange_rate numeric,
     CONSTRAINT payments_amount_check CHECK ((amount >= 0)),
     CONSTRAINT payments_amount_refunded_check CHECK ((amount_refunded >= 0)),
     CONSTRAINT payments_currency_check CHECK (((currency)::text = lower((currency)::text))),
@@ -358,6 +432,12 @@ CREATE TABLE public.recon_event_cursors (
     updated_at timestamp with time zone NOT NULL
 );
 
+CREATE TABLE public.recon_finding_charges (
+    finding_id bigint NOT NULL,
+    account text NOT NULL,
+    charge_id text NOT NULL
+);
+
 CREATE TABLE public.recon_findings (
     id bigint NOT NULL,
     category text NOT NULL,
@@ -375,6 +455,7 @@ CREATE TABLE public.recon_findings (
     closed_at timestamp with time zone,
     closed_by text,
     note text,
+    reference text,
     CONSTRAINT recon_findings_state_check CHECK ((state = ANY (ARRAY['open'::text, 'repaired'::text, 'resolved'::text, 'ignored'::text])))
 );
 
@@ -465,6 +546,14 @@ CREATE TABLE public.stripe_charge_keys (
     created timestamp with time zone NOT NULL
 );
 
+CREATE TABLE public.stripe_charge_references (
+    account text NOT NULL,
+    tenant_id text NOT NULL,
+    reference text NOT NULL,
+    created timestamp with time zone NOT NULL,
+    charge_id text NOT NULL
+);
+
 CREATE TABLE public.stripe_charges (
     account text NOT NULL,
     charge_id text NOT NULL,
@@ -483,7 +572,9 @@ CREATE TABLE public.stripe_charges (
     livemode boolean NOT NULL,
     fetched_at timestamp with time zone NOT NULL,
     customer text,
-    payment_method text
+    payment_method text,
+    reference text,
+    card_fingerprint text
 )
 PARTITION BY RANGE (created);
 
@@ -497,11 +588,23 @@ CREATE TABLE public.sweeper_migrations (
 ALTER TABLE ONLY public.alert_state
     ADD CONSTRAINT alert_state_pkey PRIMARY KEY (sink, account, category);
 
+ALTER TABLE ONLY public.claim_outcomes
+    ADD CONSTRAINT claim_outcomes_pkey PRIMARY KEY (tenant_id, day, outcome);
+
+ALTER TABLE ONLY public.claim_quota
+    ADD CONSTRAINT claim_quota_pkey PRIMARY KEY (tenant_id, minute);
+
 ALTER TABLE ONLY public.idempotency_key_directory
     ADD CONSTRAINT idempotency_key_directory_pkey PRIMARY KEY (tenant_id, key);
 
 ALTER TABLE ONLY public.idempotency_keys
     ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (tenant_id, key, created_at);
+
+ALTER TABLE ONLY public.payment_refunds
+    ADD CONSTRAINT payment_refunds_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.payment_refunds
+    ADD CONSTRAINT payment_refunds_refund_id_key UNIQUE (refund_id);
 
 ALTER TABLE ONLY public.payments
     ADD CONSTRAINT payments_charge_id_key UNIQUE (charge_id);
@@ -514,6 +617,9 @@ ALTER TABLE ONLY public.recon_deep_reads
 
 ALTER TABLE ONLY public.recon_event_cursors
     ADD CONSTRAINT recon_event_cursors_pkey PRIMARY KEY (account);
+
+ALTER TABLE ONLY public.recon_finding_charges
+    ADD CONSTRAINT recon_finding_charges_pkey PRIMARY KEY (account, charge_id, finding_id);
 
 ALTER TABLE ONLY public.recon_findings
     ADD CONSTRAINT recon_findings_category_account_subject_key UNIQUE (category, account, subject);
@@ -536,11 +642,16 @@ ALTER TABLE ONLY public.recon_watermarks
 ALTER TABLE ONLY public.stripe_charge_keys
     ADD CONSTRAINT stripe_charge_keys_pkey PRIMARY KEY (tenant_id, idempotency_key, account, charge_id, created);
 
+ALTER TABLE ONLY public.stripe_charge_references
+    ADD CONSTRAINT stripe_charge_references_pkey PRIMARY KEY (account, tenant_id, reference, created, charge_id);
+
 ALTER TABLE ONLY public.stripe_charges
     ADD CONSTRAINT stripe_charges_pkey PRIMARY KEY (charge_id, created);
 
 ALTER TABLE ONLY public.sweeper_migrations
     ADD CONSTRAINT sweeper_migrations_pkey PRIMARY KEY (id);
+
+CREATE INDEX claim_outcomes_day ON public.claim_outcomes USING btree (day);
 
 CREATE INDEX idempotency_keys_account_updated_at ON ONLY public.idempotency_keys USING btree (account, updated_at);
 
@@ -550,15 +661,25 @@ CREATE INDEX idempotency_keys_in_flight ON ONLY public.idempotency_keys USING bt
 
 CREATE INDEX idempotency_keys_tenant_account ON ONLY public.idempotency_keys USING btree (tenant_id, account_id);
 
+CREATE INDEX payment_refunds_account_created_at ON public.payment_refunds USING btree (account, created_at);
+
+CREATE INDEX payment_refunds_charge ON public.payment_refunds USING btree (charge_id);
+
+CREATE INDEX payment_refunds_tenant_key ON public.payment_refunds USING btree (tenant_id, idempotency_key);
+
 CREATE INDEX payments_account_created_at ON public.payments USING btree (account, created_at);
 
 CREATE INDEX payments_tenant_account ON public.payments USING btree (tenant_id, account_id);
 
 CREATE INDEX payments_tenant_key ON public.payments USING btree (tenant_id, idempotency_key);
 
+CREATE INDEX recon_finding_charges_finding ON public.recon_finding_charges USING btree (finding_id);
+
 CREATE INDEX recon_findings_open ON public.recon_findings USING btree (account, category) WHERE (state = 'open'::text);
 
 CREATE INDEX recon_findings_open_charge ON public.recon_findings USING btree (account, charge_id) WHERE (state = 'open'::text);
+
+CREATE INDEX recon_findings_open_reference ON public.recon_findings USING btree (account, reference) WHERE ((state = 'open'::text) AND (reference IS NOT NULL));
 
 CREATE INDEX recon_findings_open_subject ON public.recon_findings USING btree (account, subject) WHERE (state = 'open'::text);
 
@@ -573,6 +694,8 @@ CREATE INDEX recon_runs_account_checkpoint ON public.recon_runs USING btree (acc
 CREATE INDEX recon_runs_account_started ON public.recon_runs USING btree (account, started_at DESC);
 
 CREATE INDEX stripe_charge_keys_created ON public.stripe_charge_keys USING btree (created);
+
+CREATE INDEX stripe_charge_references_created ON public.stripe_charge_references USING btree (created);
 
 CREATE INDEX stripe_charges_account_created ON ONLY public.stripe_charges USING btree (account, created);
 
@@ -590,6 +713,15 @@ CREATE TRIGGER stripe_charges_keys_inserted AFTER INSERT ON public.stripe_charge
 
 CREATE TRIGGER stripe_charges_keys_updated AFTER UPDATE ON public.stripe_charges REFERENCING NEW TABLE AS landed FOR EACH STATEMENT EXECUTE FUNCTION public.sweeper_note_charge_keys();
 
+CREATE TRIGGER stripe_charges_references_inserted AFTER INSERT ON public.stripe_charges REFERENCING NEW TABLE AS landed FOR EACH STATEMENT EXECUTE FUNCTION public.sweeper_note_charge_references();
+
+CREATE TRIGGER stripe_charges_references_updated AFTER UPDATE ON public.stripe_charges REFERENCING NEW TABLE AS landed FOR EACH STATEMENT EXECUTE FUNCTION public.sweeper_note_charge_references();
+
+ALTER TABLE ONLY public.recon_finding_charges
+    ADD CONSTRAINT recon_finding_charges_finding_id_fkey FOREIGN KEY (finding_id) REFERENCES public.recon_findings(id);
+
 REVOKE ALL ON FUNCTION public.sweeper_ensure_day_partitions(p_parent regclass, p_from date, p_to date) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.sweeper_guard_claim_partition(p_partition regclass, p_day date) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.sweeper_note_charge_references() FROM PUBLIC;

@@ -34,6 +34,8 @@ export const DURATION_BOUNDS = {
   SWEEPER_DEEP_READ_EVERY: { fallback: '1d', min: HOUR_MS, max: 31 * DAY_MS },
   SWEEPER_MAX_LAG: { fallback: '2h', min: 10 * MINUTE_MS, max: 30 * DAY_MS },
   SWEEPER_PROGRESS_INTERVAL: { fallback: '10s', min: 1_000, max: 15 * MINUTE_MS },
+  SWEEPER_DUPLICATE_LOOKBACK: { fallback: '7d', min: MINUTE_MS, max: 366 * DAY_MS },
+  SWEEPER_SUSPECT_WINDOW: { fallback: '10m', min: 1_000, max: DAY_MS },
   // Not a page a minute, not silence for more than a week (src/alerts/config.ts).
   SWEEPER_ALERT_REPEAT: { fallback: '1h', min: MINUTE_MS, max: 7 * DAY_MS },
 } as const satisfies Record<string, { fallback: string; min: number; max: number }>;
@@ -63,6 +65,25 @@ export const duration = (name: DurationVariable) => {
     })
     .meta({ fallback, bounds: `${formatDuration(min)}–${formatDuration(max)}` });
 };
+
+/** A duration that `0` turns off (0 ms). */
+const durationOrOff = (name: DurationVariable) =>
+  z
+    .string()
+    .default(DURATION_BOUNDS[name].fallback)
+    .transform((text, ctx) => {
+      if (text.trim() === '0') return 0;
+      const parsed = duration(name).safeParse(text);
+      if (!parsed.success) {
+        ctx.addIssue({ code: 'custom', message: `${parsed.error.issues[0]?.message ?? name} (or 0: off)` });
+        return z.NEVER;
+      }
+      return parsed.data;
+    })
+    .meta({
+      fallback: DURATION_BOUNDS[name].fallback,
+      bounds: `0 (off), ${formatDuration(DURATION_BOUNDS[name].min)}–${formatDuration(DURATION_BOUNDS[name].max)}`,
+    });
 
 const positiveInt = (name: string, fallback: string, max = Number.MAX_SAFE_INTEGER, min = 1) =>
   z
@@ -291,6 +312,34 @@ const envSchema = z.object({
     .describe(
       'a writer\'s own stored-answer shape, as JSON: the dotted path of the field naming the charge (`charge`) and of the field saying how the request ended (`outcome`, with its `success`, `pending` and `declined` values), e.g. `{"charge": "order.charge_id", "outcome": "state", "success": ["paid"]}`; unset: Stripe\'s objects and the claim library\'s shape only ([Stored answers](judgement.md#stored-answers))',
     ),
+  SWEEPER_METADATA_REFERENCE_KEY: metadataName('SWEEPER_METADATA_REFERENCE_KEY', 'order_id').describe(
+    'Stripe metadata key carrying the business reference (the order, invoice or booking a payment is for); must differ from the tenant and key names',
+  ),
+  SWEEPER_DUPLICATE_LOOKBACK: duration('SWEEPER_DUPLICATE_LOOKBACK').describe(
+    'two payments for one reference are a `duplicate_effect` when created within this of each other; at most `SWEEPER_RETENTION` ([Duplicate payments](judgement.md#duplicate-payments-for-one-order))',
+  ),
+  SWEEPER_SUSPECT_WINDOW: durationOrOff('SWEEPER_SUSPECT_WINDOW').describe(
+    'two payments without a reference, by one customer or card, for the same amount, are a `suspected_duplicate` when created within this of each other; `0` turns it off',
+  ),
+  SWEEPER_CLAIM_QUOTA: z
+    .string()
+    .optional()
+    .transform((text, ctx) => {
+      if (text === undefined) return null;
+      const n = Number(text);
+      if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(n) || n <= 0 || n > 1_000_000) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `SWEEPER_CLAIM_QUOTA must be a whole number of claims per minute per tenant, 1 to 1000000 (got "${text}")`,
+        });
+        return z.NEVER;
+      }
+      return n;
+    })
+    .meta({ bounds: '1–1000000; unset: no quota' })
+    .describe(
+      'the claim library: claims per minute one tenant may take; past it the answer is 429 `quota_exceeded` with `Retry-After`, and nothing is claimed or charged ([claim library](claim-library.md#bounded-claims-per-tenant))',
+    ),
   SWEEPER_MAX_REPAIR_SHARE: percentage('SWEEPER_MAX_REPAIR_SHARE', '5%').describe(
     'the repair brake: a run stops before repairing more than this share of what it judged in one category',
   ),
@@ -323,7 +372,7 @@ export interface Config {
   retentionMs: number;
   /** Largest amount, in minor units, the claim library accepts. */
   maxAmount: number;
-  metadataKeys: { tenantId: string; idempotencyKey: string };
+  metadataKeys: MetadataNames;
   logLevel: string;
   /** SWEEPER_LOG_LEVEL was set: on a terminal too, every line at that level (cli/log-output.ts). */
   logLevelSet: boolean;
@@ -368,6 +417,17 @@ export interface Config {
   storedAnswer: StoredAnswerMapping | null;
   /** The repair brake: a run stops before repairing more than this share of what it judged in one category. */
   maxRepairShare: number;
+  /** Payments for one reference created within this of each other are duplicates (duplicate_effect). */
+  duplicateLookbackMs: number;
+  /** Payments without a reference, one customer or card, within this: suspected_duplicate; 0 = off. */
+  suspectWindowMs: number;
+}
+
+/** The metadata names under which the claim library records a charge's tenant, key and reference. */
+export interface MetadataNames {
+  tenantId: string;
+  idempotencyKey: string;
+  reference: string;
 }
 
 export interface DbTimeouts {
@@ -382,6 +442,8 @@ const claimEnvSchema = envSchema.pick({
   SWEEPER_MAX_AMOUNT: true,
   SWEEPER_METADATA_TENANT_KEY: true,
   SWEEPER_METADATA_IDEMPOTENCY_KEY: true,
+  SWEEPER_METADATA_REFERENCE_KEY: true,
+  SWEEPER_CLAIM_QUOTA: true,
 });
 
 /**
@@ -413,18 +475,30 @@ export function parseEnv<S extends z.ZodType>(
 function metadataKeysOf(e: {
   SWEEPER_METADATA_TENANT_KEY: string;
   SWEEPER_METADATA_IDEMPOTENCY_KEY: string;
-}): Config['metadataKeys'] {
+  SWEEPER_METADATA_REFERENCE_KEY: string;
+}): MetadataNames {
   if (e.SWEEPER_METADATA_TENANT_KEY === e.SWEEPER_METADATA_IDEMPOTENCY_KEY) {
     throw new ConfigError('SWEEPER_METADATA_TENANT_KEY and SWEEPER_METADATA_IDEMPOTENCY_KEY must differ');
   }
-  return { tenantId: e.SWEEPER_METADATA_TENANT_KEY, idempotencyKey: e.SWEEPER_METADATA_IDEMPOTENCY_KEY };
+  if ([e.SWEEPER_METADATA_TENANT_KEY, e.SWEEPER_METADATA_IDEMPOTENCY_KEY].includes(e.SWEEPER_METADATA_REFERENCE_KEY)) {
+    throw new ConfigError(
+      'SWEEPER_METADATA_REFERENCE_KEY must differ from SWEEPER_METADATA_TENANT_KEY and SWEEPER_METADATA_IDEMPOTENCY_KEY',
+    );
+  }
+  return {
+    tenantId: e.SWEEPER_METADATA_TENANT_KEY,
+    idempotencyKey: e.SWEEPER_METADATA_IDEMPOTENCY_KEY,
+    reference: e.SWEEPER_METADATA_REFERENCE_KEY,
+  };
 }
 
 /** What the claim library takes from the environment (src/claims/index.ts `claimSettingsFromEnv`). */
 export interface ClaimSettings {
   leaseMs: number;
   maxAmount: number;
-  metadataKeys: { tenantId: string; idempotencyKey: string };
+  metadataKeys: MetadataNames;
+  /** Claims per minute one tenant may take; null: no quota. */
+  quotaPerMinute: number | null;
 }
 
 /**
@@ -434,7 +508,12 @@ export interface ClaimSettings {
  */
 export function loadClaimSettings(env: NodeJS.ProcessEnv = process.env): ClaimSettings {
   const e = parseEnv(claimEnvSchema, env);
-  return { leaseMs: e.SWEEPER_CLAIM_LEASE, maxAmount: e.SWEEPER_MAX_AMOUNT, metadataKeys: metadataKeysOf(e) };
+  return {
+    leaseMs: e.SWEEPER_CLAIM_LEASE,
+    maxAmount: e.SWEEPER_MAX_AMOUNT,
+    metadataKeys: metadataKeysOf(e),
+    quotaPerMinute: e.SWEEPER_CLAIM_QUOTA,
+  };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -447,6 +526,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(
       `SWEEPER_SETTLE (${formatDuration(e.SWEEPER_SETTLE)}) must be at least SWEEPER_CLAIM_LEASE (${formatDuration(e.SWEEPER_CLAIM_LEASE)}) ` +
         'plus 1m, or the sweep would judge claims whose attempt may still be running',
+    );
+  }
+  // Unset, the lookback is the default or the retention, whichever is shorter.
+  const lookbackSet = env.SWEEPER_DUPLICATE_LOOKBACK !== undefined && env.SWEEPER_DUPLICATE_LOOKBACK !== '';
+  if (!lookbackSet) e.SWEEPER_DUPLICATE_LOOKBACK = Math.min(e.SWEEPER_DUPLICATE_LOOKBACK, e.SWEEPER_RETENTION);
+  if (e.SWEEPER_DUPLICATE_LOOKBACK > e.SWEEPER_RETENTION) {
+    throw new ConfigError(
+      `SWEEPER_DUPLICATE_LOOKBACK (${formatDuration(e.SWEEPER_DUPLICATE_LOOKBACK)}) must be at most SWEEPER_RETENTION (${formatDuration(e.SWEEPER_RETENTION)}): ` +
+        'the mirror keeps charges that long',
     );
   }
   const leastLag = Math.max(e.SWEEPER_SETTLE, e.SWEEPER_EVENTS_LAG);
@@ -496,6 +584,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxLagMs: e.SWEEPER_MAX_LAG,
     storedAnswer: e.SWEEPER_STORED_ANSWER,
     maxRepairShare: e.SWEEPER_MAX_REPAIR_SHARE,
+    duplicateLookbackMs: e.SWEEPER_DUPLICATE_LOOKBACK,
+    suspectWindowMs: e.SWEEPER_SUSPECT_WINDOW,
   };
 }
 

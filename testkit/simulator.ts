@@ -190,6 +190,18 @@ export async function buildScenario(pool: Pool, double: StripeDouble, base: Date
   const second = double.createCharge(null, { amount: 1500, metadata: { tenant_id: 'acme', idempotency_key: 'dup' } });
   tell('a second charge at Stripe for a key that was already charged');
 
+  // A checkout that mints a key per attempt: its retry of order-777 got a key of its own,
+  // so the claim could not see the first attempt, and the customer paid twice.
+  at(24);
+  for (const attempt of [1, 2]) {
+    await claims.chargeOnce({
+      tenantId: 'kiosk',
+      key: `order-777-attempt-${attempt}-${seed}`,
+      request: { ...card(cents(1800)), reference: 'order-777' },
+    });
+  }
+  tell('a kiosk that mints a key per attempt: its retry of order-777 paid a second time, under a key of its own');
+
   // At Stripe afterwards: a refund and a dispute.
   const refunded = await chargeIdOf('ok-1');
   const disputed = await chargeIdOf('ok-2');
@@ -220,6 +232,8 @@ export async function buildScenario(pool: Pool, double: StripeDouble, base: Date
     'local records gone wrong: a lost claim, an edited amount, a payment row Stripe never saw, a success with no payment',
   );
   double.clock.useRealTime();
+  // The claim library's counts per tenant (claim_outcomes), as its instances flush them.
+  await claims.close();
 
   return {
     story,
@@ -235,9 +249,10 @@ export async function buildScenario(pool: Pool, double: StripeDouble, base: Date
     },
     expected: {
       findings: {
-        // ok-5, the double click, the stored decline with its failed charge, and dup's kept
-        // charge (its claim and payment agree; duplicate_charge is about the second one)
-        matched: 4,
+        // ok-5, the double click, the stored decline with its failed charge, dup's kept
+        // charge (its claim and payment agree; duplicate_charge is about the second one), and
+        // order-777's two payments (each agrees with its own claim: the duplicate is the outcome)
+        matched: 6,
         claim_without_effect: 2,
         stale_claim: 1,
         lost_effect: 1,
@@ -248,6 +263,9 @@ export async function buildScenario(pool: Pool, double: StripeDouble, base: Date
         amount_mismatch: 1,
         status_drift: 2,
         duplicate_charge: 1,
+        // order-777 paid twice; kiosk's keys are never retried (no replay in its claim outcomes)
+        duplicate_effect: 1,
+        unstable_keys: 1,
       },
       repaired: {
         claim_without_effect: 2,
@@ -256,7 +274,7 @@ export async function buildScenario(pool: Pool, double: StripeDouble, base: Date
         orphan_charge: 1,
         status_drift: 2,
       },
-      unreconciled: 5,
+      unreconciled: 7,
     },
   };
 }

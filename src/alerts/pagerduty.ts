@@ -1,3 +1,4 @@
+import { pages } from '../sweep/categories.js';
 import { LAG_ALERT, severityOf, type AlertKey } from './categories.js';
 import { describeLag } from './lag.js';
 import { postJson, type Fetch } from './http.js';
@@ -61,6 +62,8 @@ export function pagerDutyEvent(
   ctx: AlertContext,
   change: CategoryChange,
 ): PagerDutyTrigger | PagerDutyResolve | null {
+  // Some categories alert but never page (suspected_duplicate): PagerDuty hears nothing of them.
+  if (change.category !== LAG_ALERT && !pages(change.category)) return null;
   const dedup_key = dedupKey(ctx.account, change.category);
   switch (change.change) {
     case 'resolved':

@@ -42,10 +42,15 @@ export async function takeClaim(
     /** The request the claim stands for: every repair of the sweep checks a charge against it. */
     amount?: number | null;
     currency?: string | null;
+    /** The business reference the payment is for (an order, an invoice). */
+    reference?: string | null;
+    /** 'refund' for a refund's claim (of the charge `target`); null for a charge's. */
+    operation?: 'refund' | null;
+    target?: string | null;
   },
 ): Promise<ClaimRow> {
   const { rows } = await db.query<ClaimRow>(
-    `SELECT * FROM sweeper_take_claim($1, $2, $3, $4, $5, make_interval(secs => $6::double precision / 1000), $7, $8, $9)`,
+    `SELECT * FROM sweeper_take_claim($1, $2, $3, $4, $5, make_interval(secs => $6::double precision / 1000), $7, $8, $9, $10, $11, $12)`,
     [
       args.tenantId,
       args.key,
@@ -56,6 +61,9 @@ export async function takeClaim(
       args.accountId ?? null,
       args.amount ?? null,
       args.currency ?? null,
+      args.reference ?? null,
+      args.operation ?? null,
+      args.target ?? null,
     ],
   );
   const row = rows[0];
@@ -137,6 +145,8 @@ export interface PaymentEffect {
   amountRefunded: number;
   disputed: boolean;
   createdAt: Date;
+  /** The business reference (an order, an invoice) the payment is for, when its writer knew it. */
+  reference?: string | null;
 }
 
 /**
@@ -146,12 +156,26 @@ export interface PaymentEffect {
  * charge, since it sends the same downstream key). The effect insert never doubles
  * a charge that a sweeper repair recorded first.
  */
+/** A local refund row: the effect of a Stripe refund the application made (payment_refunds). */
+export interface RefundEffect {
+  refundId: string;
+  chargeId: string;
+  tenantId: string | null;
+  idempotencyKey: string | null;
+  accountId: string | null;
+  amount: number;
+  currency: string;
+  status: 'pending' | 'requires_action' | 'succeeded' | 'failed' | 'canceled';
+  createdAt: Date;
+}
+
 export async function completeClaim(
   pool: Pool,
   claim: HeldClaim,
   response: StoredResponse,
   effect: PaymentEffect | null,
   now: Date,
+  refund: RefundEffect | null = null,
 ): Promise<boolean> {
   return inTransaction(pool, async (tx) => {
     const updated = await tx.query(
@@ -164,6 +188,7 @@ export async function completeClaim(
     // Nothing was written; committing the empty transaction is harmless.
     if (updated.rowCount !== 1) return false;
     if (effect) await insertPayment(tx, effect, now);
+    if (refund) await insertRefund(tx, refund, now);
     return true;
   });
 }
@@ -196,6 +221,7 @@ const PAYMENT_COLUMN_TYPES = [
   ['amount_refunded', 'bigint'],
   ['disputed', 'boolean'],
   ['created_at', 'timestamptz'],
+  ['reference', 'text'],
 ] as const;
 
 export const PAYMENT_COLUMNS: readonly string[] = PAYMENT_COLUMN_TYPES.map(([name]) => name);
@@ -209,7 +235,7 @@ export const INSERT_PAYMENT_SQL = `INSERT INTO payments (${PAYMENT_COLUMNS.join(
 export async function insertPayment(db: Queryable, effect: PaymentEffect, now: Date): Promise<boolean> {
   const result = await db.query(
     `${INSERT_PAYMENT_SQL}
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $13, $12)
      ON CONFLICT (charge_id) DO NOTHING`,
     [
       effect.chargeId,
@@ -223,6 +249,30 @@ export async function insertPayment(db: Queryable, effect: PaymentEffect, now: D
       effect.amountRefunded,
       effect.disputed,
       effect.createdAt,
+      now,
+      effect.reference ?? null,
+    ],
+  );
+  return result.rowCount === 1;
+}
+
+/** The refund's row, never doubled (a sweep repair may have recorded it first). */
+export async function insertRefund(db: Queryable, refund: RefundEffect, now: Date): Promise<boolean> {
+  const result = await db.query(
+    `INSERT INTO payment_refunds (refund_id, charge_id, tenant_id, idempotency_key, account_id, amount, currency, status,
+                                  created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+     ON CONFLICT (refund_id) DO NOTHING`,
+    [
+      refund.refundId,
+      refund.chargeId,
+      refund.tenantId,
+      refund.idempotencyKey,
+      refund.accountId,
+      refund.amount,
+      refund.currency,
+      refund.status,
+      refund.createdAt,
       now,
     ],
   );

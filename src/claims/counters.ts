@@ -4,6 +4,7 @@
  */
 export const CHARGE_OUTCOMES = [
   'charged',
+  'refunded',
   'declined',
   'rejected',
   'replayed',
@@ -12,6 +13,7 @@ export const CHARGE_OUTCOMES = [
   'transient_failure',
   'superseded',
   'retry_window_expired',
+  'quota_exceeded',
 ] as const;
 export type ChargeOutcome = (typeof CHARGE_OUTCOMES)[number];
 

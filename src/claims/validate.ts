@@ -26,14 +26,23 @@ export interface ChargeRequest {
   description?: string;
   /** Stripe Connect account to charge on (`acct_…`); omitted = the platform. */
   account?: string;
-  /** Extra metadata for the PaymentIntent; the tenant/key names are reserved. */
+  /** Extra metadata for the PaymentIntent; the tenant/key/reference names are reserved. */
   metadata?: Record<string, string>;
+  /**
+   * The business reference the payment is for (the order, invoice or booking): part of
+   * the request (its fingerprint), stored on the claim and the payment row, stamped in the
+   * charge's metadata. Two payments for one reference under two keys are a duplicate.
+   */
+  reference?: string;
 }
 
 export interface ValidLimits {
   maxAmount: number;
-  metadataKeys: { tenantId: string; idempotencyKey: string };
+  metadataKeys: { tenantId: string; idempotencyKey: string; reference?: string };
 }
+
+/** 1-500 characters (Stripe's limit for a metadata value), no control character, lone surrogate or U+241F. */
+const REFERENCE = /^(?:[^\p{Cc}\p{Cs}\u241F]){1,500}$/u;
 
 const PRINTABLE_ASCII = /^[\x20-\x7E]+$/;
 const PRINTABLE_NO_SPACE = /^[\x21-\x7E]+$/;
@@ -63,7 +72,7 @@ export function validateChargeRequest(request: ChargeRequest, limits: ValidLimit
   if (typeof request !== 'object' || request === null) {
     throw new ClaimValidationError('request', 'a charge request object is required');
   }
-  const { amount, currency, paymentMethod, customer, description, account, metadata } = request;
+  const { amount, currency, paymentMethod, customer, description, account, metadata, reference } = request;
   if (typeof amount !== 'number' || !Number.isInteger(amount) || amount <= 0) {
     throw new ClaimValidationError('amount', 'must be a positive integer number of minor units (e.g. 1999 for 19.99)');
   }
@@ -89,6 +98,15 @@ export function validateChargeRequest(request: ChargeRequest, limits: ValidLimit
   if (description !== undefined) canonical.description = description;
   if (account !== undefined) canonical.account = account;
   if (metadata !== undefined) canonical.metadata = validateMetadata(metadata, limits);
+  if (reference !== undefined) {
+    if (typeof reference !== 'string' || !REFERENCE.test(reference)) {
+      throw new ClaimValidationError(
+        'reference',
+        'must be 1 to 500 characters without control characters (an order, invoice or booking id)',
+      );
+    }
+    canonical.reference = reference;
+  }
   return canonical;
 }
 
@@ -105,12 +123,19 @@ function validateMetadata(metadata: Record<string, string>, limits: ValidLimits)
     throw new ClaimValidationError('metadata', 'must be an object of string values');
   }
   const entries = Object.entries(metadata);
-  if (entries.length > 48)
-    throw new ClaimValidationError('metadata', 'at most 48 keys (Stripe allows 50; two are reserved)');
-  const reserved = new Set([limits.metadataKeys.tenantId, limits.metadataKeys.idempotencyKey]);
+  if (entries.length > 47)
+    throw new ClaimValidationError('metadata', 'at most 47 keys (Stripe allows 50; three are reserved)');
+  const reserved = new Set([
+    limits.metadataKeys.tenantId,
+    limits.metadataKeys.idempotencyKey,
+    limits.metadataKeys.reference ?? 'order_id',
+  ]);
   for (const [name, value] of entries) {
     if (reserved.has(name))
-      throw new ClaimValidationError('metadata', `"${name}" is reserved for the claim's tenant and key`);
+      throw new ClaimValidationError(
+        'metadata',
+        `"${name}" is reserved for the claim's tenant, key and reference (pass the reference as request.reference)`,
+      );
     if (name.length < 1 || name.length > 40)
       throw new ClaimValidationError('metadata', `key "${name}" must be 1 to 40 characters`);
     if (typeof value !== 'string' || value.length > 500) {
@@ -118,4 +143,48 @@ function validateMetadata(metadata: Record<string, string>, limits: ValidLimits)
     }
   }
   return Object.fromEntries(entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+export interface RefundRequest {
+  /** The charge to refund (`ch_…`). */
+  chargeId: string;
+  /** Minor units; omitted = what is left of the charge. */
+  amount?: number;
+  reason?: 'duplicate' | 'fraudulent' | 'requested_by_customer';
+  /** Stripe Connect account the charge is on; omitted = the platform. */
+  account?: string;
+  metadata?: Record<string, string>;
+}
+
+const REFUND_REASONS: ReadonlySet<string> = new Set(['duplicate', 'fraudulent', 'requested_by_customer']);
+
+/** Returns the refund request in canonical form (no undefined fields). */
+export function validateRefundRequest(request: RefundRequest, limits: ValidLimits): RefundRequest {
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- a JavaScript caller can pass anything
+  if (typeof request !== 'object' || request === null) {
+    throw new ClaimValidationError('request', 'a refund request object is required');
+  }
+  const { chargeId, amount, reason, account, metadata } = request;
+  // Required: a JavaScript caller may still leave it out.
+  if (typeof chargeId !== 'string' || !/^[A-Za-z0-9_]{1,255}$/.test(chargeId))
+    throw new ClaimValidationError('chargeId', 'must be a charge id such as ch_…');
+  if (
+    amount !== undefined &&
+    (typeof amount !== 'number' || !Number.isInteger(amount) || amount <= 0 || amount > limits.maxAmount)
+  ) {
+    throw new ClaimValidationError(
+      'amount',
+      `must be a positive integer number of minor units, at most ${limits.maxAmount}`,
+    );
+  }
+  if (reason !== undefined && !REFUND_REASONS.has(reason)) {
+    throw new ClaimValidationError('reason', 'must be duplicate, fraudulent or requested_by_customer');
+  }
+  optionalId('account', account, /^acct_[A-Za-z0-9]+$/, 'a Connect account id such as acct_…');
+  const canonical: RefundRequest = { chargeId };
+  if (amount !== undefined) canonical.amount = amount;
+  if (reason !== undefined) canonical.reason = reason;
+  if (account !== undefined) canonical.account = account;
+  if (metadata !== undefined) canonical.metadata = validateMetadata(metadata, limits);
+  return canonical;
 }

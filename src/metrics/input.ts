@@ -12,7 +12,8 @@ export interface MetricsInput {
   /** This process's reports, one per account swept. */
   reports: readonly SweepReportLike[];
   /** The database's view after the run (`readStatus`): open findings, watermarks, claim store. */
-  status: Pick<SweepStatus, 'watermarks' | 'last_runs' | 'open_findings' | 'claims'>;
+  status: Pick<SweepStatus, 'watermarks' | 'last_runs' | 'open_findings' | 'claims'> &
+    Partial<Pick<SweepStatus, 'claim_outcomes'>>;
   /** Stripe 429 answers seen by this process during the run. */
   stripe429s: number;
   now: Date;

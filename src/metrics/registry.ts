@@ -89,6 +89,14 @@ export function buildMetricsRegistry(input: MetricsInput): Registry {
   const oldest = gauge('sweeper_claim_store_oldest_age_seconds', 'Age of the oldest claim: how far expiry is behind.');
   if (claims.oldest_age_seconds !== null) oldest.set(claims.oldest_age_seconds);
 
+  const outcomes = gauge(
+    'sweeper_claim_outcomes_total',
+    "The claim library's takes per tenant and outcome, over the days kept (claim_outcomes).",
+    ['tenant', 'outcome'],
+  );
+  for (const [tenant, byOutcome] of Object.entries(input.status.claim_outcomes?.tenants ?? {}))
+    for (const [outcome, n] of Object.entries(byOutcome)) outcomes.set({ tenant, outcome }, n);
+
   return registry;
 }
 

@@ -30,6 +30,7 @@ export const REPORT_COLUMNS = [
   'charge_id',
   'tenant_id',
   'idempotency_key',
+  'reference',
   'charge_amount',
   'effect_amount',
   'amount_refunded',
@@ -69,7 +70,7 @@ export async function* findingRows(db: Queryable, filter: ReportFilter): AsyncGe
   let after = 0;
   for (;;) {
     const { rows } = await db.query<ReportRow & { id: number }>(
-      `SELECT f.id, f.category, f.state, f.account, f.charge_id, f.tenant_id, f.idempotency_key,
+      `SELECT f.id, f.category, f.state, f.account, f.charge_id, f.tenant_id, f.idempotency_key, f.reference,
               (ch.c ->> 'amount')::bigint AS charge_amount,
               (f.details #>> '{effect,amount}')::bigint AS effect_amount,
               coalesce(ch.c ->> 'amount_refunded', f.details #>> '{effect,amount_refunded}')::bigint AS amount_refunded,

@@ -7,7 +7,7 @@ import { brakeTrip, MassRepairError, recordBatch, type BrakeState } from './brak
 import { MALFORMED_CHARGE_CATEGORY, type Category } from './categories.js';
 import type { DryRunOverlay } from './dry-run-overlay.js';
 import type { SliceFacts } from './facts.js';
-import { closeHealedFindings, recordFindings } from './findings-store.js';
+import { closeHealedDuplicates, closeHealedFindings, recordFindings } from './findings-store.js';
 import { judgeSlice, type Finding, type Judgement } from './judge/index.js';
 import type { SweepLock } from './lock.js';
 import { upsertCharges } from './mirror.js';
@@ -127,6 +127,7 @@ export async function judgeBatch(
       refundDuplicates: options.refundDuplicates,
       providerIdempotencyWindowMs: deps.idempotencyWindowMs,
       verified: ctx.verified,
+      outcomes: { duplicateLookbackMs: options.duplicateLookbackMs, suspectWindowMs: options.suspectWindowMs },
     });
     return { facts, judgement };
   };
@@ -301,6 +302,13 @@ async function finish(
     judgedSubjects: judgement.judgedSubjects,
     findings: recorded,
     freshlyRead: [...batch.charges.map((c) => c.id), ...reread],
+  });
+  await closeHealedDuplicates(client, {
+    account: run.account,
+    runId: run.id,
+    now,
+    judged: judgement.outcomesJudged,
+    findings: recorded,
   });
   const intents = options.dryRun
     ? 0

@@ -31,6 +31,8 @@ interface TableColumns {
 
 export interface FindingCategoryDefinition extends TableColumns {
   severity: Severity;
+  /** false: alerts (Slack, the webhook) but never pages (PagerDuty hears nothing of it). Default true. */
+  pages?: boolean;
   runbook: RunbookLine;
   /** The runbook entry of docs/operations.md (Markdown): what happened, and what to do in italics. */
   guide: string;
@@ -198,6 +200,60 @@ export const FINDING_CATEGORY_DEFINITIONS = {
       'extras may be refunded. *Refund the extras, or rerun with `--refund-duplicates`* (identical extras ' +
       'only; the rest stay open for you). The sweeper never records an extra as a payment.',
   },
+  duplicate_effect: {
+    about:
+      '≥ 2 live payments for one order (tenant, reference), same amount and currency, under different keys, within `SWEEPER_DUPLICATE_LOOKBACK`',
+    repairs: '—',
+    staysOpen: 'until every extra is refunded in full (then resolved by sweeper), or a person resolves it',
+    severity: 'critical',
+    runbook: {
+      means: 'the customer paid more than once for one order, each attempt under its own idempotency key',
+      sweeper: 'nothing: never refunded automatically',
+      person: 'refund the extra charges, or `sweeper resolve ID --not-duplicate` if they are meant',
+    },
+    guide:
+      'two or more live payments for one business reference (an order, an invoice), for the same amount, ' +
+      'under different idempotency keys: usually a key minted per attempt, so each retry charged again. The ' +
+      'finding names the kept charge (the earliest) and every extra (`details.extras`). *Refund the extras* ' +
+      '(the finding closes by itself once each is refunded in full), *or resolve it `--not-duplicate`* when ' +
+      'they are two real purchases; see also `unstable_keys`.',
+  },
+  suspected_duplicate: {
+    about:
+      '≥ 2 live payments without a reference, one customer or card, same amount, different keys, within `SWEEPER_SUSPECT_WINDOW`',
+    repairs: '—',
+    staysOpen: 'until a person resolves it, or the charges are refunded',
+    severity: 'warning',
+    pages: false,
+    runbook: {
+      means: 'one customer or card paid the same amount twice moments apart, under two keys, with no order to tell',
+      sweeper: 'nothing: a person decides',
+      person: 'refund the extra, or `sweeper resolve ID --not-duplicate` for two real purchases',
+    },
+    guide:
+      'payments without a business reference by the same customer or card fingerprint, for the same amount ' +
+      'and currency, under different keys, created within `SWEEPER_SUSPECT_WINDOW` of each other. Often a ' +
+      'double click; sometimes two real purchases (a customer buying two of the same item, a renewal). It ' +
+      'alerts but never pages. *Refund the extra, or `sweeper resolve ID --not-duplicate`* (that set is not ' +
+      'raised again). To silence it: pass a `reference` on payments, or set `SWEEPER_SUSPECT_WINDOW=0`.',
+  },
+  unstable_keys: {
+    about: 'a tenant with `duplicate_effect` findings and no replayed retry in `SWEEPER_DUPLICATE_LOOKBACK`',
+    repairs: '—',
+    staysOpen: 'while both hold',
+    severity: 'warning',
+    runbook: {
+      means: 'this tenant pays twice for one order and its retries never reuse a key: keys are minted per attempt',
+      sweeper: 'nothing',
+      person: 'make the caller derive its idempotency key from the order (not per attempt), then refund the extras',
+    },
+    guide:
+      'a tenant whose orders were paid twice (`duplicate_effect`) while its claims show no replayed retry in ' +
+      'the same period (the claim library counts replays per tenant and day: `sweeper status`): its caller ' +
+      'almost certainly mints a new key per attempt (a key from a timestamp, a random id, a message id that ' +
+      'changes on redelivery), so retries charge again instead of replaying. *Derive the key from the order ' +
+      'and the attempt it stands for, so a retry sends the same one.*',
+  },
 } satisfies Record<string, FindingCategoryDefinition>;
 
 export type FindingCategory = keyof typeof FINDING_CATEGORY_DEFINITIONS;
@@ -236,4 +292,10 @@ export const CRITICAL_CATEGORIES: readonly Category[] = (
 
 export function emptyCounts(): Record<Category, number> {
   return Object.fromEntries(CATEGORIES.map((c) => [c, 0])) as Record<Category, number>;
+}
+
+/** Whether an open finding of the category pages (PagerDuty); every other sink hears of all. */
+export function pages(category: FindingCategory): boolean {
+  const definition: FindingCategoryDefinition = FINDING_CATEGORY_DEFINITIONS[category];
+  return definition.pages !== false;
 }

@@ -164,7 +164,7 @@ async function judgeEventsChunk(
     charges,
     fetchedAt,
     unreadable,
-    load: (client) => loadChangedFacts(client, account, judgedIds, options.storedAnswer),
+    load: (client) => loadChangedFacts(client, account, judgedIds, options),
     countsMatched: () => false,
     async checkpoint(client, deferred, at) {
       // A key held back keeps the cursor here: the next run reads these events again.

@@ -60,7 +60,8 @@ const COMPLETENESS_SQL = `
          SELECT c ->> 'id' AS id FROM recon_findings f
            CROSS JOIN LATERAL jsonb_array_elements(
              CASE WHEN jsonb_typeof(f.details -> 'charges') = 'array' THEN f.details -> 'charges' ELSE '[]'::jsonb END) c
-          WHERE f.account = $1 AND f.state = 'open' AND f.category = 'duplicate_charge'
+          WHERE f.account = $1 AND f.state = 'open'
+            AND f.category IN ('duplicate_charge', 'duplicate_effect', 'suspected_duplicate')
        ),
        -- Each day's charges, and those judged: before the watermark or in a backfill's committed part.
        judged AS (

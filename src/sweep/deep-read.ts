@@ -39,6 +39,7 @@ export function chargeFingerprint(c: NormalizedCharge): string {
     c.captured ? 1 : 0,
     c.tenantId ?? '',
     c.idempotencyKey ?? '',
+    c.reference ?? '',
   ].join('|');
 }
 
@@ -57,7 +58,7 @@ SELECT extract(epoch FROM date_trunc('hour', created AT TIME ZONE 'UTC'))::bigin
        count(*)::int AS count, sum(amount)::text AS amount, sum(amount_refunded)::text AS refunded,
        bit_xor(('x' || substr(md5(charge_id || '|' || amount || '|' || amount_refunded || '|' || trim(currency) || '|' || status
                  || '|' || (CASE WHEN disputed THEN 1 ELSE 0 END) || '|' || (CASE WHEN captured THEN 1 ELSE 0 END)
-                 || '|' || coalesce(tenant_id, '') || '|' || coalesce(idempotency_key, '')), 1, 15))::bit(60)::bigint)::text AS hash
+                 || '|' || coalesce(tenant_id, '') || '|' || coalesce(idempotency_key, '') || '|' || coalesce(reference, '')), 1, 15))::bit(60)::bigint)::text AS hash
   FROM stripe_charges WHERE account = $1 AND created >= $2 AND created < $3
  GROUP BY 1`;
 
@@ -177,7 +178,7 @@ export async function deepRead(
       charges,
       fetchedAt,
       unreadable,
-      load: (client) => loadSliceFacts(client, ctx.run.account, slice, slice, options.storedAnswer),
+      load: (client) => loadSliceFacts(client, ctx.run.account, slice, slice, options),
       // Judged again, not new: matched charges were counted when their window was swept.
       countsMatched: () => false,
       // Nothing to move: a deferred key here is judged by the next deep read or event.

@@ -52,6 +52,7 @@ export class DryRunOverlay {
   apply(facts: SliceFacts): SliceFacts {
     if (this.claims.size === 0 && this.effects.size === 0 && this.refunded.size === 0) return facts;
     return {
+      ...facts,
       identities: facts.identities.map((i) => this.applyIdentity(i)),
       looseCharges: facts.looseCharges.map((l) => ({
         charge: this.charge(l.charge),

@@ -1,9 +1,11 @@
 import type { Queryable } from '../db/pool.js';
 import type { ResponseOutcome } from '../claims/claim-store.js';
 import { accountIdOf, accountName, claimKey } from '../domain/identity.js';
-import type { ChargeFact, ClaimFact, EffectFact, IdentityFacts, SliceFacts } from './facts.js';
+import type { ClaimFact, EffectFact, IdentityFacts, SliceFacts } from './facts.js';
 import { mappedOutcome } from './stored-answer.js';
 import { answerChargeSql, answerOutcomeSql, answeredBySql, type StoredAnswerMapping } from './stored-answer.js';
+import { CHARGE_COLUMNS, chargeFact, date, dateOrNull, numberOrNull, textOrNull } from './charge-rows.js';
+import { loadOutcomeFacts } from './outcome-facts.js';
 import type { TimeWindow } from './window.js';
 
 /**
@@ -45,7 +47,7 @@ SELECT tenant_id, idempotency_key AS key FROM stripe_charges
  WHERE account = $1 AND created >= $4 AND created < $5 AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
 UNION
 SELECT tenant_id, key FROM idempotency_keys
- WHERE account = $1 AND updated_at >= $2 AND updated_at < $3
+ WHERE account = $1 AND updated_at >= $2 AND updated_at < $3 AND NOT sweeper_claim_is_refund(operation, response_body)
 UNION
 SELECT tenant_id, idempotency_key FROM payments
  WHERE account = $1 AND created_at >= $2 AND created_at < $3
@@ -79,7 +81,8 @@ SELECT k.tenant_id, k.key, c.key AS claim_key, c.account_id, c.status, c.attempt
        ${answerChargeSql('c', mapping)} AS response_charge_id,
        CASE WHEN jsonb_typeof(c.response_body) = 'object' THEN c.response_body->>'object' END AS answer_object,
        CASE WHEN jsonb_typeof(c.response_body) = 'object' THEN c.response_body->>'status' END AS answer_status,
-       ${answerOutcomeSql('c', mapping)} AS answer_mapped
+       ${answerOutcomeSql('c', mapping)} AS answer_mapped,
+       sweeper_claim_is_refund(c.operation, c.response_body) AS is_refund
   -- The key's day from the directory (idempotency_key_directory), then its claim by primary key in that
   -- day's partition only. LATERAL with OFFSET 0: a probe per key, whatever the size of the
   -- store (a hash join would scan it all). A stale entry (claim gone) finds no claim. A key
@@ -96,9 +99,6 @@ SELECT k.tenant_id, k.key, c.key AS claim_key, c.account_id, c.status, c.attempt
                       WHERE d.created_at IS NULL AND c.tenant_id = k.tenant_id AND c.key = k.key
                      LIMIT 1) c ON true`;
 
-const CHARGE_COLUMNS = `sc.account, sc.charge_id, sc.created, sc.amount, sc.amount_captured, sc.amount_refunded, sc.currency,
-  sc.status, sc.captured, sc.refunded, sc.disputed, sc.payment_intent_id, sc.customer, sc.payment_method, sc.tenant_id,
-  sc.idempotency_key`;
 const EFFECT_COLUMNS = `p.charge_id AS p_charge_id, p.tenant_id AS p_tenant_id, p.idempotency_key AS p_idempotency_key,
   p.payment_intent_id AS p_payment_intent_id, p.account_id AS p_account_id, p.amount AS p_amount, p.currency AS p_currency,
   p.status AS p_status, p.amount_refunded AS p_amount_refunded, p.disputed AS p_disputed, p.created_at AS p_created_at`;
@@ -219,32 +219,46 @@ export const SLICE_FACTS_SQL = {
 };
 
 /** The facts of one slice of time; `listed`: the window its listing covered (default: the slice). */
-export function loadSliceFacts(
+/** How a batch's facts are read: the stored-answer mapping, and how far suspected duplicates reach (0: not at all). */
+export interface FactOptions {
+  storedAnswer: StoredAnswerMapping | null;
+  suspectWindowMs: number;
+}
+
+const NO_OPTIONS: FactOptions = { storedAnswer: null, suspectWindowMs: 0 };
+
+export async function loadSliceFacts(
   db: Queryable,
   account: string,
   slice: TimeWindow,
   listed: TimeWindow = slice,
-  mapping: StoredAnswerMapping | null = null,
+  options: FactOptions = NO_OPTIONS,
 ): Promise<SliceFacts> {
-  return loadFacts(db, account, SLICE(mapping), mapping, {
+  const facts = await loadFacts(db, account, SLICE(options.storedAnswer), options.storedAnswer, {
     keys: [account, slice.from, slice.to, listed.from, listed.to],
     attributed: [listed.from, listed.to],
     loose: [account, slice.from, slice.to],
   });
+  // The outcome of the charges created in the slice itself (each charge's once, whatever the margins).
+  facts.outcomes = await loadOutcomeFacts(db, account, { window: slice }, options.suspectWindowMs);
+  return facts;
 }
 
 /** The facts of the identities some charges belong to (the charges Stripe's events point at), whatever their age. */
-export function loadChangedFacts(
+export async function loadChangedFacts(
   db: Queryable,
   account: string,
   chargeIds: readonly string[],
-  mapping: StoredAnswerMapping | null = null,
+  options: FactOptions = NO_OPTIONS,
 ): Promise<SliceFacts> {
-  return loadFacts(db, account, CHANGED(mapping), mapping, {
+  const mapping = options.storedAnswer;
+  const facts = await loadFacts(db, account, CHANGED(mapping), mapping, {
     keys: [account, chargeIds],
     attributed: [],
     loose: [account, chargeIds],
   });
+  facts.outcomes = await loadOutcomeFacts(db, account, { chargeIds }, options.suspectWindowMs);
+  return facts;
 }
 
 type Row = Record<string, unknown>;
@@ -271,7 +285,9 @@ async function loadFacts(
   for (const r of keyRows) {
     const tenantId = String(r.tenant_id);
     const key = String(r.key);
-    const hasClaim = r.claim_key !== null && r.claim_key !== undefined;
+    // A refund's claim is not this charge's: the refund judgement has it (refunds.ts).
+    const isRefund = r.is_refund === true;
+    const hasClaim = r.claim_key !== null && r.claim_key !== undefined && !isRefund;
     const here = hasClaim && accountName(textOrNull(r.account_id)) === account;
     const claim = here ? claimFact(r, mapping) : null;
     const id = claimKey(tenantId, key);
@@ -281,6 +297,7 @@ async function loadFacts(
       key,
       claim,
       claimAccount: hasClaim && !here ? accountName(textOrNull(r.account_id)) : null,
+      claimIsRefund: isRefund,
       tenantKnown: false,
       charges: [],
       effects: [],
@@ -339,11 +356,6 @@ async function loadFacts(
   };
 }
 
-const date = (v: unknown) => (v instanceof Date ? v : new Date(String(v)));
-const dateOrNull = (v: unknown) => (v === null || v === undefined ? null : date(v));
-const numberOrNull = (v: unknown) => (v === null || v === undefined ? null : Number(v));
-const textOrNull = (v: unknown) => (v === null || v === undefined ? null : String(v));
-
 function claimFact(r: Row, mapping: StoredAnswerMapping | null): ClaimFact {
   return {
     tenantId: String(r.tenant_id),
@@ -363,32 +375,6 @@ function claimFact(r: Row, mapping: StoredAnswerMapping | null): ClaimFact {
     amount: numberOrNull(r.amount),
     currency: textOrNull(r.currency),
     downstreamKey: String(r.downstream_key),
-  };
-}
-
-/** A charge row (its own columns), with `recordedIn` when its payment row is under another account. */
-export function chargeFact(r: Row): ChargeFact {
-  const account = String(r.account);
-  const paymentAccount =
-    r.p_charge_id === null || r.p_charge_id === undefined ? null : accountName(textOrNull(r.p_account_id));
-  return {
-    id: String(r.charge_id),
-    account,
-    created: date(r.created),
-    amount: Number(r.amount),
-    amountCaptured: Number(r.amount_captured),
-    amountRefunded: Number(r.amount_refunded),
-    currency: String(r.currency).trim(),
-    status: r.status as ChargeFact['status'],
-    captured: Boolean(r.captured),
-    refunded: Boolean(r.refunded),
-    disputed: Boolean(r.disputed),
-    paymentIntent: textOrNull(r.payment_intent_id),
-    customer: textOrNull(r.customer),
-    paymentMethod: textOrNull(r.payment_method),
-    tenantId: textOrNull(r.tenant_id),
-    idempotencyKey: textOrNull(r.idempotency_key),
-    recordedIn: paymentAccount !== null && paymentAccount !== account ? paymentAccount : null,
   };
 }
 

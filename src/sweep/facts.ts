@@ -1,4 +1,5 @@
 import type { PaymentEffect, ResponseOutcome } from '../claims/claim-store.js';
+import type { OutcomeFacts } from './outcome-facts.js';
 import type { NormalizedCharge } from './provider.js';
 
 /** What the sweep knows about one claim, charge or effect when it judges them. */
@@ -57,6 +58,8 @@ export interface IdentityFacts {
   claim: ClaimFact | null;
   /** The key's claim belongs to another account (claims are unique per tenant and key). */
   claimAccount: string | null;
+  /** The key's claim stands for a refund, not a charge: a charge naming it cannot be its. */
+  claimIsRefund?: boolean;
   /** The tenant has a claim or a payment row on this account: its metadata is not the only word. */
   tenantKnown: boolean;
   charges: ChargeFact[];
@@ -79,4 +82,6 @@ export interface SliceFacts {
   identities: IdentityFacts[];
   looseCharges: LooseCharge[];
   looseEffects: LooseEffect[];
+  /** The outcome of the batch's charges: payments per reference, suspected duplicates (outcome-facts.ts). */
+  outcomes?: OutcomeFacts;
 }

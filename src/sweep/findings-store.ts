@@ -28,6 +28,8 @@ export async function recordFindings(
     charge_id: f.chargeId,
     tenant_id: f.tenantId,
     idempotency_key: f.idempotencyKey,
+    reference: f.reference ?? null,
+    members: f.members ?? null,
     state: args.repairs.has(f) ? 'repaired' : 'open',
     details: { ...f.details, ...(f.reason ? { reason: f.reason } : {}) },
     repair: args.repairs.get(f) ?? null,
@@ -35,15 +37,16 @@ export async function recordFindings(
   const { rows: recorded } = await db.query<RecordedFinding>(
     `WITH input AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(category text, subject text, charge_id text, tenant_id text,
-              idempotency_key text, state text, details jsonb, repair jsonb)
+              idempotency_key text, reference text, members text[], state text, details jsonb, repair jsonb)
      ), prior AS (
        -- Read before the upsert (one snapshot): was it already seen by this run?
        SELECT f.category, f.subject, f.last_seen_run FROM recon_findings f JOIN input USING (category, subject)
         WHERE f.account = $2
      ), upserted AS (
-       INSERT INTO recon_findings AS f (category, account, subject, charge_id, tenant_id, idempotency_key, state, details,
-                                        first_seen_run, last_seen_run, first_seen_at, last_seen_at, closed_at, closed_by)
-       SELECT category, $2, subject, charge_id, tenant_id, idempotency_key, state, details, $3, $3, $4, $4,
+       INSERT INTO recon_findings AS f (category, account, subject, charge_id, tenant_id, idempotency_key, reference,
+                                        state, details, first_seen_run, last_seen_run, first_seen_at, last_seen_at,
+                                        closed_at, closed_by)
+       SELECT category, $2, subject, charge_id, tenant_id, idempotency_key, reference, state, details, $3, $3, $4, $4,
               CASE WHEN state = 'repaired' THEN $4::timestamptz END, CASE WHEN state = 'repaired' THEN 'sweeper' END
          FROM input
        ON CONFLICT (category, account, subject) DO UPDATE
@@ -54,6 +57,12 @@ export async function recordFindings(
               closed_at = CASE WHEN f.state IN ('resolved', 'ignored') AND f.closed_by <> 'sweeper' THEN f.closed_at ELSE EXCLUDED.closed_at END,
               closed_by = CASE WHEN f.state IN ('resolved', 'ignored') AND f.closed_by <> 'sweeper' THEN f.closed_by ELSE EXCLUDED.closed_by END
        RETURNING f.id, f.category, f.subject
+     ), members AS (
+       -- The charges a duplicate finding names: how a person's verdict on the set is found again.
+       INSERT INTO recon_finding_charges (finding_id, account, charge_id)
+       SELECT u.id, $2, m.charge_id FROM input JOIN upserted u USING (category, subject)
+        CROSS JOIN LATERAL unnest(input.members) AS m(charge_id)
+       ON CONFLICT DO NOTHING
      ), audit AS (
        INSERT INTO recon_repairs (finding_id, run_id, action, before, after, actor, at)
        SELECT u.id, $3, input.repair->>'action', input.repair->'before', input.repair->'after', 'sweeper', $4
@@ -115,6 +124,52 @@ export async function closeHealedFindings(
         -- Judged from the mirror's older read, a charge Stripe returned unreadable has not healed.
         AND NOT (f.details ? 'malformed' AND NOT f.subject = ANY($6::text[]))`,
     [args.account, [...new Set(args.judgedSubjects)], stillFound, args.now, args.runId, args.freshlyRead ?? []],
+  );
+  return result.rowCount ?? 0;
+}
+
+/**
+ * The outcome's duplicates that no longer hold: open duplicate_effect findings of the
+ * references judged, and open suspected_duplicate findings holding a charge judged, that
+ * this batch did not find again (the extras were refunded, or a new charge joined the set and
+ * its finding names them all) are closed as resolved by the sweeper.
+ */
+export async function closeHealedDuplicates(
+  db: Queryable,
+  args: {
+    account: string;
+    runId: string;
+    now: Date;
+    judged: { references: Array<{ tenantId: string; reference: string }>; suspectCharges: string[] };
+    findings: Finding[];
+  },
+): Promise<number> {
+  const { references, suspectCharges } = args.judged;
+  if (references.length === 0 && suspectCharges.length === 0) return 0;
+  const stillFound = args.findings.map((f) => findingKey(f.category, f.subject));
+  const result = await db.query(
+    `UPDATE recon_findings f
+        SET state = 'resolved', closed_at = $5, closed_by = 'sweeper', last_seen_run = $6,
+            note = 'no longer found by run ' || $6
+      WHERE f.id IN (SELECT x.id FROM recon_findings x
+                       JOIN unnest($2::text[], $3::text[]) AS g(tenant_id, reference)
+                         ON x.reference = g.reference AND coalesce(x.tenant_id, '') = g.tenant_id
+                      WHERE x.account = $1 AND x.category = 'duplicate_effect' AND x.state = 'open'
+                     UNION
+                     SELECT x.id FROM recon_finding_charges fc JOIN recon_findings x ON x.id = fc.finding_id
+                      WHERE fc.account = $1 AND fc.charge_id = ANY($4::text[])
+                        AND x.category = 'suspected_duplicate' AND x.state = 'open')
+        AND f.state = 'open'
+        AND NOT (f.category || chr(31) || f.subject = ANY($7::text[]))`,
+    [
+      args.account,
+      references.map((r) => r.tenantId),
+      references.map((r) => r.reference),
+      suspectCharges,
+      args.now,
+      args.runId,
+      stillFound,
+    ],
   );
   return result.rowCount ?? 0;
 }

@@ -93,6 +93,8 @@ function* lines(charges: NormalizedCharge[]): Generator<string> {
         text(c.tenantId),
         text(c.idempotencyKey),
         bool(c.livemode),
+        text(c.reference ?? null),
+        text(c.cardFingerprint ?? null),
       ].join('\t') + '\n';
     if (chunk.length > 64_000) {
       yield chunk;

@@ -21,6 +21,8 @@ export const MIRROR_COLUMNS = [
   ['tenant_id', 'text'],
   ['idempotency_key', 'text'],
   ['livemode', 'boolean'],
+  ['reference', 'text'],
+  ['card_fingerprint', 'text'],
 ] as const;
 
 /** `name type, …`: a record type or a table definition of those columns. */
@@ -71,6 +73,8 @@ export async function upsertCharges(db: Queryable, charges: NormalizedCharge[], 
     tenant_id: c.tenantId,
     idempotency_key: c.idempotencyKey,
     livemode: c.livemode,
+    reference: c.reference ?? null,
+    card_fingerprint: c.cardFingerprint ?? null,
   }));
   const result = await db.query(
     mirrorUpsertSql(`SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(${MIRROR_RECORD_TYPE})`, '$2'),

@@ -34,6 +34,10 @@ export interface NormalizedCharge {
   tenantId: string | null;
   /** From metadata[idempotency key name]; null when absent. */
   idempotencyKey: string | null;
+  /** From metadata[reference name] (SWEEPER_METADATA_REFERENCE_KEY): the order it pays for; null or absent when none. */
+  reference?: string | null;
+  /** The card's fingerprint (`payment_method_details.card.fingerprint`): the same card across charges. */
+  cardFingerprint?: string | null;
   livemode: boolean;
 }
 

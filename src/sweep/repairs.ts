@@ -97,6 +97,7 @@ function effectRow(charge: ChargeFact, tenantId: string | null, key: string | nu
     amount_refunded: charge.amountRefunded,
     disputed: charge.disputed,
     created_at: charge.created.toISOString(),
+    reference: charge.reference ?? null,
   };
 }
 

@@ -62,7 +62,7 @@ export async function sweepSlice(
         // must not close its finding as healed. Counted once (countedMalformed).
         unreadable: k === 0 ? unreadable : unreadable.filter((bad) => bad.id !== null),
         partitionsHeld: release !== null,
-        load: (client) => loadSliceFacts(client, run.account, part.slice, part.listed, options.storedAnswer),
+        load: (client) => loadSliceFacts(client, run.account, part.slice, part.listed, options),
         countsMatched: (at) => at >= part.slice.from && at < part.slice.to,
         async checkpoint(client, deferred, now) {
           if (deferred.length > 0) holdAt(partCtx, deferred);

@@ -19,6 +19,12 @@ export interface SweepStatus {
   open_findings: Record<string, Record<string, number>>;
   unreconciled: number;
   claims: { count: number; in_flight: number; oldest_created_at: string | null; oldest_age_seconds: number | null };
+  /**
+   * How the claim library's takes ended, per tenant, summed over the days kept
+   * (claim_outcomes): `created`, `replayed`, `in_progress`, `fingerprint_mismatch`, `stolen`,
+   * `quota_exceeded`; `since` is the oldest day counted.
+   */
+  claim_outcomes: { since: string | null; tenants: Record<string, Record<string, number>> };
   /** Runs in state `running`: where each one is now. */
   live_runs: LiveRun[];
   /** Per account, when asked for (docs/judgement.md "Completeness"). */
@@ -68,6 +74,15 @@ export async function readStatus(db: Queryable, now: Date, options: StatusOption
     `SELECT account, category, count(*)::int AS n FROM recon_findings WHERE state = 'open' GROUP BY account, category ORDER BY 1, 2`,
   );
   const claims = { rows: [await readClaimStore(db)] };
+  const outcomes = await db.query<{ tenant_id: string; outcome: string; n: string; since: Date }>(
+    `SELECT tenant_id, outcome, sum(count)::text AS n, min(day) AS since FROM claim_outcomes GROUP BY 1, 2 ORDER BY 1, 2`,
+  );
+  const claimOutcomes: SweepStatus['claim_outcomes'] = { since: null, tenants: {} };
+  for (const r of outcomes.rows) {
+    (claimOutcomes.tenants[r.tenant_id] ??= {})[r.outcome] = Number(r.n);
+    const day = new Date(r.since).toISOString().slice(0, 10);
+    if (claimOutcomes.since === null || day < claimOutcomes.since) claimOutcomes.since = day;
+  }
   const live = await readLiveRuns(db, now, options.sliceMs);
   const completeness = options.completeness
     ? await readCompletenessAll(db, options.completeness.accounts, options.completeness)
@@ -93,6 +108,7 @@ export async function readStatus(db: Queryable, now: Date, options: StatusOption
       error: r.error,
     })),
     open_findings: openByAccount,
+    claim_outcomes: claimOutcomes,
     unreconciled: open.rows.reduce((sum, r) => sum + r.n, 0),
     claims: {
       count: c?.count ?? 0,
@@ -154,32 +170,57 @@ export class FindingNotFoundError extends Error {
   readonly exitCode = ExitCode.usage;
 }
 
+/** `--not-duplicate` on a finding that is not about a set of charges: bad usage. */
+export class NotADuplicateError extends Error {
+  override readonly name = 'NotADuplicateError';
+  readonly exitCode = ExitCode.usage;
+}
+
+/** The findings about a set of charges that a person may close as not a duplicate (`--not-duplicate`). */
+export const DUPLICATE_SET_CATEGORIES = ['duplicate_effect', 'suspected_duplicate'] as const;
+
 /** A person closes an open finding; the audit keeps who, when and why. */
 export async function resolveFinding(
   db: Queryable,
-  args: { id: number; note: string; actor: string; now: Date; state?: 'resolved' | 'ignored' },
+  args: {
+    id: number;
+    note: string;
+    actor: string;
+    now: Date;
+    state?: 'resolved' | 'ignored';
+    /** The person says these charges are not a duplicate: that set (or any part of it) is never raised again. */
+    notDuplicate?: boolean;
+  },
 ): Promise<{ previous: string }> {
   const state = args.state ?? 'resolved';
+  const action = args.notDuplicate ? 'not_duplicate' : state;
   const { rows } = await db.query<{ id: number }>(
     `WITH updated AS (
-       UPDATE recon_findings SET state = $2, closed_at = $3, closed_by = $4, note = $5
-        WHERE id = $1 AND state = 'open' RETURNING id
+       UPDATE recon_findings
+          SET state = $2, closed_at = $3, closed_by = $4, note = $5,
+              details = CASE WHEN $6 THEN details || '{"verdict": "not_duplicate"}'::jsonb ELSE details END
+        WHERE id = $1 AND state = 'open' AND (NOT $6 OR category = ANY($8::text[])) RETURNING id
      ), audit AS (
        INSERT INTO recon_repairs (finding_id, run_id, action, before, after, actor, at)
-       SELECT id, NULL, $2, jsonb_build_object('state', 'open'), jsonb_build_object('state', $2::text, 'note', $5::text), $4, $3
+       SELECT id, NULL, $7, jsonb_build_object('state', 'open'), jsonb_build_object('state', $2::text, 'note', $5::text), $4, $3
          FROM updated
      )
      SELECT id FROM updated`,
-    [args.id, state, args.now, args.actor, args.note],
+    [args.id, state, args.now, args.actor, args.note, Boolean(args.notDuplicate), action, DUPLICATE_SET_CATEGORIES],
   );
   if (rows[0]) return { previous: 'open' };
-  const found = await db.query<{ state: string; closed_by: string | null }>(
-    'SELECT state, closed_by FROM recon_findings WHERE id = $1',
+  const found = await db.query<{ state: string; closed_by: string | null; category: string }>(
+    'SELECT state, closed_by, category FROM recon_findings WHERE id = $1',
     [args.id],
   );
   const finding = found.rows[0];
   if (!finding)
     throw new FindingNotFoundError(`no finding with id ${args.id}: see \`sweeper status\` or \`sweeper report\``);
+  if (args.notDuplicate && !(DUPLICATE_SET_CATEGORIES as readonly string[]).includes(finding.category))
+    throw new NotADuplicateError(
+      `finding ${args.id} is ${finding.category}: --not-duplicate is for ${DUPLICATE_SET_CATEGORIES.join(' and ')} findings; ` +
+        'close it without --not-duplicate',
+    );
   throw new FindingNotFoundError(
     `finding ${args.id} is already ${finding.state}${finding.closed_by ? ` (by ${finding.closed_by})` : ''}: only open findings are resolved`,
   );

@@ -8,6 +8,7 @@ import { dryRunWrites, realRunWrites, type RunWrites } from './run-mode.js';
 import { sweepSlice, type SliceContext } from './slice.js';
 import { nothingVerifiedYet } from './verify.js';
 import { newBrakeState } from './brake.js';
+import { judgeUnstableKeys } from './unstable-keys.js';
 import { SlicePrefetcher } from './prefetch.js';
 import type { SweepDeps, SweepOptions, SweepReport } from './types.js';
 import { formatShard, scheduledWindow, slicesOf, type TimeWindow } from './window.js';
@@ -190,6 +191,7 @@ async function sweepAccount(
     await startRun(a);
     await sweepSlices(a);
     if (report.status !== 'interrupted' && !options.signal?.aborted) await sweepLateChanges(a);
+    if (report.status !== 'interrupted' && !options.signal?.aborted) await judgeTenantKeys(a);
     await finishAccountRun(a);
   } catch (error) {
     return await stoppedOrFailed(a, error);
@@ -304,6 +306,20 @@ async function sweepLateChanges(a: AccountSweep): Promise<void> {
     await a.writes.recordChanges(a.ctx.run.id, changes);
     await settleRefunds(a);
   }
+}
+
+/** From symptom to cause: tenants whose orders were paid twice and whose keys are never retried. */
+async function judgeTenantKeys(a: AccountSweep): Promise<void> {
+  const { run, report } = a.ctx;
+  const { recorded } = await a.writes.onRun((db) =>
+    judgeUnstableKeys(db, {
+      account: a.account,
+      runId: run.id,
+      now: a.deps.clock(),
+      lookbackMs: a.options.duplicateLookbackMs,
+    }),
+  );
+  report.findings.unstable_keys += recorded.filter((r) => r.firstThisRun).length;
 }
 
 async function finishAccountRun(a: AccountSweep): Promise<void> {

@@ -92,6 +92,10 @@ export interface SweepOptions {
   maxRepairShare: number;
   /** A person confirmed that many repairs of one kind are right (--allow-mass-repair). */
   allowMassRepair: boolean;
+  /** Payments for one reference created within this of each other are duplicates (duplicate_effect). */
+  duplicateLookbackMs: number;
+  /** Payments without a reference, one customer or card, within this of each other: suspected_duplicate (0: off). */
+  suspectWindowMs: number;
   signal?: AbortSignal;
 }
 
@@ -172,6 +176,8 @@ export function sweepOptions(options: Partial<SweepOptions> & Pick<SweepOptions,
     storedAnswer: defaults.storedAnswer,
     maxRepairShare: defaults.maxRepairShare,
     allowMassRepair: false,
+    duplicateLookbackMs: defaults.duplicateLookbackMs,
+    suspectWindowMs: defaults.suspectWindowMs,
     ...options,
   };
 }

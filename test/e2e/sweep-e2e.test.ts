@@ -106,9 +106,11 @@ describe('sweeper on real traffic against the Stripe double', () => {
     expect(open.rows.map((r) => r.category)).toEqual([
       'amount_mismatch',
       'duplicate_charge',
+      'duplicate_effect',
       'effect_without_charge',
       'lost_effect',
       'unattributed_charge',
+      'unstable_keys',
     ]);
 
     // The repaired claims now replay to the caller's retry, with no new Stripe call.

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Judgement } from '../../src/sweep/judge/index.js';
 import type { NormalizedCharge } from '../../src/sweep/provider.js';
 import { tableChecksums } from '../support/checksums.js';
-import { ACCOUNTS, historyArb, storesSuccess } from '../support/histories.js';
+import { ACCOUNTS, historyArb, storesSuccess, WINDOW } from '../support/histories.js';
 import { counts, historyDatabase, PROPERTY_TIMEOUT } from '../support/history-sweeps.js';
 import { normalizedTables } from '../support/normalized-tables.js';
 import { checkProperty } from '../support/properties.js';
@@ -55,6 +55,52 @@ function assertOneHomeEach(j: Judgement): void {
     ([, where]) => new Set(where).size > 1 || (where.length > 1 && where[0] !== 'matched' && where[0] !== 'quiet'),
   );
   expect(twice, 'an object judged into two places').toEqual([]);
+}
+
+/**
+ * (i) payments for one order (docs/judgement.md "Duplicate payments for one order"): every
+ * open duplicate_effect names live payments for one reference of one account and tenant,
+ * each amount and currency of them under two keys or more; one open finding per reference;
+ * and every such group that lies wholly inside the swept window is found.
+ */
+async function assertDuplicateEffects(stripe: NormalizedCharge[]): Promise<void> {
+  const { rows } = await db.pool.query<{ account: string; tenant: string; reference: string; members: string[] }>(
+    `SELECT f.account, coalesce(f.tenant_id, '') AS tenant, f.reference, array_agg(fc.charge_id ORDER BY fc.charge_id) AS members
+       FROM recon_findings f JOIN recon_finding_charges fc ON fc.finding_id = f.id
+      WHERE f.category = 'duplicate_effect' AND f.state = 'open' GROUP BY f.id`,
+  );
+  const live = (c: NormalizedCharge) => money(c) && c.amountRefunded < c.amount;
+  const groupOf = (c: NormalizedCharge) => `${c.account ?? 'platform'}|${c.tenantId ?? ''}|${c.reference ?? ''}`;
+  const keyOf = (c: NormalizedCharge) => c.idempotencyKey ?? `own:${c.id}`;
+  for (const f of rows) {
+    const charges = f.members.map((id) => stripe.find((c) => c.id === id) as NormalizedCharge);
+    expect(charges.every(live), 'a duplicate_effect names a charge that is not live').toBe(true);
+    expect(new Set(charges.map(groupOf)), 'a duplicate_effect mixes references').toEqual(
+      new Set([`${f.account}|${f.tenant}|${f.reference}`]),
+    );
+    for (const sum of new Set(charges.map((c) => `${c.amount} ${c.currency}`))) {
+      const keys = new Set(charges.filter((c) => `${c.amount} ${c.currency}` === sum).map(keyOf));
+      expect(keys.size, `a duplicate_effect group of ${sum} under one key`).toBeGreaterThan(1);
+    }
+  }
+  const references = rows.map((f) => `${f.account}|${f.tenant}|${f.reference}`);
+  expect(references.length, 'two open duplicate_effect findings for one reference').toBe(new Set(references).size);
+  // Groups that must be found: every live charge of the reference, amount and currency lies in the window.
+  const inWindow = (c: NormalizedCharge) =>
+    c.created * 1000 >= WINDOW.from.getTime() && c.created * 1000 < WINDOW.to.getTime();
+  const bySum = new Map<string, NormalizedCharge[]>();
+  for (const c of stripe.filter((x) => x.reference && live(x)))
+    bySum.set(`${groupOf(c)}|${c.amount} ${c.currency}`, [
+      ...(bySum.get(`${groupOf(c)}|${c.amount} ${c.currency}`) ?? []),
+      c,
+    ]);
+  for (const [sum, charges] of bySum) {
+    if (!charges.every(inWindow) || new Set(charges.map(keyOf)).size < 2) continue;
+    expect(
+      references,
+      `payments ${charges.map((c) => c.id).join(', ')} for one order (${sum}) were not found`,
+    ).toContain(sum.split('|').slice(0, 3).join('|'));
+  }
 }
 
 describe('the sweep over random histories', () => {
@@ -111,6 +157,7 @@ describe('the sweep over random histories', () => {
           });
         }
         expect(await storedRows(), 'a stored success was rewritten').toEqual(successesBefore);
+        await assertDuplicateEffects(stripe);
         // (a) no claim released while a succeeded charge in its account names it (readable or not).
         const after = (await db.pool.query(`SELECT tenant_id, key, account_id, status FROM idempotency_keys`)).rows;
         for (const claim of after) {

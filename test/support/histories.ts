@@ -38,6 +38,8 @@ export interface ChargeSeed {
    * search (a charge created outside the window reaches the sweep through the re-reads only).
    */
   unreadable: boolean;
+  /** The business reference its metadata names (SWEEPER_METADATA_REFERENCE_KEY): a few orders, or none. */
+  reference: string | null;
 }
 
 export interface PaymentSeed {
@@ -106,6 +108,7 @@ const chargeSeed = (id: string) =>
     paymentMethod: fc.constantFrom('pm_1', 'pm_1', 'pm_2'),
     metadata: fc.constantFrom(true, true, true, true, false),
     unreadable: fc.constantFrom(false, false, false, false, false, false, false, true),
+    reference: fc.constantFrom(null, null, 'ord_1', 'ord_2'),
   }) as fc.Arbitrary<ChargeSeed>;
 
 const paymentSeed = (chargeId: string, acct: (typeof ACCOUNTS)[number]) =>
@@ -199,6 +202,8 @@ export function stripeChargesOf(h: History): NormalizedCharge[] {
         paymentMethod: c.paymentMethod,
         tenantId: c.metadata ? tenantId : null,
         idempotencyKey: c.metadata ? key : null,
+        // Histories written before references existed have none.
+        reference: c.reference ?? null,
       }),
     );
   };

@@ -279,9 +279,10 @@ export async function emptySweepTables(db: Queryable): Promise<void> {
   await db.query(
     `TRUNCATE recon_repairs;
      DELETE FROM recon_refunds; DELETE FROM recon_event_cursors; DELETE FROM recon_deep_reads;
-     DELETE FROM recon_findings; DELETE FROM recon_watermarks; DELETE FROM recon_runs;
-     DELETE FROM stripe_charges; DELETE FROM payments; DELETE FROM idempotency_keys;
-     DELETE FROM idempotency_key_directory`,
+     DELETE FROM recon_finding_charges; DELETE FROM recon_findings; DELETE FROM recon_watermarks;
+     DELETE FROM recon_runs; DELETE FROM stripe_charges; DELETE FROM stripe_charge_references;
+     DELETE FROM payments; DELETE FROM idempotency_keys; DELETE FROM idempotency_key_directory;
+     DELETE FROM claim_outcomes; DELETE FROM claim_quota`,
   );
 }
 

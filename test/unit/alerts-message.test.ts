@@ -50,6 +50,7 @@ describe('severity', () => {
     expect(ALERT_CATEGORIES.filter((c) => severityOf(c) === 'critical').sort()).toEqual([
       'amount_mismatch',
       'duplicate_charge',
+      'duplicate_effect',
       'effect_without_charge',
       'lost_effect',
     ]);

@@ -164,7 +164,8 @@ describe('claimSettingsFromEnv', () => {
     ).toEqual({
       leaseMs: 90_000,
       maxAmount: 5000,
-      metadataKeys: { tenantId: 'shop', idempotencyKey: 'idempotency_key' },
+      metadataKeys: { tenantId: 'shop', idempotencyKey: 'idempotency_key', reference: 'order_id' },
+      quotaPerMinute: null,
     });
     expect(() => claimSettingsFromEnv({ SWEEPER_MAX_AMOUNT: 'lots' })).toThrow(/SWEEPER_MAX_AMOUNT/);
   });

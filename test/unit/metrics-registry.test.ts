@@ -108,6 +108,9 @@ describe('metrics registry', () => {
       'amount_mismatch',
       'status_drift',
       'duplicate_charge',
+      'duplicate_effect',
+      'suspected_duplicate',
+      'unstable_keys',
     ];
     const unreconciled = (account: string, open: Record<string, number>) =>
       notMatched.map((c) => `sweeper_unreconciled{account="${account}",category="${c}"} ${open[c] ?? 0}`);

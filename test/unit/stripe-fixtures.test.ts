@@ -29,6 +29,8 @@ describe('a full Stripe charge object', () => {
         paymentMethod: 'pm_1QfixtureCard0001',
         tenantId: 'acme',
         idempotencyKey: 'order-1',
+        reference: null,
+        cardFingerprint: null,
         livemode: false,
       },
     });

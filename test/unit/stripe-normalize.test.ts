@@ -60,6 +60,8 @@ describe('normalizeCharge', () => {
         paymentMethod: 'pm_1',
         tenantId: 'tenant-a',
         idempotencyKey: 'order-1',
+        reference: null,
+        cardFingerprint: null,
         livemode: false,
       },
     });

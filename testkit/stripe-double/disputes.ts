@@ -20,6 +20,8 @@ export interface DisputeRecord {
   reason: string;
   status: DisputeStatus;
   metadata: Record<string, string>;
+  /** Its balance transactions: the withdrawal, and the reversal when won. */
+  balanceTransactions: string[];
 }
 
 export interface DisputeJson {
@@ -37,13 +39,17 @@ export function isClosed(dispute: DisputeRecord): boolean {
   return dispute.status === 'won' || dispute.status === 'lost' || dispute.status === 'warning_closed';
 }
 
-export function renderDispute(dispute: DisputeRecord): DisputeJson {
+/** `balanceTransactions`: the dispute's balance transactions as the API renders them (ledger). */
+export function renderDispute(
+  dispute: DisputeRecord,
+  balanceTransactions: readonly Record<string, unknown>[] = [],
+): DisputeJson {
   const closed = isClosed(dispute);
   return {
     id: dispute.id,
     object: 'dispute',
     amount: dispute.amount,
-    balance_transactions: [],
+    balance_transactions: [...balanceTransactions],
     charge: dispute.charge,
     created: dispute.created,
     currency: dispute.currency,

@@ -47,6 +47,7 @@ export function registerStatusCommands(program: Command): void {
         out.push(
           `claims: ${c.count} (${c.in_flight} in flight), oldest ${c.oldest_created_at ?? '-'} (${c.oldest_age_seconds ?? 0}s)`,
         );
+        out.push(...claimOutcomeLines(status.claim_outcomes));
         // Account names, errors and categories come from the database: redacted and made terminal-safe.
         process.stdout.write(`${terminalSafe(redact(out.join('\n')))}\n`);
       }),
@@ -57,9 +58,17 @@ export function registerStatusCommands(program: Command): void {
     .description('a person closes a finding (state resolved, or ignored with --ignore), with an audit row')
     .requiredOption('--note <text>', 'why it is closed: what was done or decided')
     .option('--ignore', 'mark it ignored instead of resolved')
+    .option(
+      '--not-duplicate',
+      'duplicate_effect or suspected_duplicate: these charges are not a duplicate; that set is never raised again',
+    )
     .option('--actor <name>', 'who is closing it (default: the OS user)')
-    .addHelpText('after', '\nExample:\n  sweeper resolve 42 --note "refunded by hand, ticket PAY-1234"')
-    .action((id: string, flags: { note: string; ignore?: boolean; actor?: string }) => {
+    .addHelpText(
+      'after',
+      '\nExample:\n  sweeper resolve 42 --note "refunded by hand, ticket PAY-1234"\n' +
+        '  sweeper resolve 43 --not-duplicate --note "two tickets bought on purpose"',
+    )
+    .action((id: string, flags: { note: string; ignore?: boolean; actor?: string; notDuplicate?: boolean }) => {
       if (!/^\d+$/.test(id)) throw new UsageError(`finding id ${id}: expected a number`);
       if (!flags.note.trim()) throw new UsageError('--note must say why the finding is closed');
       return withDatabase(async ({ pool }) => {
@@ -69,6 +78,7 @@ export function registerStatusCommands(program: Command): void {
           actor: flags.actor ?? safeUser(),
           now: new Date(),
           state: flags.ignore ? 'ignored' : 'resolved',
+          notDuplicate: Boolean(flags.notDuplicate),
         });
         process.stdout.write(`finding ${id}: ${previous} → ${flags.ignore ? 'ignored' : 'resolved'}\n`);
       });
@@ -104,4 +114,22 @@ function safeUser(): string {
   } catch {
     return 'unknown';
   }
+}
+
+/** The claim library's outcomes per tenant: how often a key was new, replayed, in progress, refused. */
+export function claimOutcomeLines(o: {
+  since: string | null;
+  tenants: Readonly<Record<string, Record<string, number>>>;
+}): string[] {
+  const tenants = Object.keys(o.tenants);
+  if (tenants.length === 0) return ['claim outcomes: none counted yet'];
+  const columns = ['created', 'replayed', 'in_progress', 'fingerprint_mismatch', 'stolen', 'quota_exceeded'];
+  const rows = [
+    ['tenant', ...columns],
+    ...tenants.map((t) => [t, ...columns.map((c) => String(o.tenants[t]?.[c] ?? 0))]),
+  ];
+  return [
+    `claim outcomes since ${o.since ?? '-'}:`,
+    ...alignColumns(rows, { right: columns.map((_, i) => i + 1) }).map((line) => `  ${line}`),
+  ];
 }

@@ -252,6 +252,8 @@ function sweepOptionsOf(
     storedAnswer: config.storedAnswer,
     maxRepairShare: config.maxRepairShare,
     allowMassRepair: Boolean(flags.allowMassRepair),
+    duplicateLookbackMs: config.duplicateLookbackMs,
+    suspectWindowMs: config.suspectWindowMs,
     refundDuplicates: Boolean(flags.refundDuplicates),
     // `--no-resume` is the only way to say false: a backfill resumes by default.
     resume: flags.resume !== false,

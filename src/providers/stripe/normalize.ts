@@ -5,11 +5,14 @@ import { DAY_SECONDS } from '../../time/units.js';
 export interface MetadataKeys {
   tenantId: string;
   idempotencyKey: string;
+  /** The business reference (an order, invoice, booking): SWEEPER_METADATA_REFERENCE_KEY. */
+  reference?: string;
 }
 
-export const DEFAULT_METADATA_KEYS: Readonly<MetadataKeys> = Object.freeze({
+export const DEFAULT_METADATA_KEYS: Readonly<Required<MetadataKeys>> = Object.freeze({
   tenantId: 'tenant_id',
   idempotencyKey: 'idempotency_key',
+  reference: 'order_id',
 });
 
 export type NormalizeResult = { ok: true; charge: NormalizedCharge } | { ok: false; malformed: MalformedCharge };
@@ -127,19 +130,24 @@ function readState(
   return { captured, refunded, disputed, livemode, amountCaptured, amountRefunded };
 }
 
-/** What it points at: its payment intent, customer and card, and the claim its metadata names. */
+/** What it points at: its payment intent, customer and card, and the claim and order its metadata names. */
 function readLinks(
   charge: Record<string, unknown>,
   keys: MetadataKeys,
   problems: string[],
-): Pick<NormalizedCharge, 'paymentIntent' | 'customer' | 'paymentMethod' | 'tenantId' | 'idempotencyKey'> {
+): Pick<
+  NormalizedCharge,
+  'paymentIntent' | 'customer' | 'paymentMethod' | 'tenantId' | 'idempotencyKey' | 'reference' | 'cardFingerprint'
+> {
   const paymentIntent = readReference(charge, 'payment_intent', problems);
   const customer = readReference(charge, 'customer', problems);
   const paymentMethod = readReference(charge, 'payment_method', problems);
   const metadata = readMetadata(charge.metadata, problems);
   const tenantId = readAttribution(metadata, keys.tenantId, TENANT_ID, problems);
   const idempotencyKey = readAttribution(metadata, keys.idempotencyKey, IDEMPOTENCY_KEY, problems);
-  return { paymentIntent, customer, paymentMethod, tenantId, idempotencyKey };
+  const reference = readAttribution(metadata, keys.reference ?? DEFAULT_METADATA_KEYS.reference, TENANT_ID, problems);
+  const cardFingerprint = readCardFingerprint(charge.payment_method_details, problems);
+  return { paymentIntent, customer, paymentMethod, tenantId, idempotencyKey, reference, cardFingerprint };
 }
 
 /** The last item of a page, read defensively: the lister pages from it even when it is malformed. */
@@ -229,6 +237,18 @@ function readReference(charge: Record<string, unknown>, field: string, problems:
   const id = typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>).id : value;
   if (typeof id === 'string' && STRIPE_ID.test(id)) return id;
   problems.push(`${field} is not an id of 1-255 printable ASCII characters`);
+  return null;
+}
+
+/** `payment_method_details.card.fingerprint`, when the charge was made with a card that has one. */
+function readCardFingerprint(details: unknown, problems: string[]): string | null {
+  if (typeof details !== 'object' || details === null) return null;
+  const card = (details as Record<string, unknown>).card;
+  if (typeof card !== 'object' || card === null) return null;
+  const value = (card as Record<string, unknown>).fingerprint;
+  if (value === undefined || value === null || value === '') return null;
+  if (typeof value === 'string' && STRIPE_ID.test(value)) return value;
+  problems.push('payment_method_details.card.fingerprint is not 1-255 printable ASCII characters');
   return null;
 }
 

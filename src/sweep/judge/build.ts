@@ -28,6 +28,10 @@ export interface FindingInput {
   reason?: string;
   details?: Record<string, unknown>;
   covers: Partial<Covers>;
+  /** Findings about a set of charges (duplicate_effect, suspected_duplicate): their subject names the set. */
+  subject?: string;
+  reference?: string;
+  members?: string[];
 }
 
 export function finding(input: FindingInput): Finding {
@@ -35,10 +39,14 @@ export function finding(input: FindingInput): Finding {
   const keyLevel = KEY_LEVEL.has(input.category);
   if (keyLevel && (input.tenantId === null || input.key === null))
     throw new Error(`${input.category} needs a tenant and key`);
-  if (!keyLevel && chargeId === null) throw new Error(`${input.category} needs a charge id`);
+  if (!keyLevel && chargeId === null && input.subject === undefined)
+    throw new Error(`${input.category} needs a charge id`);
   return {
+    ...(input.reference === undefined ? {} : { reference: input.reference }),
+    ...(input.members === undefined ? {} : { members: input.members }),
     category: input.category,
-    subject: keyLevel ? claimSubject(input.tenantId as string, input.key as string) : (chargeId as string),
+    subject:
+      input.subject ?? (keyLevel ? claimSubject(input.tenantId as string, input.key as string) : (chargeId as string)),
     chargeId,
     tenantId: input.tenantId,
     idempotencyKey: input.key,
@@ -61,6 +69,7 @@ export function emptyJudgement(): Judgement {
     judgedSubjects: [],
     deferred: [],
     needs: { charges: [], identities: [] },
+    outcomesJudged: { references: [], suspectCharges: [] },
   };
 }
 

@@ -3,6 +3,7 @@ import { chargeSummary, emptyJudgement, finding } from './build.js';
 import { findingKey, identityKey } from '../../domain/identity.js';
 import { isMoney } from './evidence.js';
 import { judgeIdentity } from './identity.js';
+import { judgeReference, judgeSuspects } from './outcomes.js';
 import { judgePair } from './pairs.js';
 import type { Finding, JudgeContext, Judgement } from './types.js';
 
@@ -24,6 +25,7 @@ export function judgeSlice(facts: SliceFacts, ctx: JudgeContext): Judgement {
   // by the key's stored answer): that identity judged the row with its charge.
   for (const loose of facts.looseEffects)
     if (!withIdentity.has(loose.effect.chargeId)) judgeLooseEffect(loose, ctx, out);
+  if (facts.outcomes && ctx.outcomes) judgeOutcomes(facts.outcomes, ctx.outcomes, out);
   out.findings = dedupe(out.findings);
   out.matched = [...new Set(out.matched)];
   out.needs = {
@@ -60,6 +62,20 @@ function judgeLooseCharge({ charge, effect }: LooseCharge, ctx: JudgeContext, ou
 /** A payment row without tenant/key: checked against its own charge only. */
 function judgeLooseEffect({ effect, charge }: LooseEffect, ctx: JudgeContext, out: Judgement): void {
   if (judgePair(effect, charge, ctx, out) === 'agrees' && charge) out.matched.push(charge.id);
+}
+
+/** The outcome: payments per reference (duplicate_effect), and suspected duplicates without one. */
+function judgeOutcomes(
+  facts: NonNullable<SliceFacts['outcomes']>,
+  ctx: NonNullable<JudgeContext['outcomes']>,
+  out: Judgement,
+): void {
+  for (const group of facts.references) {
+    judgeReference(group, facts.verdicts, ctx, out);
+    out.outcomesJudged.references.push({ tenantId: group.tenantId, reference: group.reference });
+  }
+  judgeSuspects(facts.suspects, facts.verdicts, ctx, out);
+  out.outcomesJudged.suspectCharges.push(...facts.suspects.map((c) => c.id));
 }
 
 /** One finding per (category, subject): an object reached twice (by a key and as loose) is reported once. */

@@ -10,6 +10,8 @@ export interface JudgeContext {
   providerIdempotencyWindowMs: number;
   /** What this run already re-read from Stripe itself (see docs/judgement.md "Stripe's own word"). */
   verified: Verified;
+  /** How far duplicates of the outcome reach (duplicate_effect, suspected_duplicate); unset: not judged. */
+  outcomes?: { duplicateLookbackMs: number; suspectWindowMs: number };
 }
 
 /** Re-reads from Stripe made this run; found charges are in the mirror by the time the judgement sees this. */
@@ -97,6 +99,10 @@ export interface Finding {
   reason?: string;
   details: Record<string, unknown>;
   covers: Covers;
+  /** duplicate_effect: the business reference its charges name. */
+  reference?: string;
+  /** Findings about a set of charges (duplicate_effect, suspected_duplicate): the set. */
+  members?: string[];
 }
 
 export interface Judgement {
@@ -110,4 +116,9 @@ export interface Judgement {
   /** Subjects not judged now: a writer holds them in a live lease, or Stripe's word is still needed. */
   deferred: string[];
   needs: VerificationNeeds;
+  /**
+   * What the outcome's duplicates were judged over: the references, and the charges whose
+   * suspected sets were judged. Open duplicate findings about them no longer found are closed.
+   */
+  outcomesJudged: { references: Array<{ tenantId: string; reference: string }>; suspectCharges: string[] };
 }

@@ -1,0 +1,146 @@
+import type { Queryable } from '../db/pool.js';
+import type { ChargeFact } from './facts.js';
+import { CHARGE_COLUMNS, chargeFact } from './charge-rows.js';
+import type { ReferenceGroup } from './judge/outcomes.js';
+import { suspectSets } from './judge/outcomes.js';
+
+/**
+ * The facts of the outcome (docs/judgement.md "Duplicate payments for one order"): for the
+ * charges a batch judges, every retained charge of each business reference they name (one
+ * probe per reference in stripe_charge_references, wherever in time its charges fall), the
+ * charges without a reference by the same customers or cards around them, and the sets of
+ * charges a person already closed as not duplicates.
+ */
+
+export interface OutcomeFacts {
+  references: ReferenceGroup[];
+  /**
+   * The batch's live charges without a reference (by a customer or card), and every charge
+   * of a suspected set that holds one of them, however far the set reaches.
+   */
+  suspects: ChargeFact[];
+  /** The charges of every duplicate finding a person closed that names one of these charges. */
+  verdicts: Array<Set<string>>;
+}
+
+/** Which charges a batch judges: those created in a window (a slice's listing), or by id (the charges events named). */
+export type OutcomeSelection = { window: { from: Date; to: Date } } | { chargeIds: readonly string[] };
+
+const select = (s: OutcomeSelection) =>
+  'window' in s
+    ? { where: 'sc.created >= $2 AND sc.created < $3', args: [s.window.from, s.window.to] }
+    : { where: 'sc.charge_id = ANY($2::text[])', args: [s.chargeIds] };
+
+const referencesSql = (where: string) => `
+WITH refs AS (SELECT DISTINCT coalesce(sc.tenant_id, '') AS tenant_id, sc.reference FROM stripe_charges sc
+               WHERE sc.account = $1 AND ${where} AND sc.reference IS NOT NULL)
+SELECT refs.tenant_id AS group_tenant, refs.reference AS group_reference, ${CHARGE_COLUMNS}
+  FROM refs
+  JOIN stripe_charge_references cr ON cr.account = $1 AND cr.tenant_id = refs.tenant_id AND cr.reference = refs.reference
+  -- A primary-key probe per charge, in its own day's partition; the metadata checked on the charge itself.
+  CROSS JOIN LATERAL (SELECT * FROM stripe_charges x WHERE x.charge_id = cr.charge_id AND x.created = cr.created
+                         AND x.account = $1 AND x.reference = refs.reference
+                         AND coalesce(x.tenant_id, '') = refs.tenant_id OFFSET 0) sc`;
+
+const suspectSeedsSql = (where: string) => `
+SELECT ${CHARGE_COLUMNS} FROM stripe_charges sc
+ WHERE sc.account = $1 AND ${where} AND sc.reference IS NULL AND sc.status IN ('succeeded', 'pending')
+   AND (sc.customer IS NOT NULL OR sc.card_fingerprint IS NOT NULL)`;
+
+const SUSPECTS_AROUND = `
+SELECT ${CHARGE_COLUMNS} FROM stripe_charges sc
+ WHERE sc.account = $1 AND sc.created >= $2 AND sc.created <= $3 AND sc.reference IS NULL
+   AND sc.status IN ('succeeded', 'pending')
+   AND (sc.customer = ANY($4::text[]) OR sc.card_fingerprint = ANY($5::text[]))`;
+
+const VERDICTS = `
+SELECT f.id, array_agg(all_members.charge_id) AS charges
+  FROM (SELECT DISTINCT finding_id FROM recon_finding_charges WHERE account = $1 AND charge_id = ANY($2::text[])) mine
+  JOIN recon_findings f ON f.id = mine.finding_id AND f.state IN ('resolved', 'ignored') AND f.closed_by <> 'sweeper'
+  JOIN recon_finding_charges all_members ON all_members.finding_id = f.id
+ GROUP BY f.id`;
+
+/** Rounds of widening around the suspects: a chain of charges each moments after the last ends somewhere. */
+const MAX_WIDENINGS = 8;
+
+export async function loadOutcomeFacts(
+  db: Queryable,
+  account: string,
+  selection: OutcomeSelection,
+  suspectWindowMs: number,
+): Promise<OutcomeFacts> {
+  const { where, args } = select(selection);
+  const references = await loadReferences(db, account, where, args);
+  const suspects = suspectWindowMs > 0 ? await loadSuspects(db, account, where, args, suspectWindowMs) : [];
+  const ids = [...references.flatMap((g) => g.charges.map((c) => c.id)), ...suspects.map((c) => c.id)];
+  const verdicts =
+    ids.length === 0
+      ? []
+      : (await db.query<{ charges: string[] }>(VERDICTS, [account, ids])).rows.map((r) => new Set(r.charges));
+  return { references, suspects, verdicts };
+}
+
+async function loadReferences(
+  db: Queryable,
+  account: string,
+  where: string,
+  args: unknown[],
+): Promise<ReferenceGroup[]> {
+  const { rows } = await db.query<Record<string, unknown>>(referencesSql(where), [account, ...args]);
+  const groups = new Map<string, ReferenceGroup>();
+  for (const r of rows) {
+    const tenantId = String(r.group_tenant);
+    const reference = String(r.group_reference);
+    const id = `${tenantId}\u001f${reference}`;
+    let group = groups.get(id);
+    if (!group) groups.set(id, (group = { account, tenantId, reference, charges: [] }));
+    group.charges.push(chargeFact(r));
+  }
+  return [...groups.values()];
+}
+
+/**
+ * The batch's charges without a reference, and those around them by the same customers or
+ * cards: widened until every set that holds one of the batch's charges lies inside what was
+ * read, so the sets do not depend on where a slice happens to end.
+ */
+async function loadSuspects(
+  db: Queryable,
+  account: string,
+  where: string,
+  args: unknown[],
+  windowMs: number,
+): Promise<ChargeFact[]> {
+  const seeds = (await db.query<Record<string, unknown>>(suspectSeedsSql(where), [account, ...args])).rows.map(
+    chargeFact,
+  );
+  if (seeds.length === 0) return [];
+  const seedIds = new Set(seeds.map((c) => c.id));
+  let from = Math.min(...seeds.map((c) => c.created.getTime())) - windowMs;
+  let to = Math.max(...seeds.map((c) => c.created.getTime())) + windowMs;
+  let charges: ChargeFact[] = seeds;
+  let reaching: ChargeFact[][] = [];
+  for (let round = 0; round < MAX_WIDENINGS; round += 1) {
+    const customers = [...new Set(charges.flatMap((c) => (c.customer ? [c.customer] : [])))];
+    const cards = [...new Set(charges.flatMap((c) => (c.cardFingerprint ? [c.cardFingerprint] : [])))];
+    const { rows } = await db.query<Record<string, unknown>>(SUSPECTS_AROUND, [
+      account,
+      new Date(from),
+      new Date(to),
+      customers,
+      cards,
+    ]);
+    charges = rows.map(chargeFact);
+    reaching = suspectSets(charges, windowMs).filter((set) => set.some((c) => seedIds.has(c.id)));
+    const times = reaching.flat().map((c) => c.created.getTime());
+    const first = Math.min(...times, from + windowMs);
+    const last = Math.max(...times, to - windowMs);
+    if (first - windowMs >= from && last + windowMs <= to) break;
+    from = Math.min(from, first - windowMs);
+    to = Math.max(to, last + windowMs);
+  }
+  // Only the sets that hold one of the batch's charges: a set at the edge of what was read
+  // is judged by the batch that holds one of its own.
+  const kept = new Map([...seeds, ...reaching.flat()].map((c) => [c.id, c]));
+  return [...kept.values()];
+}
