@@ -36,7 +36,19 @@ export function classifyListFailure(error: unknown, nowMs: number = Date.now()):
   const message = describeError(error);
   if (status === 401) return { action: 'invalid_key', message };
   if (status === 403) return { action: 'missing_permission', message };
+  const answered = answeredVerdict(err, status, message, nowMs);
+  if (answered) return answered;
+  if (status === undefined && isStripeError(error)) return unansweredVerdict(err.detail);
+  return { action: 'give_up', reason: describe(status, message), status };
+}
 
+/** What Stripe's answer (its status and headers) says about trying again; undefined when it says nothing. */
+function answeredVerdict(
+  err: ErrorLike,
+  status: number | undefined,
+  message: string,
+  nowMs: number,
+): FailureVerdict | undefined {
   const shouldRetry = header(err.headers, 'stripe-should-retry');
   const retryAfterMs = parseRetryAfter(header(err.headers, 'retry-after'), nowMs);
   const withRetryAfter = retryAfterMs === undefined ? {} : { retryAfterMs };
@@ -47,13 +59,15 @@ export function classifyListFailure(error: unknown, nowMs: number = Date.now()):
   if (status === 409) return { action: 'retry', reason: 'conflict', status, ...withRetryAfter };
   if (status !== undefined && status >= 500)
     return { action: 'retry', reason: 'server_error', status, ...withRetryAfter };
-  if (status === undefined && isStripeError(error)) {
-    const detail = typeof err.detail === 'object' && err.detail !== null ? err.detail : {};
-    if (detail.code === 'ECONNREFUSED' || detail.code === 'ENOTFOUND')
-      return { action: 'unreachable', code: detail.code, where: whereOf(detail) };
-    return { action: 'retry', reason: detail.code === 'ETIMEDOUT' ? 'deadline' : 'connection' };
-  }
-  return { action: 'give_up', reason: describe(status, message), status };
+  return undefined;
+}
+
+/** No answer came: a GET is safe to repeat, unless nothing listens there or the host does not resolve. */
+function unansweredVerdict(transport: ErrorLike['detail']): FailureVerdict {
+  const detail = typeof transport === 'object' && transport !== null ? transport : {};
+  if (detail.code === 'ECONNREFUSED' || detail.code === 'ENOTFOUND')
+    return { action: 'unreachable', code: detail.code, where: whereOf(detail) };
+  return { action: 'retry', reason: detail.code === 'ETIMEDOUT' ? 'deadline' : 'connection' };
 }
 
 /** `127.0.0.1:12111` for a refused connection, the host name for one that does not resolve. */
