@@ -164,11 +164,21 @@ async function settleOne(args: SettleArgs, intent: Intent): Promise<Outcome> {
 function whyNotNow(intent: Intent, extra: NormalizedCharge | null, kept: NormalizedCharge | null): string | null {
   if (!extra) return 'Stripe no longer has the extra charge';
   if (!kept) return 'Stripe no longer has the kept charge';
+  return whyNotStanding(extra, kept) ?? whyNotTheSame(intent, extra, kept);
+}
+
+/** The kept charge must still stand, and the extra be money nobody has handled yet. */
+function whyNotStanding(extra: NormalizedCharge, kept: NormalizedCharge): string | null {
   if (kept.status !== 'succeeded' || kept.refunded || kept.amountRefunded > 0)
     return 'the kept charge no longer stands (failed or refunded)';
   if (extra.amountRefunded > 0 || extra.refunded) return 'the extra charge was refunded at Stripe by someone else';
   if (extra.status !== 'succeeded' || !extra.captured) return 'the extra charge is not a captured, succeeded charge';
   if (extra.disputed) return 'the extra charge is disputed: the dispute decides';
+  return null;
+}
+
+/** The extra must still be an identical duplicate of the kept charge, for the amount the intent recorded. */
+function whyNotTheSame(intent: Intent, extra: NormalizedCharge, kept: NormalizedCharge): string | null {
   if (extra.amount !== kept.amount || extra.currency !== kept.currency || extra.amount !== intent.amount) {
     return 'amount or currency differ from the kept charge';
   }
