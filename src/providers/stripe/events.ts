@@ -28,13 +28,7 @@ import type { RetryPolicy } from './backoff.js';
 import { readChangeEvent, type ChangeEvent, type EventExpectation } from './change-event.js';
 import { StripeListCounters } from './counters.js';
 import { IncompleteEventsError, MissingEventsPermissionError, type EventRange } from './event-errors.js';
-import {
-  InvalidStripeKeyError,
-  MalformedPageError,
-  MissingStripePermissionError,
-  PageFetchError,
-  StripeUnreachableError,
-} from './errors.js';
+import { failsEveryRequest, MalformedPageError, MissingStripePermissionError, PageFetchError } from './errors.js';
 import { maxPagesFor } from './list-charges.js';
 import { pageShapeProblem, withRetries } from './page-source.js';
 import { RateBudget, type Sleep } from './rate-budget.js';
@@ -308,16 +302,13 @@ function takeEvents(read: EventRead, items: readonly unknown[]): void {
 }
 
 function configurationError(error: unknown): Error | undefined {
-  if (
-    error instanceof InvalidStripeKeyError ||
-    error instanceof MissingEventsPermissionError ||
-    error instanceof StripeUnreachableError
-  )
-    return error;
+  if (error instanceof MissingEventsPermissionError) return error;
   if (error instanceof PageFetchError && error.cause instanceof MissingEventsPermissionError) return error.cause;
   // Only if a 403 reached withRetries by another way: its error names the charges permission, so say events.
   if (error instanceof MissingStripePermissionError)
     return new MissingEventsPermissionError(error.account, error.message);
+  // The key (401) or the address (nothing listens): every request of the account fails alike.
+  if (failsEveryRequest(error)) return error;
   return undefined;
 }
 
