@@ -5,10 +5,11 @@ import type { Logger } from '../log.js';
 import { cliLogger } from './log-output.js';
 import { redactDeep } from '../secrets.js';
 import { terminalSafeJson } from '../terminal-text.js';
+import { ExitCode } from '../exit-codes.js';
 
 export class UsageError extends Error {
   override readonly name = 'UsageError';
-  readonly exitCode = 64;
+  readonly exitCode = ExitCode.usage;
 }
 
 export interface CommandContext {

@@ -72,7 +72,7 @@ async function main(argv: string[]): Promise<number> {
   } catch (error) {
     if (error instanceof CommanderError) {
       // Help and version exit 0; commander already printed usage errors (one sweeper: line).
-      if (error.exitCode === 0) return 0;
+      if (error.exitCode === 0) return ExitCode.reconciled;
       // No command at all: the help went to stderr; the last line still says what to do.
       if (error.code === 'commander.help')
         writeErrorLine('no command given: pick one of the commands above (sweeper <command> --help)');

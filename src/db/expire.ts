@@ -3,6 +3,7 @@ import { LOCK_CLASS, LockObject } from './locks.js';
 import { DAY_PARTITIONED_TABLES, ensureDayPartitions, partitionDays, utcDay } from './partitions.js';
 import { ConfigError } from '../errors.js';
 import { formatDuration } from '../time/duration.js';
+import { ExitCode } from '../exit-codes.js';
 
 /**
  * A claim must outlive every retry that could still arrive for it: the provider forgets
@@ -27,7 +28,7 @@ export function assertSafeRetention(
 
 export class ExpireLockedError extends Error {
   override readonly name = 'ExpireLockedError';
-  readonly exitCode = 75;
+  readonly exitCode = ExitCode.locked;
 }
 
 export interface ExpireResult {

@@ -51,6 +51,16 @@ export type ReportRow = Record<(typeof REPORT_COLUMNS)[number], string | number 
 
 const PAGE = 2_000;
 
+/** Whether any run or finding names the account: a report filtered on one nothing names is a typo, not an empty answer. */
+export async function accountIsRecorded(db: Queryable, account: string): Promise<boolean> {
+  const { rows } = await db.query<{ known: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM recon_findings WHERE account = $1)
+         OR EXISTS (SELECT 1 FROM recon_runs WHERE account = $1) AS known`,
+    [account],
+  );
+  return rows[0]?.known === true;
+}
+
 /**
  * Keyset pagination by id: each query holds at most PAGE rows, so memory stays flat
  * however many findings there are, and no transaction or cursor is held open while

@@ -2,6 +2,7 @@ import type { Queryable } from '../db/pool.js';
 import { LOCK_CLASS } from '../db/locks.js';
 import { readCompletenessAll, type AccountCompleteness, type CompletenessOptions } from './completeness.js';
 import { slicesOf } from './window.js';
+import { ExitCode } from '../exit-codes.js';
 
 export interface SweepStatus {
   watermarks: Array<{ account: string; shard: string; watermark: string; lag_seconds: number }>;
@@ -60,6 +61,29 @@ export interface StatusOptions {
   completeness?: CompletenessOptions & { accounts: readonly string[] };
 }
 
+/** The claim library's outcomes per tenant over the days kept, and the first of those days. */
+async function readClaimOutcomes(db: Queryable): Promise<SweepStatus['claim_outcomes']> {
+  const outcomes = await db.query<{ tenant_id: string; outcome: string; n: string; since: Date }>(
+    `SELECT tenant_id, outcome, sum(count)::text AS n, min(day) AS since FROM claim_outcomes GROUP BY 1, 2 ORDER BY 1, 2`,
+  );
+  const claimOutcomes: SweepStatus['claim_outcomes'] = { since: null, tenants: {} };
+  for (const r of outcomes.rows) {
+    (claimOutcomes.tenants[r.tenant_id] ??= {})[r.outcome] = Number(r.n);
+    const day = new Date(r.since).toISOString().slice(0, 10);
+    if (claimOutcomes.since === null || day < claimOutcomes.since) claimOutcomes.since = day;
+  }
+  return claimOutcomes;
+}
+
+function claimStoreOf(c: Awaited<ReturnType<typeof readClaimStore>> | undefined, now: Date): SweepStatus['claims'] {
+  return {
+    count: c?.count ?? 0,
+    in_flight: c?.in_flight ?? 0,
+    oldest_created_at: c?.oldest ? c.oldest.toISOString() : null,
+    oldest_age_seconds: c?.oldest ? Math.round((now.getTime() - c.oldest.getTime()) / 1000) : null,
+  };
+}
+
 /** What an operator asks first: how far behind, what ran, what is open, how big the claim store is. */
 export async function readStatus(db: Queryable, now: Date, options: StatusOptions = {}): Promise<SweepStatus> {
   const watermarks = await db.query<{ account: string; shard: string; watermark: Date }>(
@@ -73,15 +97,7 @@ export async function readStatus(db: Queryable, now: Date, options: StatusOption
     `SELECT account, category, count(*)::int AS n FROM recon_findings WHERE state = 'open' GROUP BY account, category ORDER BY 1, 2`,
   );
   const claims = { rows: [await readClaimStore(db)] };
-  const outcomes = await db.query<{ tenant_id: string; outcome: string; n: string; since: Date }>(
-    `SELECT tenant_id, outcome, sum(count)::text AS n, min(day) AS since FROM claim_outcomes GROUP BY 1, 2 ORDER BY 1, 2`,
-  );
-  const claimOutcomes: SweepStatus['claim_outcomes'] = { since: null, tenants: {} };
-  for (const r of outcomes.rows) {
-    (claimOutcomes.tenants[r.tenant_id] ??= {})[r.outcome] = Number(r.n);
-    const day = new Date(r.since).toISOString().slice(0, 10);
-    if (claimOutcomes.since === null || day < claimOutcomes.since) claimOutcomes.since = day;
-  }
+  const claimOutcomes = await readClaimOutcomes(db);
   const live = await readLiveRuns(db, now, options.sliceMs);
   const completeness = options.completeness
     ? await readCompletenessAll(db, options.completeness.accounts, options.completeness)
@@ -109,12 +125,7 @@ export async function readStatus(db: Queryable, now: Date, options: StatusOption
     open_findings: openByAccount,
     claim_outcomes: claimOutcomes,
     unreconciled: open.rows.reduce((sum, r) => sum + r.n, 0),
-    claims: {
-      count: c?.count ?? 0,
-      in_flight: c?.in_flight ?? 0,
-      oldest_created_at: c?.oldest ? c.oldest.toISOString() : null,
-      oldest_age_seconds: c?.oldest ? Math.round((now.getTime() - c.oldest.getTime()) / 1000) : null,
-    },
+    claims: claimStoreOf(c, now),
     live_runs: live,
     ...(completeness ? { completeness } : {}),
   };
@@ -166,13 +177,13 @@ async function readLiveRuns(db: Queryable, now: Date, sliceMs: number | undefine
 
 export class FindingNotFoundError extends Error {
   override readonly name = 'FindingNotFoundError';
-  readonly exitCode = 64;
+  readonly exitCode = ExitCode.usage;
 }
 
 /** `--not-duplicate` on a finding that is not about a set of charges: bad usage. */
 export class NotADuplicateError extends Error {
   override readonly name = 'NotADuplicateError';
-  readonly exitCode = 64;
+  readonly exitCode = ExitCode.usage;
 }
 
 /** The findings about a set of charges that a person may close as not a duplicate (`--not-duplicate`). */

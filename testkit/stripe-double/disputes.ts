@@ -3,6 +3,8 @@
  * cardholder's bank and closed won or lost. The double only needs the lifecycle and the
  * fields a reconciler reads (`charge`, `amount`, `status`); evidence stays empty.
  */
+import { DAY_SECONDS } from '../../src/time/units.js';
+
 export type DisputeStatus =
   'warning_needs_response' | 'needs_response' | 'under_review' | 'won' | 'lost' | 'warning_closed';
 export type DisputeOutcome = 'won' | 'lost';
@@ -32,8 +34,6 @@ export interface DisputeJson {
   status: DisputeStatus;
   [key: string]: unknown;
 }
-
-const DAY_SECONDS = 24 * 60 * 60;
 
 export function isClosed(dispute: DisputeRecord): boolean {
   return dispute.status === 'won' || dispute.status === 'lost' || dispute.status === 'warning_closed';

@@ -10,8 +10,7 @@ import type { DisputeRecord } from './disputes.js';
 import { chargeFee, feeDetails } from './fees.js';
 import type { RefundRecord } from './records.js';
 import type { DoubleState } from './state.js';
-
-export const DAY_SECONDS = 24 * 60 * 60;
+import { DAY_SECONDS } from '../../src/time/units.js';
 
 /** A charge's balance transaction id: `txn_` and the charge id's tail. */
 export function txnIdOfCharge(chargeId: string): string {

@@ -90,13 +90,14 @@ for (const { file, charges } of batches) {
     process.exit(64);
   }
 }
-console.log(double.url);
-console.error(
-  `stripe double listening on ${double.url} (any sk_test_/rk_test_ key; POST /_double/charges seeds more; Ctrl-C stops it)`,
-);
-
+// Before the URL is printed: whoever reads it may stop the double at once (`kill $!`).
 const stop = () => {
   void double.close().then(() => process.exit(0));
 };
 process.once('SIGINT', stop);
 process.once('SIGTERM', stop);
+
+console.log(double.url);
+console.error(
+  `stripe double listening on ${double.url} (any sk_test_/rk_test_ key; POST /_double/charges seeds more; Ctrl-C stops it)`,
+);

@@ -12,8 +12,8 @@ import { entryRecord, ledgerOf, listOrder } from './ledger-entries.js';
 import type { PayoutRecord, PayoutStatus } from './payouts.js';
 import type { DoubleState } from './state.js';
 import { balanceJson, payoutJson } from './views.js';
+import { DAY_SECONDS } from '../../src/time/units.js';
 
-const DAY_SECONDS = 24 * 60 * 60;
 const STEPS: readonly PayoutStatus[] = ['pending', 'in_transit', 'paid'];
 
 export interface RunPayoutOptions {

@@ -1,6 +1,5 @@
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
-import { redactUrlPassword } from '../../config.js';
 import { UsageError } from '../context.js';
 import { packageJson } from '../package-info.js';
 
@@ -62,12 +61,7 @@ that server instead, and needs nothing else.`,
       process.stdout.write(`\nDone in ${((Date.now() - started) / 1000).toFixed(1)} s.\n`);
       if (result.kept) {
         const kept = result.kept;
-        process.stdout.write(
-          `\nThe database is still running. Connect with:\n  psql '${kept.url}'\n` +
-            `Try: SELECT category, state, subject FROM recon_findings ORDER BY id;\n` +
-            `Press Ctrl-C to stop it and clean up.\n`,
-        );
-        process.stderr.write(`(kept: ${redactUrlPassword(kept.url)})\n`);
+        process.stdout.write(`\n${keptLines(kept.url, databaseUrl !== undefined)}`);
         await new Promise<void>((resolve) => {
           process.once('SIGINT', () => resolve());
           process.once('SIGTERM', () => resolve());
@@ -75,6 +69,23 @@ that server instead, and needs nothing else.`,
         await kept.stop();
       }
     });
+}
+
+/**
+ * How to reach the kept database, said once. The throwaway server's URL is printed whole:
+ * its password is the test kit's own, local and gone at Ctrl-C, and without it the line
+ * would not work. On a server named by DATABASE_URL the password is yours: it is left out
+ * (psql asks for it, or reads PGPASSWORD or ~/.pgpass), never echoed.
+ */
+export function keptLines(url: string, yourServer: boolean): string {
+  const shown = new URL(url);
+  if (yourServer) shown.password = '';
+  const password = yourServer && new URL(url).password !== '' ? ' (the password of DATABASE_URL)' : '';
+  return (
+    `The database is still running. Connect with${password}:\n  psql '${shown.toString()}'\n` +
+    `Try: SELECT category, state, subject FROM recon_findings ORDER BY id;\n` +
+    `Press Ctrl-C to stop it and clean up.\n`
+  );
 }
 
 /** The test kit's demo, or exit 64 saying how to get it (a production image has no test kit). */

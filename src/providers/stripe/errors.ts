@@ -1,4 +1,5 @@
 import { describeAccount, describeRange, type UnixRange } from './window.js';
+import { ExitCode } from '../../exit-codes.js';
 
 /**
  * Stripe refused the API key (HTTP 401). Retrying cannot help and nothing about the
@@ -6,7 +7,7 @@ import { describeAccount, describeRange, type UnixRange } from './window.js';
  */
 export class InvalidStripeKeyError extends Error {
   override readonly name = 'InvalidStripeKeyError';
-  readonly exitCode = 64;
+  readonly exitCode = ExitCode.usage;
 
   constructor(
     readonly account: string | null,
@@ -22,7 +23,7 @@ export class InvalidStripeKeyError extends Error {
 /** The key is valid but may not read charges (HTTP 403), e.g. a restricted key without `Charges: Read`. */
 export class MissingStripePermissionError extends Error {
   override readonly name = 'MissingStripePermissionError';
-  readonly exitCode = 64;
+  readonly exitCode = ExitCode.usage;
   readonly permission = 'rak_charge_read';
 
   constructor(
@@ -39,13 +40,51 @@ export class MissingStripePermissionError extends Error {
 }
 
 /**
+ * Nothing answers at the Stripe API's address: the connection was refused, or the host
+ * name does not resolve. A wrong or dead STRIPE_API_BASE (a double not started, a typo)
+ * is not worth minutes of retries: the run fails at once, saying where it tried, as
+ * PostgreSQL's connection errors do (src/db/pool.ts). Exit 1: worth a retry later.
+ */
+export class StripeUnreachableError extends Error {
+  override readonly name = 'StripeUnreachableError';
+  readonly exitCode = ExitCode.failed;
+
+  constructor(
+    readonly where: string,
+    readonly code: 'ECONNREFUSED' | 'ENOTFOUND',
+    options?: { cause?: unknown },
+  ) {
+    super(
+      code === 'ECONNREFUSED'
+        ? `cannot connect to Stripe at ${where} (connection refused): check STRIPE_API_BASE (unset: api.stripe.com) and that a server is running there`
+        : `cannot resolve the Stripe host ${where} (not found): check STRIPE_API_BASE (unset: api.stripe.com) and the DNS`,
+      options,
+    );
+  }
+}
+
+/**
+ * A failure of every request the account would make, not of one window: the key, a
+ * permission, the address. Passed on as it is, never wrapped in a window's error.
+ */
+export function failsEveryRequest(
+  error: unknown,
+): error is InvalidStripeKeyError | MissingStripePermissionError | StripeUnreachableError {
+  return (
+    error instanceof InvalidStripeKeyError ||
+    error instanceof MissingStripePermissionError ||
+    error instanceof StripeUnreachableError
+  );
+}
+
+/**
  * Some part of a window could not be listed. Thrown instead of ending the listing,
  * because a partial result is indistinguishable from "Stripe has no more charges"
  * and would be reconciled as missing charges. Exit code 1: the run failed.
  */
 export class IncompleteWindowError extends Error {
   override readonly name = 'IncompleteWindowError';
-  readonly exitCode = 1;
+  readonly exitCode = ExitCode.failed;
 
   constructor(
     readonly account: string | null,
