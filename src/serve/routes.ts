@@ -107,6 +107,15 @@ export function registerRoutes(
 const issued = new WeakMap<FastifyRequest, string>();
 
 /**
+ * Whom a CSRF token is bound to: the viewer's name, or for nobody signed in (the sign-in
+ * form) a value no name can be (names have no control characters, names.ts): the CSRF
+ * library refuses an empty one.
+ */
+export function csrfUser(request: FastifyRequest): string {
+  return request.viewer?.name ?? '\u0000';
+}
+
+/**
  * One CSRF token per response, bound to the viewer. Issued once: a first visit has no
  * secret cookie yet, and each issue would set a new secret, orphaning the tokens
  * already written into the page.
@@ -114,7 +123,7 @@ const issued = new WeakMap<FastifyRequest, string>();
 export function csrfTokenFor(request: FastifyRequest, reply: FastifyReply): string {
   let token = issued.get(request);
   if (token === undefined) {
-    token = reply.generateCsrf({ userInfo: request.viewer?.name ?? '' });
+    token = reply.generateCsrf({ userInfo: csrfUser(request) });
     issued.set(request, token);
   }
   return token;

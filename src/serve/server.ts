@@ -7,7 +7,7 @@ import { isLoopbackHost } from './addresses.js';
 import { identify, type ReviewAuth } from './auth.js';
 import { RequestProblem, type ReviewDeps } from './context.js';
 import { problemBody } from './layout.js';
-import { registerRoutes, ROUTES, send } from './routes.js';
+import { csrfUser, registerRoutes, ROUTES, send } from './routes.js';
 
 /** The CSRF secret's cookie (@fastify/csrf-protection, double-submit with a signed cookie). */
 export const CSRF_COOKIE = 'sweeper_csrf';
@@ -54,15 +54,19 @@ export async function createReviewServer(deps: ReviewDeps, auth: ReviewAuth): Pr
   await app.register(fastifyCsrf, {
     cookieKey: CSRF_COOKIE,
     cookieOpts: { path: '/', sameSite: 'lax', httpOnly: true, signed: true, secure: 'auto' },
-    getUserInfo: (request) => request.viewer?.name ?? '',
+    getUserInfo: csrfUser,
     csrfOpts: { hmacKey: auth.csrfKey },
   });
   app.decorateRequest('viewer', null);
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', async (request, reply) => {
     // A page without authentication answers only to a loopback name: a web page elsewhere
-    // cannot point a name of its own at 127.0.0.1 (DNS rebinding) and read it.
+    // cannot point a name of its own at 127.0.0.1 (DNS rebinding) and read it. Plain
+    // text, without the page around it: nothing of the page is shown to that origin.
     if (auth.localActor !== null && !isLoopbackHost(request.hostname)) {
-      throw new RequestProblem(421, 'This unauthenticated page answers only to localhost and loopback addresses.');
+      return reply
+        .code(421)
+        .type('text/plain; charset=utf-8')
+        .send('This unauthenticated page answers only to localhost and loopback addresses.\n');
     }
     request.viewer = identify(request, auth, deps.clock());
   });
