@@ -403,7 +403,7 @@ const envSchema = z.object({
       for (const item of text.split(',').filter((n) => n.trim() !== '')) {
         const checked = personName(item);
         if ('problem' in checked) {
-          ctx.addIssue({ code: 'custom', message: `SWEEPER_UI_RESOLVERS: a name ${checked.problem}` });
+          ctx.addIssue({ code: 'custom', message: `SWEEPER_UI_RESOLVERS holds a name that ${checked.problem}` });
           return z.NEVER;
         }
         names.push(checked.name);
