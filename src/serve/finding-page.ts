@@ -9,7 +9,7 @@ import {
   type FindingEvidence,
   type Row,
 } from './finding-evidence.js';
-import { instant, stateBadge } from './format.js';
+import { instant, stateBadge, tableHead } from './format.js';
 import { html, type Html } from './html.js';
 import { formatMoney } from './money.js';
 import { evidenceTable } from './evidence-view.js';
@@ -180,17 +180,7 @@ function chargeCard(c: ChargeEvidence): Html {
 
 function refundsTable(refunds: readonly Row[]): Html {
   return html`<table class="refunds">
-    <thead>
-      <tr>
-        <th>charge refunded</th>
-        <th>kept charge</th>
-        <th class="num">amount</th>
-        <th>state</th>
-        <th>Stripe refund</th>
-        <th>when</th>
-        <th>why</th>
-      </tr>
-    </thead>
+    ${tableHead(['charge refunded', 'kept charge', 'amount', 'state', 'Stripe refund', 'when', 'why'], { numeric: ['amount'] })}
     <tbody>
       ${refunds.map(
         (r) =>
@@ -218,15 +208,7 @@ function actorBadge(actor: string, runId: string | null): Html {
 function auditTable(audit: readonly AuditRow[]): Html {
   if (audit.length === 0) return html`<p class="none card">Nothing was done to this finding yet.</p>`;
   return html`<table class="audit">
-    <thead>
-      <tr>
-        <th>when</th>
-        <th>who</th>
-        <th>what</th>
-        <th>before</th>
-        <th>after</th>
-      </tr>
-    </thead>
+    ${tableHead(['when', 'who', 'what', 'before', 'after'])}
     <tbody>
       ${audit.map(
         (a) =>

@@ -12,7 +12,7 @@ import {
   type FindingListPage,
   type FindingListRow,
 } from './findings-query.js';
-import { ago, stateBadge } from './format.js';
+import { ago, stateBadge, tableHead } from './format.js';
 import { html, localUrl, type Html } from './html.js';
 import { formatMoney } from './money.js';
 
@@ -108,20 +108,7 @@ function listTable(ctx: RouteContext, page: FindingListPage, now: Date): Html {
   const viewer = ctx.viewer;
   const selectable = Boolean(viewer?.canResolve) && page.rows.some((r) => r.state === 'open');
   const table = html`<table class="findings">
-    <thead>
-      <tr>
-        ${selectable ? html`<th><input type="checkbox" data-select-all aria-label="select every open finding on this page" /></th>` : ''}
-        <th>#</th>
-        <th>category</th>
-        <th>state</th>
-        <th>account</th>
-        <th>tenant</th>
-        <th>key / reference</th>
-        <th class="num">amount</th>
-        <th>first seen</th>
-        <th>reason</th>
-      </tr>
-    </thead>
+    ${tableHead(['#', 'category', 'state', 'account', 'tenant', 'key / reference', 'amount', 'first seen', 'reason'], { numeric: ['amount'], lead: selectable ? html`<input type="checkbox" data-select-all aria-label="select every open finding on this page" />` : undefined })}
     <tbody>
       ${page.rows.map((row) => listRow(row, selectable, now))}
     </tbody>

@@ -39,3 +39,16 @@ export function ago(at: Date | null | undefined, now: Date): string {
 export function stateBadge(state: string): Html {
   return html`<span class="badge ${/^[a-z_]+$/.test(state) ? state : ''}">${state}</span>`;
 }
+
+/** A table's head: a `th` per column, right-aligned for the numeric ones; `lead` first (the select-all box). */
+export function tableHead(
+  columns: readonly string[],
+  options: { numeric?: readonly string[]; lead?: Html } = {},
+): Html {
+  const cells = columns.map((c) => html`<th${options.numeric?.includes(c) ? html` class="num"` : ''}>${c}</th>`);
+  return html`<thead>
+    <tr>
+      ${options.lead ? html`<th>${options.lead}</th>` : ''}${cells}
+    </tr>
+  </thead>`;
+}

@@ -1,7 +1,7 @@
 import { readCompletenessAll, type AccountCompleteness } from '../sweep/completeness.js';
 import { completenessChart, legend, percent, stackedChart } from './charts.js';
 import type { ReviewRoute, RouteContext, RouteResult } from './context.js';
-import { ago, instant, span } from './format.js';
+import { ago, instant, span, tableHead } from './format.js';
 import { html, localUrl, type Html } from './html.js';
 import { readOpenSeries, readRuns, type OpenSeries, type RunRow } from './runs-query.js';
 
@@ -89,14 +89,7 @@ function completenessCard(c: AccountCompleteness): Html {
     <div class="account-completeness">
       ${completenessChart(c.account, c.days)}
       <table class="small">
-        <thead>
-          <tr>
-            <th>day</th>
-            <th class="num">charges</th>
-            <th class="num">settled</th>
-            <th class="num">share</th>
-          </tr>
-        </thead>
+        ${tableHead(['day', 'charges', 'settled', 'share'], { numeric: ['charges', 'settled', 'share'] })}
         <tbody>
           ${c.days.map(
             (d) =>
@@ -124,22 +117,7 @@ function counts(values: Record<string, number>, skip: string[] = []): { total: n
 function runsTable(runs: readonly RunRow[], now: Date): Html {
   if (runs.length === 0) return html`<p class="none card">No run yet.</p>`;
   return html`<table class="runs">
-    <thead>
-      <tr>
-        <th>started</th>
-        <th>run</th>
-        <th>mode</th>
-        <th>account</th>
-        <th>status</th>
-        <th class="num">duration</th>
-        <th class="num">charges</th>
-        <th class="num">matched</th>
-        <th class="num">found</th>
-        <th class="num">repaired</th>
-        <th class="num">open after</th>
-        <th>window</th>
-      </tr>
-    </thead>
+    ${tableHead(['started', 'run', 'mode', 'account', 'status', 'duration', 'charges', 'matched', 'found', 'repaired', 'open after', 'window'], { numeric: ['duration', 'charges', 'matched', 'found', 'repaired', 'open after'] })}
     <tbody>
       ${runs.map((r) => {
         const found = counts(r.findings, ['matched']);

@@ -1,8 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { chromium, type BrowserContext, type Dialog, type Page } from 'playwright-core';
+import type { Dialog, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../../scripts/chromium.js';
 import { startCli, type RunningCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { HOSTILE, seedReviewScenario, TOKEN, type ReviewScenario } from '../support/review.js';
@@ -13,14 +11,11 @@ import { HOSTILE, seedReviewScenario, TOKEN, type ReviewScenario } from '../supp
  * then many, markup from Stripe's metadata staying inert, and a write without its CSRF
  * token refused. One browser and one page for the whole file, walked through in order.
  */
-const CHROMIUM = process.env.SWEEPER_CHROMIUM ?? '/usr/bin/chromium';
-
 let db: TestDatabase;
 let scenario: ReviewScenario;
 let serve: RunningCli | undefined;
 let base: string;
-let profile: string | undefined;
-let browser: BrowserContext | undefined;
+let browser: Awaited<ReturnType<typeof launchChromium>> | undefined;
 let page: Page;
 const dialogs: string[] = [];
 
@@ -34,21 +29,8 @@ beforeAll(async () => {
     SWEEPER_LOG_FORMAT: 'json',
   });
   base = /(http:\/\/\S+)/.exec(await serve.stdoutLine(/^Review page: /))![1]!;
-  profile = mkdtempSync(path.join(tmpdir(), 'sweeper-chromium-'));
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
-  page = browser.pages()[0] ?? (await browser.newPage());
+  browser = await launchChromium();
+  page = browser.context.pages()[0] ?? (await browser.context.newPage());
   // An alert() that ran would open a dialog: recorded, and dismissed so nothing hangs.
   page.on('dialog', (dialog: Dialog) => {
     dialogs.push(dialog.message());
@@ -58,7 +40,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  if (profile) rmSync(profile, { recursive: true, force: true });
   serve?.child.kill('SIGTERM');
   const result = await serve?.done;
   await db.drop();

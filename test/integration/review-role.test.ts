@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, type Pool } from '../../src/db/pool.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { createTestDatabase, roleSettings, type TestDatabase } from '../support/db.js';
 import { reviewApp, seedReviewScenario, Visitor, type ReviewScenario } from '../support/review.js';
 
 /**
@@ -88,10 +88,7 @@ describe('the review role', () => {
   });
 
   it('has lock, statement and idle-in-transaction limits of its own', async () => {
-    const { rows } = await db.pool.query<{ setconfig: string[] }>(
-      `SELECT setconfig FROM pg_db_role_setting WHERE setrole = 'sweeper_review'::regrole AND setdatabase = 0`,
-    );
-    expect(rows[0]?.setconfig).toEqual(
+    expect(await roleSettings(db.pool, 'sweeper_review')).toEqual(
       expect.arrayContaining([
         'lock_timeout=30s',
         'statement_timeout=1min',

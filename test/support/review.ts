@@ -6,7 +6,7 @@ import { silentLogger } from '../../src/log.js';
 import { createReviewServer, reviewAuth, type ReviewAuth } from '../../src/serve/index.js';
 import type { NormalizedCharge } from '../../src/sweep/provider.js';
 import { sweep, sweepOptions } from '../../src/sweep/sweep.js';
-import { charge, memorySweepDeps, seedClaim, seedEffect } from './scenario.js';
+import { charge, memorySweepDeps, seedClaim, seedEffect, seedPaid } from './scenario.js';
 
 /**
  * The review page in tests: a scenario of findings made by a real sweep, the page built
@@ -43,19 +43,8 @@ export async function seedReviewScenario(pool: Pool, now: Date): Promise<ReviewS
     to: utcDay(new Date(now.getTime() + 24 * HOUR)),
   });
   const stripe: NormalizedCharge[] = [];
-  const paid = async (id: string, key: string, at: Date, over: Partial<NormalizedCharge> = {}) => {
-    const c = charge({ id, created: secs(at), tenantId: 'shop', idempotencyKey: key, ...over });
-    stripe.push(c);
-    await seedClaim(pool, {
-      tenantId: 'shop',
-      key,
-      status: 'completed',
-      createdAt: at,
-      responseCharge: id,
-      amount: c.amount,
-    });
-    await seedEffect(pool, { chargeId: id, tenantId: 'shop', key, amount: c.amount, createdAt: at });
-  };
+  const paid = (id: string, key: string, at: Date, over: Partial<NormalizedCharge> = {}) =>
+    seedPaid(pool, stripe, { id, tenantId: 'shop', key, at, over });
   await paid('ch_order1_a', 'attempt-1a', ago(30 * HOUR), { reference: 'order-1', paymentIntent: 'pi_order1_a' });
   await paid('ch_order1_b', 'attempt-1b', ago(29 * HOUR), { reference: 'order-1', paymentIntent: 'pi_order1_b' });
   await paid('ch_order2_a', 'attempt-2a', ago(20 * HOUR), { reference: 'order-2', amount: 4200 });
