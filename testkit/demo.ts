@@ -9,7 +9,7 @@ import { openScratchDatabase } from './postgres-server.js';
 import { buildScenario, buildWeekOldPayment, refundAtStripe } from './simulator.js';
 import { startStripeDouble, type StripeDouble } from './stripe-double/index.js';
 import { silentLogger } from '../src/log.js';
-import { writeReport } from '../src/report/findings-report.js';
+import { REPORT_COLUMNS, writeReport } from '../src/report/findings-report.js';
 import { createStripeProvider } from '../src/providers/stripe/provider.js';
 import { CATEGORIES } from '../src/sweep/categories.js';
 import { RUNBOOK } from '../src/sweep/runbook.js';
@@ -144,7 +144,10 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       'csv',
       new Writable({ write: (c: Buffer, _e, done) => ((csv += c.toString()), done()) }),
     );
-    const columns = [0, 1, 2, 4, 5, 6, 7, 8, 10];
+    const shown = ['id', 'category', 'state', 'charge_id', 'tenant_id', 'idempotency_key', 'charge_amount'];
+    const columns = [...shown, 'effect_amount', 'currency'].map((name) =>
+      (REPORT_COLUMNS as readonly string[]).indexOf(name),
+    );
     for (const line of csv.trim().split('\n').slice(0, 6)) print(`   ${pick(line, columns)}`);
 
     if (options.keep) {
