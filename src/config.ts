@@ -4,6 +4,8 @@ import { registerSecretsFromEnv } from './secrets.js';
 import { parseDuration, formatDuration } from './time/duration.js';
 import { parseStoredAnswerMapping, type StoredAnswerMapping } from './sweep/stored-answer.js';
 import { DAY_MS, HOUR_MS, MINUTE_MS } from './time/units.js';
+import { parseAddressList, type AddressEntry } from './serve/addresses.js';
+import { AUTOMATIC_ACTOR, MAX_NAME_LENGTH, personName } from './serve/names.js';
 
 /**
  * Configuration comes from the environment (12-factor), is read once at start and
@@ -167,6 +169,41 @@ export const url = (
       if (problem) ctx.addIssue({ code: 'custom', message: `${name} ${problem}, such as ${example}${got}` });
     });
 
+/**
+ * An optional variable read by `parse`: its value, or what is wrong with it (said after the
+ * variable's name); unset: null.
+ */
+const parsedOrNull = <T>(name: string, parse: (text: string) => { value: T } | { problem: string }) =>
+  z
+    .string()
+    .optional()
+    .transform((text, ctx): T | null => {
+      if (text === undefined) return null;
+      const parsed = parse(text);
+      if ('problem' in parsed) {
+        ctx.addIssue({ code: 'custom', message: `${name} ${parsed.problem}` });
+        return z.NEVER;
+      }
+      return parsed.value;
+    });
+
+/** Comma-separated names of people (SWEEPER_UI_RESOLVERS), each as `personName` accepts it. */
+function personNames(text: string): { value: string[] } | { problem: string } {
+  const names: string[] = [];
+  for (const item of text.split(',').filter((n) => n.trim() !== '')) {
+    const checked = personName(item);
+    if ('problem' in checked) return { problem: `holds a name that ${checked.problem}` };
+    names.push(checked.name);
+  }
+  return { value: names };
+}
+
+/** One person's name (SWEEPER_ACTOR). */
+function onePersonName(text: string): { value: string } | { problem: string } {
+  const checked = personName(text);
+  return 'problem' in checked ? checked : { value: checked.name };
+}
+
 /** A share of a whole, written as a percentage such as `5%` (or `0.5%`); a fraction in (0, 1]. */
 const percentage = (name: string, fallback: string) =>
   z
@@ -191,6 +228,9 @@ const percentage = (name: string, fallback: string) =>
  * of jobs/k8s/backfill-job.yaml. A backfill stopped there resumes from its last slice.
  */
 export const DEFAULT_BACKFILL_DEADLINE_MS = 350 * MINUTE_MS;
+
+/** The review page's sign-in token: long enough that guessing it is hopeless. */
+export const MIN_UI_TOKEN_LENGTH = 16;
 
 const hoursAndMinutes = (ms: number) => `${Math.floor(ms / HOUR_MS)}h${Math.round((ms % HOUR_MS) / MINUTE_MS)}m`;
 
@@ -359,6 +399,45 @@ const envSchema = z.object({
     .describe(
       '`pretty` (pino-pretty, coloured on a terminal) or `json`; unset: pretty when stderr is a terminal, JSON otherwise',
     ),
+  SWEEPER_UI_TOKEN: z
+    .string()
+    .optional()
+    .refine((v) => v === undefined || v.trim().length >= MIN_UI_TOKEN_LENGTH, {
+      // The value is not echoed: it is a secret.
+      message: `SWEEPER_UI_TOKEN must be at least ${MIN_UI_TOKEN_LENGTH} characters, such as the output of openssl rand -base64 32`,
+    })
+    .meta({ bounds: `≥ ${MIN_UI_TOKEN_LENGTH} characters` })
+    .describe(
+      '`sweeper serve`: the shared sign-in token of the review page (a secret: compared in constant time, never logged); each person signs in with it and their name ([the review page](review.md#signing-in))',
+    ),
+  SWEEPER_UI_TRUSTED_HEADER: z
+    .string()
+    .optional()
+    .refine((v) => v === undefined || /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(v.trim()), {
+      message: 'SWEEPER_UI_TRUSTED_HEADER must be an HTTP header name such as X-Forwarded-User',
+    })
+    .meta({ bounds: 'an HTTP header name' })
+    .describe(
+      '`sweeper serve`: the header in which an auth proxy names the signed-in person (e.g. `X-Forwarded-User`); honoured only from `SWEEPER_UI_TRUSTED_PROXIES`, ignored from any other address',
+    ),
+  SWEEPER_UI_TRUSTED_PROXIES: parsedOrNull('SWEEPER_UI_TRUSTED_PROXIES', (text) => {
+    const entries = parseAddressList(text);
+    return typeof entries === 'string' ? { problem: entries } : { value: entries };
+  })
+    .meta({ bounds: 'IP addresses and CIDR networks, comma-separated' })
+    .describe(
+      '`sweeper serve`: the auth proxies and TLS terminators in front of the page (e.g. `10.0.0.5,10.1.0.0/16`): only their `SWEEPER_UI_TRUSTED_HEADER` and `X-Forwarded-Proto`/`-For` are believed',
+    ),
+  SWEEPER_UI_RESOLVERS: parsedOrNull('SWEEPER_UI_RESOLVERS', personNames)
+    .meta({ bounds: 'names, comma-separated' })
+    .describe(
+      '`sweeper serve`: who may resolve, ignore and mark findings not a duplicate (names as they sign in, or as the proxy header gives them; case does not matter); everyone else reads. Unset: nobody changes anything (with `--insecure-local`: the local actor may)',
+    ),
+  SWEEPER_ACTOR: parsedOrNull('SWEEPER_ACTOR', onePersonName)
+    .meta({ bounds: `1–${MAX_NAME_LENGTH} characters, not \`${AUTOMATIC_ACTOR}\`` })
+    .describe(
+      "who a person's action is recorded as when nothing else names them: `sweeper serve --insecure-local`'s one user; unset: the OS user",
+    ),
 });
 
 const MIN_SETTLE_GRACE_MS = MINUTE_MS;
@@ -513,6 +592,52 @@ export function loadClaimSettings(env: NodeJS.ProcessEnv = process.env): ClaimSe
     maxAmount: e.SWEEPER_MAX_AMOUNT,
     metadataKeys: metadataKeysOf(e),
     quotaPerMinute: e.SWEEPER_CLAIM_QUOTA,
+  };
+}
+
+/** What `sweeper serve` reads besides the sweep's configuration (docs/review.md). */
+export interface ReviewSettings {
+  /** The shared sign-in token; null: no token sign-in. */
+  token: string | null;
+  /** The auth proxy's header naming the person, lower-cased; null: none. */
+  trustedHeader: string | null;
+  /** The proxies whose forwarded headers are believed; empty: none. */
+  trustedProxies: AddressEntry[];
+  /** Who may change anything; everyone else reads. */
+  resolvers: string[];
+  /** SWEEPER_ACTOR: the actor of `--insecure-local`; null: the OS user. */
+  actor: string | null;
+}
+
+const reviewEnvSchema = envSchema.pick({
+  SWEEPER_UI_TOKEN: true,
+  SWEEPER_UI_TRUSTED_HEADER: true,
+  SWEEPER_UI_TRUSTED_PROXIES: true,
+  SWEEPER_UI_RESOLVERS: true,
+  SWEEPER_ACTOR: true,
+});
+
+/**
+ * The review page's variables, each checked as `loadConfig` checks it, and together: a
+ * trusted header needs the proxies it is trusted from. Whether any authentication is
+ * configured at all is `sweeper serve`'s to decide (it may run `--insecure-local`).
+ */
+export function loadReviewSettings(env: NodeJS.ProcessEnv = process.env): ReviewSettings {
+  registerSecretsFromEnv(env);
+  const e = parseEnv(reviewEnvSchema, env);
+  const trustedHeader = e.SWEEPER_UI_TRUSTED_HEADER?.trim().toLowerCase() ?? null;
+  if (trustedHeader !== null && e.SWEEPER_UI_TRUSTED_PROXIES === null) {
+    throw new ConfigError(
+      'SWEEPER_UI_TRUSTED_HEADER is set but SWEEPER_UI_TRUSTED_PROXIES is not: set it to the addresses of the auth proxy, ' +
+        'or anyone could send the header',
+    );
+  }
+  return {
+    token: e.SWEEPER_UI_TOKEN?.trim() ?? null,
+    trustedHeader,
+    trustedProxies: e.SWEEPER_UI_TRUSTED_PROXIES ?? [],
+    resolvers: e.SWEEPER_UI_RESOLVERS ?? [],
+    actor: e.SWEEPER_ACTOR,
   };
 }
 

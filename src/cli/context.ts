@@ -1,3 +1,4 @@
+import { userInfo } from 'node:os';
 import { loadConfig, requireDatabaseUrl, type Config } from '../config.js';
 import { assertSchemaCurrent } from '../db/migrate.js';
 import { checkConnection, createPool, type Pool } from '../db/pool.js';
@@ -41,4 +42,13 @@ export async function withDatabase<T>(fn: (ctx: CommandContext) => Promise<T>, c
  */
 export function writeJson(value: unknown): void {
   process.stdout.write(`${terminalSafeJson(JSON.stringify(redactDeep(value)))}\n`);
+}
+
+/** The OS user running the command: who a person's action is recorded as when nothing else names them. */
+export function osUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return 'unknown';
+  }
 }

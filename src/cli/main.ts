@@ -7,6 +7,7 @@ import { registerExpire } from './commands/expire.js';
 import { registerSchedule } from './commands/schedule.js';
 import { registerDemo } from './commands/demo.js';
 import { registerImportClaims } from './commands/import-claims.js';
+import { registerServe } from './commands/serve.js';
 import { ExitCode, reportFatal, writeErrorLine } from './exit.js';
 import { packageJson } from './package-info.js';
 
@@ -36,6 +37,7 @@ Examples:
   registerExpire(program);
   registerSchedule(program);
   registerImportClaims(program);
+  registerServe(program);
   registerDemo(program);
   for (const command of [program, ...program.commands])
     usageErrorsAsOneLine(command, command === program ? 'sweeper --help' : `sweeper ${command.name()} --help`);

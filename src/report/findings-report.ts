@@ -49,6 +49,17 @@ export const REPORT_COLUMNS = [
 ] as const;
 export type ReportRow = Record<(typeof REPORT_COLUMNS)[number], string | number | null>;
 
+/**
+ * The finding's charge, as its details summarise it (src/sweep/judge/build.ts): its own,
+ * or a duplicate's kept one among its live charges; NULL when it names none.
+ */
+export function findingChargeSql(alias: string): string {
+  const d = `${alias}.details`;
+  return `coalesce(${d} -> 'charge', (
+             SELECT e FROM jsonb_array_elements(CASE WHEN jsonb_typeof(${d} -> 'charges') = 'array' THEN ${d} -> 'charges' ELSE '[]'::jsonb END) e
+              WHERE e ->> 'id' = ${d} ->> 'kept' LIMIT 1))`;
+}
+
 const PAGE = 2_000;
 
 /** Whether any run or finding names the account: a report filtered on one nothing names is a typo, not an empty answer. */
@@ -85,12 +96,7 @@ export async function* findingRows(db: Queryable, filter: ReportFilter): AsyncGe
                 ORDER BY r.id DESC LIMIT 1) AS repair,
               f.closed_by, f.note, f.details ->> 'reason' AS reason
          FROM recon_findings f
-         -- The finding's charge: its own, or a duplicate's kept one among its live charges.
-         CROSS JOIN LATERAL (
-           SELECT coalesce(f.details -> 'charge', (
-             SELECT e FROM jsonb_array_elements(CASE WHEN jsonb_typeof(f.details -> 'charges') = 'array' THEN f.details -> 'charges' ELSE '[]'::jsonb END) e
-              WHERE e ->> 'id' = f.details ->> 'kept' LIMIT 1)) AS c
-         ) ch
+         CROSS JOIN LATERAL (SELECT ${findingChargeSql('f')} AS c) ch
         WHERE f.id > $1
           AND ($2::text IS NULL OR f.state = $2)
           AND ($3::text IS NULL OR f.category = $3)

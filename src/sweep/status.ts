@@ -189,51 +189,87 @@ export class NotADuplicateError extends Error {
 /** The findings about a set of charges that a person may close as not a duplicate (`--not-duplicate`). */
 export const DUPLICATE_SET_CATEGORIES = ['duplicate_effect', 'suspected_duplicate'] as const;
 
-/** A person closes an open finding; the audit keeps who, when and why. */
-export async function resolveFinding(
+/** How a person closes findings: resolved or ignored, or (duplicates only) not a duplicate. */
+export interface CloseFindings {
+  note: string;
+  actor: string;
+  now: Date;
+  state?: 'resolved' | 'ignored';
+  /** The person says these charges are not a duplicate: that set (or any part of it) is never raised again. */
+  notDuplicate?: boolean;
+}
+
+/** What closing several findings did: the ones closed, and why each other one was not. */
+export interface ClosedFindings {
+  closed: number[];
+  refused: Array<{ id: number; reason: string }>;
+}
+
+/**
+ * People close open findings, one or many, in one statement: each finding closed gets
+ * its own audit row with the actor. A finding someone else closed meanwhile is left as
+ * they left it (the row is rechecked under its lock) and reported with who closed it.
+ */
+export async function resolveFindings(
   db: Queryable,
-  args: {
-    id: number;
-    note: string;
-    actor: string;
-    now: Date;
-    state?: 'resolved' | 'ignored';
-    /** The person says these charges are not a duplicate: that set (or any part of it) is never raised again. */
-    notDuplicate?: boolean;
-  },
-): Promise<{ previous: string }> {
+  args: CloseFindings & { ids: readonly number[] },
+): Promise<ClosedFindings> {
   const state = args.state ?? 'resolved';
   const action = args.notDuplicate ? 'not_duplicate' : state;
-  const { rows } = await db.query<{ id: number }>(
+  const ids = [...new Set(args.ids)];
+  const { rows } = await db.query<{ id: string }>(
     `WITH updated AS (
        UPDATE recon_findings
           SET state = $2, closed_at = $3, closed_by = $4, note = $5,
               details = CASE WHEN $6 THEN details || '{"verdict": "not_duplicate"}'::jsonb ELSE details END
-        WHERE id = $1 AND state = 'open' AND (NOT $6 OR category = ANY($8::text[])) RETURNING id
+        WHERE id = ANY($1::bigint[]) AND state = 'open' AND (NOT $6 OR category = ANY($8::text[])) RETURNING id
      ), audit AS (
        INSERT INTO recon_repairs (finding_id, run_id, action, before, after, actor, at)
        SELECT id, NULL, $7, jsonb_build_object('state', 'open'), jsonb_build_object('state', $2::text, 'note', $5::text), $4, $3
          FROM updated
      )
-     SELECT id FROM updated`,
-    [args.id, state, args.now, args.actor, args.note, Boolean(args.notDuplicate), action, DUPLICATE_SET_CATEGORIES],
+     SELECT id FROM updated ORDER BY id`,
+    [ids, state, args.now, args.actor, args.note, Boolean(args.notDuplicate), action, DUPLICATE_SET_CATEGORIES],
   );
-  if (rows[0]) return { previous: 'open' };
-  const found = await db.query<{ state: string; closed_by: string | null; category: string }>(
-    'SELECT state, closed_by, category FROM recon_findings WHERE id = $1',
-    [args.id],
+  const closed = rows.map((r) => Number(r.id));
+  const rest = ids.filter((id) => !closed.includes(id));
+  if (rest.length === 0) return { closed, refused: [] };
+  const found = await db.query<{ id: string; state: string; closed_by: string | null; category: string }>(
+    'SELECT id, state, closed_by, category FROM recon_findings WHERE id = ANY($1::bigint[])',
+    [rest],
   );
-  const finding = found.rows[0];
-  if (!finding)
+  const byId = new Map(found.rows.map((r) => [Number(r.id), r]));
+  const refused = rest.map((id) => {
+    const finding = byId.get(id);
+    if (!finding) return { id, reason: `no finding with id ${id}` };
+    if (args.notDuplicate && !(DUPLICATE_SET_CATEGORIES as readonly string[]).includes(finding.category))
+      return {
+        id,
+        reason: `finding ${id} is ${finding.category}: not-a-duplicate is for ${DUPLICATE_SET_CATEGORIES.join(' and ')} findings`,
+      };
+    return {
+      id,
+      reason: `finding ${id} is already ${finding.state}${finding.closed_by ? ` (by ${finding.closed_by})` : ''}`,
+    };
+  });
+  return { closed, refused };
+}
+
+/** A person closes an open finding; the audit keeps who, when and why. */
+export async function resolveFinding(
+  db: Queryable,
+  args: CloseFindings & { id: number },
+): Promise<{ previous: string }> {
+  const { refused } = await resolveFindings(db, { ...args, ids: [args.id] });
+  const problem = refused[0];
+  if (!problem) return { previous: 'open' };
+  if (problem.reason.startsWith('no finding'))
     throw new FindingNotFoundError(`no finding with id ${args.id}: see \`sweeper status\` or \`sweeper report\``);
-  if (args.notDuplicate && !(DUPLICATE_SET_CATEGORIES as readonly string[]).includes(finding.category))
+  if (problem.reason.includes('not-a-duplicate'))
     throw new NotADuplicateError(
-      `finding ${args.id} is ${finding.category}: --not-duplicate is for ${DUPLICATE_SET_CATEGORIES.join(' and ')} findings; ` +
-        'close it without --not-duplicate',
+      `${problem.reason.replace('not-a-duplicate', '--not-duplicate')}; close it without --not-duplicate`,
     );
-  throw new FindingNotFoundError(
-    `finding ${args.id} is already ${finding.state}${finding.closed_by ? ` (by ${finding.closed_by})` : ''}: only open findings are resolved`,
-  );
+  throw new FindingNotFoundError(`${problem.reason}: only open findings are resolved`);
 }
 
 /** Below this estimate the claim store is counted exactly; above it, the planner's estimate is the count. */
