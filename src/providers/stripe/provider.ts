@@ -1,3 +1,4 @@
+import { createStripePayouts } from './payouts.js';
 import { createStripeRefunds } from './refunds.js';
 import type Stripe from 'stripe';
 import { accountIdOf } from '../../domain/identity.js';
@@ -89,6 +90,7 @@ export function createStripeProvider(options: StripeProviderOptions): StripeProv
       })(),
     listChanges: changeSource(createEventReader({ stripe, budget, counters })),
     listRefunds: refunds.listRefunds,
+    payouts: createStripePayouts({ stripe, budget, counters }),
     evidence: {
       ...createStripeEvidence({ stripe, budget, counters, metadataKeys: options.metadataKeys }),
       refundsById: refunds.refundsById,
