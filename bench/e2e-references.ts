@@ -83,6 +83,8 @@ const PATH_STATEMENTS: Record<string, string> = {
   suspects: '%sc.reference IS NULL%',
   verdicts: '%FROM recon_finding_charges WHERE account = $1 AND charge_id = ANY%',
   close_healed_duplicates: '%JOIN unnest($2::text[], $3::text[]) AS g(tenant_id, reference)%',
+  // Not the duplicate path: the closing of healed findings every batch runs, for comparison.
+  close_healed_findings: '%CROSS JOIN LATERAL (SELECT x.id FROM recon_findings x%',
   // PostgreSQL's own foreign-key check, one per row of recon_finding_charges (nested: counted "in all").
   finding_charges_key_checks: '%FROM ONLY "public"."recon_findings" x WHERE "id"%FOR KEY SHARE%',
 };

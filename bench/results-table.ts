@@ -205,6 +205,14 @@ if (refs) {
     '—',
     `what ${fmt(set.charges / 100, 0)} \`duplicate_effect\` findings add: their rows, the charges they name, the closing of healed ones`,
   ]);
+  /** The statement that took the most time in each run of a variant (the same one, or each named). */
+  const costliest = (v: string) => {
+    const tops = (runs[v] ?? []).map((r) => (r.statements as Json | null)?.most_time?.[0] as Json | undefined);
+    const text = (t: Json | undefined) => (t ? `\`${(t.query as string).slice(0, 48)}…\`` : '?');
+    const time = (t: Json | undefined) => `${fmt((t?.ms ?? 0) / 1000, 1)} s`;
+    if (new Set(tops.map(text)).size === 1) return `${text(tops[0])} ${tops.map(time).join(', ')}`;
+    return tops.map((t) => `${text(t)} ${time(t)}`).join(', ');
+  };
   for (const v of ['none', 'unique', 'duplicates']) {
     const m = med[v];
     if (!m || m.sql_per_page_top_level === null) continue;
@@ -213,11 +221,11 @@ if (refs) {
       `**${fmt(m.sql_per_page_top_level)}** top level, **${fmt(m.sql_per_page_all)}** in all`,
       '≤ 2 top level, ≤ 5 in all',
       met(m.sql_per_page_top_level <= 2 && m.sql_per_page_all <= 5),
-      `statement time at top level ${fmt(m.top_level_exec_s)} s; the duplicate path's statements, calls / ms: ${Object.entries(
+      `statement time at top level ${fmt(m.top_level_exec_s)} s; statements by their text (settings), calls / ms: ${Object.entries(
         m.path_statements_calls as Record<string, number | null>,
       )
         .map(([k, calls]) => `${k.replace(/_/g, ' ')} ${fmt(calls, 0)} / ${fmt((m.path_statements_ms as Json)[k], 0)}`)
-        .join(', ')}`,
+        .join(', ')}; the costliest statement of each run: ${costliest(v)}`,
     ]);
   }
 }
@@ -231,6 +239,13 @@ if (scales.some((s) => s !== 1))
   notes.push(
     `**BENCH_SCALE ${scales.join(', ')}**: not the issue's sizes; the ratios are not comparable with its goals.`,
   );
+
+/** The processor, or each benchmark's when they differ (a machine's results can span hosts). */
+function cpuModels(): string {
+  const each = headline.map((r) => ({ name: r.benchmark as string, cpu: r.machine.cpu_model as string }));
+  if (new Set(each.map((e) => e.cpu)).size === 1) return each[0]?.cpu ?? (base.machine.cpu_model as string);
+  return each.map((e) => `${e.name}: ${e.cpu}`).join('; ');
+}
 
 /** One commit, or each benchmark's when they differ (results from several invocations). */
 function codeMeasured(): string {
@@ -253,7 +268,7 @@ const lines: string[] = [
   '',
   '## Machine',
   '',
-  `- ${m.cores} cores (${m.cpu_model}), ${m.memory_gb} GB, ${m.os}; load average (1, 5, 15 min) ${headline
+  `- ${m.cores} cores (${cpuModels()}), ${m.memory_gb} GB, ${m.os}; load average (1, 5, 15 min) ${headline
     .map(
       (r) =>
         `${r.benchmark}: ${(r.machine.load_average_at_start as number[]).join(' / ')} at the start, ${((r.load_average_at_end ?? []) as number[]).join(' / ')} at the end`,
@@ -306,7 +321,7 @@ if (refs) {
   const set = refs.settings as Json;
   const index = ((refs.runs as Record<string, Json[]>).duplicates ?? [])[0]?.references_index as Json | undefined;
   lines.push(
-    `- **References** (bench/e2e-references.ts): \`sweeper backfill\` of ${fmt(set.charges, 0)} realistic charges over ${set.window.from} .. ${set.window.to}, no latency, no limit, \`SWEEPER_STRIPE_RATE=${set.sweeper_stripe_rate}\`, the workload above, in three variants run in turns, ${set.rounds} rounds: \`none\` (no charge names a reference; \`SWEEPER_SUSPECT_WINDOW=0\`), \`unique\` (every charge, the unattributed ones too, names its own \`${set.reference_key}\`), \`duplicates\` (as \`unique\`, but in every 100 charges slots 0 and 1 name one reference: the same tenant, amount ${fmt(set.pair_amount, 0)} and currency, keys of their own, both matched). The pairs' charges are seeded as one batch of fixed amount in every variant, so the variants differ only in the references the charges, claims and payment rows name.${index ? ` stripe_charge_references after the run: ${fmt(index.rows, 0)} rows, ${fmt(index.mb, 1)} MB.` : ''} The duplicate path's statements by their text: ${Object.entries(
+    `- **References** (bench/e2e-references.ts): \`sweeper backfill\` of ${fmt(set.charges, 0)} realistic charges over ${set.window.from} .. ${set.window.to}, no latency, no limit, \`SWEEPER_STRIPE_RATE=${set.sweeper_stripe_rate}\`, the workload above, in three variants run in turns, ${set.rounds} rounds: \`none\` (no charge names a reference; \`SWEEPER_SUSPECT_WINDOW=0\`), \`unique\` (every charge, the unattributed ones too, names its own \`${set.reference_key}\`), \`duplicates\` (as \`unique\`, but in every 100 charges slots 0 and 1 name one reference: the same tenant, amount ${fmt(set.pair_amount, 0)} and currency, keys of their own, both matched). The pairs' charges are seeded as one batch of fixed amount in every variant, so the variants differ only in the references the charges, claims and payment rows name.${index ? ` stripe_charge_references after the run: ${fmt(index.rows, 0)} rows, ${fmt(index.mb, 1)} MB.` : ''} The statements counted by their text (the duplicate path's, and the closing of healed findings for comparison): ${Object.entries(
       set.path_statements as Record<string, string>,
     )
       .map(([k, like]) => `${k.replace(/_/g, ' ')} \`${like}\``)
