@@ -14,11 +14,11 @@ import type { StripeDouble } from '../testkit/stripe-double/index.js';
 import { ensureDayPartitions, utcDay } from '../src/db/partitions.js';
 import type { BenchServer, StatementCounts } from './pg-server.js';
 import { insideLimit, memoryLimitFromEnv, type MemoryLimit } from './memory-limit.js';
+import { DAY_MS, HOUR_MS } from '../src/time/units.js';
 
 export const ROOT = fileURLToPath(new URL('../', import.meta.url));
 export const LIST = 'GET /v1/charges';
-export const HOUR_MS = 3_600_000;
-export const DAY_MS = 24 * HOUR_MS;
+export { DAY_MS, HOUR_MS } from '../src/time/units.js';
 
 /** BENCH_SCALE multiplies every charge count (1 = the sizes; 0.05 for a smoke run of a few minutes). */
 export const SCALE = (() => {

@@ -54,11 +54,11 @@ import {
 } from './e2e-support.js';
 import { writeResult } from './support.js';
 import { countCpu } from './cpu-parties.js';
+import { MINUTE_MS } from '../src/time/units.js';
 
 const SIZES = [scaled(10_000), scaled(100_000), scaled(1_000_000)];
 const NEW_CHARGES = scaled(5_000);
 const STRIPE_RATE = process.env.BENCH_UNTHROTTLED_RATE ?? '1000';
-const MINUTE_MS = 60_000;
 const REPEATS = Math.max(1, Number(process.env.BENCH_SCHEDULED_REPEATS ?? 3));
 
 ensureBuilt();

@@ -18,12 +18,13 @@ import { startStripeDouble } from '../testkit/stripe-double/index.js';
 import { createStripeClient } from '../src/providers/stripe/client.js';
 import { createEventReader } from '../src/providers/stripe/events.js';
 import { RateBudget } from '../src/providers/stripe/rate-budget.js';
+import { DAY_SECONDS } from '../src/time/units.js';
 
 const BULK = 1_000_000;
 const READ = 100_000;
 const REFUNDS = 100;
 const NOW_S = Date.parse('2026-03-10T00:00:00Z') / 1000;
-const FROM = NOW_S - 86_400;
+const FROM = NOW_S - DAY_SECONDS;
 
 const heapMb = () => {
   globalThis.gc?.();

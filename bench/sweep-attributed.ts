@@ -11,6 +11,7 @@ import type { NormalizedCharge } from '../src/sweep/provider.js';
 import { sweep, sweepOptions, type ChargeSource } from '../src/sweep/sweep.js';
 import { benchDatabase, countStatements, noEvidenceNeeded, writeResult } from './support.js';
 import { STRIPE_IDEMPOTENCY_WINDOW_MS } from '../src/providers/stripe/limits.js';
+import { DAY_MS, HOUR_MS } from '../src/time/units.js';
 
 const CHARGES = Number(process.env.BENCH_CHARGES ?? 100_000);
 const HISTORY = Number(process.env.BENCH_HISTORY ?? 200_000);
@@ -104,14 +105,14 @@ try {
     sweepOptions({
       mode: 'backfill',
       accounts: ['platform'],
-      window: { from: DAY, to: new Date(DAY.getTime() + 86_400_000) },
+      window: { from: DAY, to: new Date(DAY.getTime() + DAY_MS) },
     }),
   );
   const seconds = (performance.now() - started) / 1000;
   if (process.env.BENCH_EXPLAIN) {
     // One slice's facts gather, statement by statement, as PostgreSQL runs it.
     const { SLICE_FACTS_SQL } = await import('../src/sweep/facts-sql.js');
-    const [from, to] = [new Date(DAY.getTime() + 3_600_000), new Date(DAY.getTime() + 7_200_000)];
+    const [from, to] = [new Date(DAY.getTime() + HOUR_MS), new Date(DAY.getTime() + 2 * HOUR_MS)];
     const slice = ['platform', from, to, from, to]; // the slice, and what was listed for it
     const explain = async (label: string, sql: string, args: unknown[]) => {
       const plan = await db.pool.query(`EXPLAIN (ANALYZE, BUFFERS) ${sql}`, args);

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The Stripe double as a process (README "A run against a Stripe you start by hand"):
-// `npx sweeper-stripe-double --port 12111 [--charges FILE]`. It is part of the test kit,
+// `sweeper-stripe-double --port 12111 [--charges FILE]` (in a clone: `node bin/sweeper-stripe-double.js …`;
+// run directly, so `kill $!` stops the double itself, not an npm around it). It is part of the test kit,
 // compiled to dist-testkit/ (never into dist/) by `npm run build`, which `npm ci` runs;
 // a production image has no test kit.
 import { existsSync } from 'node:fs';

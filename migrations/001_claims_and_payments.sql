@@ -40,6 +40,11 @@ CREATE TABLE idempotency_keys (
   -- the request fingerprint; NULL when the writer gave none. Two payments for one
   -- reference under two keys are a duplicate_effect (docs/judgement.md).
   reference           text,
+  -- What the claim stands for: NULL or 'charge' (a payment), 'refund' (a refund of
+  -- `target`, a charge id). Claims of other writers that store a Stripe Refund object as
+  -- their answer are refund claims too (sweeper_claim_is_refund).
+  operation           text        CHECK (operation IN ('charge', 'refund')),
+  target              text,
   CHECK (status <> 'in_flight' OR locked_until IS NOT NULL),
   CHECK (status <> 'completed' OR (response_status IS NOT NULL AND completed_at IS NOT NULL)),
   -- A partitioned table's unique index must include the partition key, so this only says
@@ -65,6 +70,8 @@ CREATE FUNCTION sweeper_answer_charge(body jsonb) RETURNS text
 AS $$
   SELECT CASE
     WHEN jsonb_typeof(body) IS DISTINCT FROM 'object' THEN NULL
+    -- A Refund object names the charge it refunds: not a charge this claim made.
+    WHEN body->>'object' = 'refund' THEN NULL
     WHEN jsonb_typeof(body->'charge') = 'string' THEN body->>'charge'
     WHEN jsonb_typeof(body->'charge') = 'object' THEN body->'charge'->>'id'
     WHEN body->>'object' = 'charge' THEN body->>'id'
@@ -329,7 +336,7 @@ REVOKE EXECUTE ON FUNCTION sweeper_ensure_day_partitions(regclass, date, date) F
 CREATE FUNCTION sweeper_take_claim(
   p_tenant_id text, p_key text, p_fingerprint text, p_downstream_key text,
   p_now timestamptz, p_lease interval, p_account_id text, p_amount bigint, p_currency text,
-  p_reference text DEFAULT NULL
+  p_reference text DEFAULT NULL, p_operation text DEFAULT NULL, p_target text DEFAULT NULL
 ) RETURNS TABLE (
   outcome text, attempt int, status text, created_at timestamptz, locked_until timestamptz,
   response_status int, response_body jsonb, downstream_key text
@@ -349,9 +356,9 @@ BEGIN
     IF FOUND THEN
       INSERT INTO idempotency_keys AS k (tenant_id, key, request_fingerprint, status, locked_until, attempt,
                                          downstream_key, account_id, amount, currency, created_at, updated_at,
-                                         reference)
+                                         reference, operation, target)
       VALUES (p_tenant_id, p_key, p_fingerprint, 'in_flight', p_now + p_lease, 1, p_downstream_key, p_account_id,
-              p_amount, p_currency, p_now, p_now, p_reference)
+              p_amount, p_currency, p_now, p_now, p_reference, p_operation, p_target)
       RETURNING 'claimed', k.attempt, k.status, k.created_at, k.locked_until, k.response_status,
                 k.response_body, k.downstream_key
       INTO outcome, attempt, status, created_at, locked_until, response_status, response_body, downstream_key;
@@ -419,7 +426,15 @@ CREATE TABLE payments (
   -- As idempotency_keys.account: 'platform' or acct_…, derived from account_id.
   account           text        GENERATED ALWAYS AS (coalesce(account_id, 'platform')) STORED,
   -- As idempotency_keys.reference.
-  reference         text
+  reference         text,
+  -- Where the dispute on the charge stands (Stripe's dispute status: warning_needs_response,
+  -- needs_response, under_review, won, lost, …), NULL when none: followed through events.
+  dispute_status    text,
+  -- From the charge's balance transaction, once its payout reconciles: what finance books.
+  fee               bigint,
+  net               bigint,
+  settlement_currency text,
+  exchange_rate     numeric
 );
 
 CREATE INDEX payments_tenant_key ON payments (tenant_id, idempotency_key);
@@ -451,3 +466,37 @@ CREATE TABLE claim_quota (
   count     int         NOT NULL CHECK (count >= 0),
   PRIMARY KEY (tenant_id, minute)
 );
+
+-- Refunds the application made (the claim library's refundOnce): one row per Stripe refund,
+-- committed with its claim's completion, as payments are for charges. A repair inserts
+-- with ON CONFLICT (refund_id) DO NOTHING.
+CREATE TABLE payment_refunds (
+  id              bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  refund_id       text        NOT NULL UNIQUE,
+  charge_id       text        NOT NULL,
+  tenant_id       text,
+  idempotency_key text,
+  account_id      text,       -- Stripe Connect account; NULL = the platform
+  amount          bigint      NOT NULL CHECK (amount >= 0),
+  currency        char(3)     NOT NULL CHECK (currency = lower(currency)),
+  status          text        NOT NULL CHECK (status IN ('pending', 'requires_action', 'succeeded', 'failed', 'canceled')),
+  created_at      timestamptz NOT NULL,
+  updated_at      timestamptz NOT NULL,
+  account         text        GENERATED ALWAYS AS (coalesce(account_id, 'platform')) STORED
+);
+CREATE INDEX payment_refunds_tenant_key ON payment_refunds (tenant_id, idempotency_key);
+CREATE INDEX payment_refunds_account_created_at ON payment_refunds (account, created_at);
+CREATE INDEX payment_refunds_charge ON payment_refunds (charge_id);
+
+-- Whether a claim stands for a refund: by its column, or by the Stripe Refund object its
+-- writer stored as the answer.
+CREATE FUNCTION sweeper_claim_is_refund(operation text, body jsonb) RETURNS boolean
+  LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+  SELECT coalesce(operation = 'refund', jsonb_typeof(body) = 'object' AND body->>'object' = 'refund', false)
+$$;
+
+-- The sweep's refunds step asks first whether a window has any refund claim at all, so an
+-- account that makes no refunds costs no listing: a small index of refund claims answers it.
+CREATE INDEX idempotency_keys_refund_claims ON idempotency_keys (account, updated_at)
+  WHERE sweeper_claim_is_refund(operation, response_body);

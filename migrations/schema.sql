@@ -8,6 +8,8 @@ CREATE FUNCTION public.sweeper_answer_charge(body jsonb) RETURNS text
     AS $$
   SELECT CASE
     WHEN jsonb_typeof(body) IS DISTINCT FROM 'object' THEN NULL
+    -- A Refund object names the charge it refunds: not a charge this claim made.
+    WHEN body->>'object' = 'refund' THEN NULL
     WHEN jsonb_typeof(body->'charge') = 'string' THEN body->>'charge'
     WHEN jsonb_typeof(body->'charge') = 'object' THEN body->'charge'->>'id'
     WHEN body->>'object' = 'charge' THEN body->>'id'
@@ -18,6 +20,12 @@ CREATE FUNCTION public.sweeper_answer_charge(body jsonb) RETURNS text
       END,
       body->'charges'->'data'->0->>'id')
   END
+$$;
+
+CREATE FUNCTION public.sweeper_claim_is_refund(operation text, body jsonb) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  SELECT coalesce(operation = 'refund', jsonb_typeof(body) = 'object' AND body->>'object' = 'refund', false)
 $$;
 
 CREATE FUNCTION public.sweeper_ensure_day_partitions(p_parent regclass, p_from date, p_to date) RETURNS integer
@@ -211,7 +219,7 @@ CREATE FUNCTION public.sweeper_recreated_fingerprint() RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$ SELECT 'sweeper:recreated' $$;
 
-CREATE FUNCTION public.sweeper_take_claim(p_tenant_id text, p_key text, p_fingerprint text, p_downstream_key text, p_now timestamp with time zone, p_lease interval, p_account_id text, p_amount bigint, p_currency text, p_reference text DEFAULT NULL::text) RETURNS TABLE(outcome text, attempt integer, status text, created_at timestamp with time zone, locked_until timestamp with time zone, response_status integer, response_body jsonb, downstream_key text)
+CREATE FUNCTION public.sweeper_take_claim(p_tenant_id text, p_key text, p_fingerprint text, p_downstream_key text, p_now timestamp with time zone, p_lease interval, p_account_id text, p_amount bigint, p_currency text, p_reference text DEFAULT NULL::text, p_operation text DEFAULT NULL::text, p_target text DEFAULT NULL::text) RETURNS TABLE(outcome text, attempt integer, status text, created_at timestamp with time zone, locked_until timestamp with time zone, response_status integer, response_body jsonb, downstream_key text)
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
@@ -229,9 +237,9 @@ BEGIN
     IF FOUND THEN
       INSERT INTO idempotency_keys AS k (tenant_id, key, request_fingerprint, status, locked_until, attempt,
                                          downstream_key, account_id, amount, currency, created_at, updated_at,
-                                         reference)
+                                         reference, operation, target)
       VALUES (p_tenant_id, p_key, p_fingerprint, 'in_flight', p_now + p_lease, 1, p_downstream_key, p_account_id,
-              p_amount, p_currency, p_now, p_now, p_reference)
+              p_amount, p_currency, p_now, p_now, p_reference, p_operation, p_target)
       RETURNING 'claimed', k.attempt, k.status, k.created_at, k.locked_until, k.response_status,
                 k.response_body, k.downstream_key
       INTO outcome, attempt, status, created_at, locked_until, response_status, response_body, downstream_key;
@@ -330,16 +338,46 @@ CREATE TABLE public.idempotency_keys (
     response_outcome text,
     account text GENERATED ALWAYS AS (COALESCE(account_id, 'platform'::text)) STORED,
     reference text,
+    operation text,
+    target text,
     CONSTRAINT idempotency_keys_amount_check CHECK ((amount > 0)),
     CONSTRAINT idempotency_keys_attempt_check CHECK ((attempt >= 1)),
     CONSTRAINT idempotency_keys_check CHECK (((status <> 'in_flight'::text) OR (locked_until IS NOT NULL))),
     CONSTRAINT idempotency_keys_check1 CHECK (((status <> 'completed'::text) OR ((response_status IS NOT NULL) AND (completed_at IS NOT NULL)))),
     CONSTRAINT idempotency_keys_currency_check CHECK ((currency ~ '^[a-z]{3}$'::text)),
     CONSTRAINT idempotency_keys_downstream_key_check CHECK (((length(downstream_key) >= 1) AND (length(downstream_key) <= 255))),
+    CONSTRAINT idempotency_keys_operation_check CHECK ((operation = ANY (ARRAY['charge'::text, 'refund'::text]))),
     CONSTRAINT idempotency_keys_response_outcome_check CHECK ((response_outcome = ANY (ARRAY['success'::text, 'pending_action'::text, 'declined'::text, 'rejected'::text]))),
     CONSTRAINT idempotency_keys_status_check CHECK ((status = ANY (ARRAY['in_flight'::text, 'completed'::text, 'released'::text])))
 )
 PARTITION BY RANGE (created_at);
+
+CREATE TABLE public.payment_refunds (
+    id bigint NOT NULL,
+    refund_id text NOT NULL,
+    charge_id text NOT NULL,
+    tenant_id text,
+    idempotency_key text,
+    account_id text,
+    amount bigint NOT NULL,
+    currency character(3) NOT NULL,
+    status text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    account text GENERATED ALWAYS AS (COALESCE(account_id, 'platform'::text)) STORED,
+    CONSTRAINT payment_refunds_amount_check CHECK ((amount >= 0)),
+    CONSTRAINT payment_refunds_currency_check CHECK (((currency)::text = lower((currency)::text))),
+    CONSTRAINT payment_refunds_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'requires_action'::text, 'succeeded'::text, 'failed'::text, 'canceled'::text])))
+);
+
+ALTER TABLE public.payment_refunds ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.payment_refunds_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 CREATE TABLE public.payments (
     id bigint NOT NULL,
@@ -357,6 +395,11 @@ CREATE TABLE public.payments (
     updated_at timestamp with time zone NOT NULL,
     account text GENERATED ALWAYS AS (COALESCE(account_id, 'platform'::text)) STORED,
     reference text,
+    dispute_status text,
+    fee bigint,
+    net bigint,
+    settlement_currency text,
+    exchange_rate numeric,
     CONSTRAINT payments_amount_check CHECK ((amount >= 0)),
     CONSTRAINT payments_amount_refunded_check CHECK ((amount_refunded >= 0)),
     CONSTRAINT payments_currency_check CHECK (((currency)::text = lower((currency)::text))),
@@ -423,6 +466,13 @@ ALTER TABLE public.recon_findings ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTI
     NO MINVALUE
     NO MAXVALUE
     CACHE 1
+);
+
+CREATE TABLE public.recon_refund_cursors (
+    account text NOT NULL,
+    cursor timestamp with time zone NOT NULL,
+    run_id text NOT NULL,
+    updated_at timestamp with time zone NOT NULL
 );
 
 CREATE TABLE public.recon_refunds (
@@ -535,6 +585,20 @@ CREATE TABLE public.stripe_charges (
 )
 PARTITION BY RANGE (created);
 
+CREATE TABLE public.stripe_refunds (
+    account text NOT NULL,
+    refund_id text NOT NULL,
+    charge_id text NOT NULL,
+    created timestamp with time zone NOT NULL,
+    amount bigint NOT NULL,
+    currency character(3) NOT NULL,
+    status text NOT NULL,
+    failure_reason text,
+    tenant_id text,
+    idempotency_key text,
+    fetched_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE public.sweeper_migrations (
     id integer NOT NULL,
     name text NOT NULL,
@@ -557,6 +621,12 @@ ALTER TABLE ONLY public.idempotency_key_directory
 ALTER TABLE ONLY public.idempotency_keys
     ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (tenant_id, key, created_at);
 
+ALTER TABLE ONLY public.payment_refunds
+    ADD CONSTRAINT payment_refunds_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.payment_refunds
+    ADD CONSTRAINT payment_refunds_refund_id_key UNIQUE (refund_id);
+
 ALTER TABLE ONLY public.payments
     ADD CONSTRAINT payments_charge_id_key UNIQUE (charge_id);
 
@@ -577,6 +647,9 @@ ALTER TABLE ONLY public.recon_findings
 
 ALTER TABLE ONLY public.recon_findings
     ADD CONSTRAINT recon_findings_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.recon_refund_cursors
+    ADD CONSTRAINT recon_refund_cursors_pkey PRIMARY KEY (account);
 
 ALTER TABLE ONLY public.recon_refunds
     ADD CONSTRAINT recon_refunds_pkey PRIMARY KEY (charge_id);
@@ -599,6 +672,9 @@ ALTER TABLE ONLY public.stripe_charge_references
 ALTER TABLE ONLY public.stripe_charges
     ADD CONSTRAINT stripe_charges_pkey PRIMARY KEY (charge_id, created);
 
+ALTER TABLE ONLY public.stripe_refunds
+    ADD CONSTRAINT stripe_refunds_pkey PRIMARY KEY (refund_id);
+
 ALTER TABLE ONLY public.sweeper_migrations
     ADD CONSTRAINT sweeper_migrations_pkey PRIMARY KEY (id);
 
@@ -610,7 +686,15 @@ CREATE INDEX idempotency_keys_answer_charge ON ONLY public.idempotency_keys USIN
 
 CREATE INDEX idempotency_keys_in_flight ON ONLY public.idempotency_keys USING btree (locked_until) WHERE (status = 'in_flight'::text);
 
+CREATE INDEX idempotency_keys_refund_claims ON ONLY public.idempotency_keys USING btree (account, updated_at) WHERE public.sweeper_claim_is_refund(operation, response_body);
+
 CREATE INDEX idempotency_keys_tenant_account ON ONLY public.idempotency_keys USING btree (tenant_id, account_id);
+
+CREATE INDEX payment_refunds_account_created_at ON public.payment_refunds USING btree (account, created_at);
+
+CREATE INDEX payment_refunds_charge ON public.payment_refunds USING btree (charge_id);
+
+CREATE INDEX payment_refunds_tenant_key ON public.payment_refunds USING btree (tenant_id, idempotency_key);
 
 CREATE INDEX payments_account_created_at ON public.payments USING btree (account, created_at);
 
@@ -643,6 +727,10 @@ CREATE INDEX stripe_charge_keys_created ON public.stripe_charge_keys USING btree
 CREATE INDEX stripe_charge_references_created ON public.stripe_charge_references USING btree (created);
 
 CREATE INDEX stripe_charges_account_created ON ONLY public.stripe_charges USING btree (account, created);
+
+CREATE INDEX stripe_refunds_account_created ON public.stripe_refunds USING btree (account, created);
+
+CREATE INDEX stripe_refunds_key ON public.stripe_refunds USING btree (account, tenant_id, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 
 CREATE TRIGGER idempotency_keys_deleted AFTER DELETE ON public.idempotency_keys REFERENCING OLD TABLE AS old_claims FOR EACH STATEMENT EXECUTE FUNCTION public.sweeper_forget_claim_keys();
 

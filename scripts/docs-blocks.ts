@@ -4,7 +4,9 @@
  * test/unit/docs-sync.test.ts compares with the committed files. Each block is derived
  * from the one definition of what it shows, so the docs cannot drift from the code.
  */
-import { configVariables } from '../src/config.js';
+import { alertEnvSchema } from '../src/alerts/config.js';
+import { configVariables, type ConfigVariable } from '../src/config.js';
+import { metricsEnvSchema } from '../src/metrics/config.js';
 import {
   CATEGORIES,
   FINDING_CATEGORY_DEFINITIONS,
@@ -12,14 +14,14 @@ import {
   type FindingCategory,
 } from '../src/sweep/categories.js';
 
-export type BlockName = 'categories' | 'runbook' | 'config';
+export type BlockName = 'categories' | 'runbook' | 'config' | 'sinks';
 
 /** Which blocks each file holds (paths from the repository's root). */
 export const GENERATED_FILES: Readonly<Record<string, readonly BlockName[]>> = {
   'README.md': ['categories'],
   'docs/judgement.md': ['categories'],
   'docs/operations.md': ['runbook'],
-  'docs/configuration.md': ['config'],
+  'docs/configuration.md': ['config', 'sinks'],
 };
 
 /** The width the prose of the docs wraps at. */
@@ -66,19 +68,29 @@ export function runbookBlock(): string {
     .join('\n');
 }
 
-/** The configuration table: every variable of the schema in src/config.ts, in its order. */
-export function configBlock(): string {
-  const rows = configVariables().map(
+function variablesTable(variables: readonly ConfigVariable[]): string {
+  const rows = variables.map(
     (v) =>
       `| \`${v.name}\` | ${v.fallback === undefined ? '—' : `\`${v.fallback}\``} | ${cell(v.bounds ?? '—')} | ${cell(v.description)} |`,
   );
   return ['| variable | default | accepted | meaning |', '|---|---|---|---|', ...rows].join('\n');
 }
 
+/** The configuration table: every variable of the schema in src/config.ts, in its order. */
+export function configBlock(): string {
+  return variablesTable(configVariables());
+}
+
+/** The alert sinks' and the metrics' variables, from their schemas (src/alerts/config.ts, src/metrics/config.ts). */
+export function sinksBlock(): string {
+  return variablesTable([...configVariables(alertEnvSchema.shape), ...configVariables(metricsEnvSchema.shape)]);
+}
+
 const RENDER: Record<BlockName, () => string> = {
   categories: categoriesBlock,
   runbook: runbookBlock,
   config: configBlock,
+  sinks: sinksBlock,
 };
 
 const BLOCK = /(<!-- generated:([a-z-]+)\b[^\n]*?-->\n)([\s\S]*?)(<!-- \/generated:\2 -->)/g;

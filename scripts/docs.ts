@@ -1,8 +1,9 @@
 /**
  * `npm run docs:generate`: rewrites the generated blocks of README.md and docs/ from the
  * code (scripts/docs-blocks.ts). Run it after changing a finding category
- * (src/sweep/categories.ts) or a configuration variable (src/config.ts), and commit the
- * result: test/unit/docs-sync.test.ts fails while the committed Markdown differs.
+ * (src/sweep/categories.ts) or a configuration variable (src/config.ts, src/alerts/config.ts,
+ * src/metrics/config.ts), and commit the result: test/unit/docs-sync.test.ts fails while
+ * the committed Markdown differs.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

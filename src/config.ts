@@ -3,6 +3,9 @@ import { ConfigError } from './errors.js';
 import { registerSecretsFromEnv } from './secrets.js';
 import { parseDuration, formatDuration } from './time/duration.js';
 import { parseStoredAnswerMapping, type StoredAnswerMapping } from './sweep/stored-answer.js';
+import { DAY_MS, HOUR_MS, MINUTE_MS } from './time/units.js';
+import { parseAddressList, type AddressEntry } from './serve/addresses.js';
+import { AUTOMATIC_ACTOR, MAX_NAME_LENGTH, personName } from './serve/names.js';
 
 /**
  * Configuration comes from the environment (12-factor), is read once at start and
@@ -13,37 +16,36 @@ import { parseStoredAnswerMapping, type StoredAnswerMapping } from './sweep/stor
  * table is generated from this schema (`npm run docs:generate`, `configVariables`).
  */
 
-const MINUTE = 60_000;
-const HOUR = 60 * MINUTE;
-const DAY = 24 * HOUR;
-
 /** Each duration variable's default and bounds (inclusive). */
 export const DURATION_BOUNDS = {
-  SWEEPER_CLAIM_LEASE: { fallback: '2m', min: 1_000, max: HOUR },
-  SWEEPER_RETENTION: { fallback: '7d', min: HOUR, max: 366 * DAY },
-  SWEEPER_SETTLE: { fallback: '10m', min: MINUTE, max: DAY },
-  SWEEPER_OVERLAP: { fallback: '15m', min: 1_000, max: DAY },
-  SWEEPER_SLICE: { fallback: '1h', min: MINUTE, max: DAY },
-  SWEEPER_FIRST_RUN_LOOKBACK: { fallback: '1d', min: MINUTE, max: 31 * DAY },
-  SWEEPER_RETRY_HORIZON: { fallback: '1d', min: MINUTE, max: 30 * DAY },
-  SWEEPER_SHUTDOWN_GRACE: { fallback: '20s', min: 1_000, max: 5 * MINUTE },
-  SWEEPER_RUN_DEADLINE: { fallback: '12m', min: 5_000, max: 7 * DAY },
-  SWEEPER_REQUEST_DEADLINE: { fallback: '20s', min: 1_000, max: 5 * MINUTE },
-  SWEEPER_DB_LOCK_TIMEOUT: { fallback: '30s', min: 100, max: 10 * MINUTE },
-  SWEEPER_DB_STATEMENT_TIMEOUT: { fallback: '5m', min: 1_000, max: HOUR },
-  SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT: { fallback: '5m', min: 1_000, max: HOUR },
-  SWEEPER_EVENTS_LAG: { fallback: '5m', min: 1_000, max: 6 * HOUR },
-  SWEEPER_EVENTS_OVERLAP: { fallback: '10m', min: 1_000, max: DAY },
-  SWEEPER_DEEP_READ_EVERY: { fallback: '1d', min: HOUR, max: 31 * DAY },
-  SWEEPER_MAX_LAG: { fallback: '2h', min: 10 * MINUTE, max: 30 * DAY },
-  SWEEPER_PROGRESS_INTERVAL: { fallback: '10s', min: 1_000, max: 15 * MINUTE },
-  SWEEPER_DUPLICATE_LOOKBACK: { fallback: '7d', min: MINUTE, max: 366 * DAY },
-  SWEEPER_SUSPECT_WINDOW: { fallback: '10m', min: 1_000, max: DAY },
+  SWEEPER_CLAIM_LEASE: { fallback: '2m', min: 1_000, max: HOUR_MS },
+  SWEEPER_RETENTION: { fallback: '7d', min: HOUR_MS, max: 366 * DAY_MS },
+  SWEEPER_SETTLE: { fallback: '10m', min: MINUTE_MS, max: DAY_MS },
+  SWEEPER_OVERLAP: { fallback: '15m', min: 1_000, max: DAY_MS },
+  SWEEPER_SLICE: { fallback: '1h', min: MINUTE_MS, max: DAY_MS },
+  SWEEPER_FIRST_RUN_LOOKBACK: { fallback: '1d', min: MINUTE_MS, max: 31 * DAY_MS },
+  SWEEPER_RETRY_HORIZON: { fallback: '1d', min: MINUTE_MS, max: 30 * DAY_MS },
+  SWEEPER_SHUTDOWN_GRACE: { fallback: '20s', min: 1_000, max: 5 * MINUTE_MS },
+  SWEEPER_RUN_DEADLINE: { fallback: '12m', min: 5_000, max: 7 * DAY_MS },
+  SWEEPER_REQUEST_DEADLINE: { fallback: '20s', min: 1_000, max: 5 * MINUTE_MS },
+  SWEEPER_DB_LOCK_TIMEOUT: { fallback: '30s', min: 100, max: 10 * MINUTE_MS },
+  SWEEPER_DB_STATEMENT_TIMEOUT: { fallback: '5m', min: 1_000, max: HOUR_MS },
+  SWEEPER_DB_IDLE_IN_TRANSACTION_TIMEOUT: { fallback: '5m', min: 1_000, max: HOUR_MS },
+  SWEEPER_EVENTS_LAG: { fallback: '5m', min: 1_000, max: 6 * HOUR_MS },
+  SWEEPER_EVENTS_OVERLAP: { fallback: '10m', min: 1_000, max: DAY_MS },
+  SWEEPER_DEEP_READ_EVERY: { fallback: '1d', min: HOUR_MS, max: 31 * DAY_MS },
+  SWEEPER_MAX_LAG: { fallback: '2h', min: 10 * MINUTE_MS, max: 30 * DAY_MS },
+  SWEEPER_PROGRESS_INTERVAL: { fallback: '10s', min: 1_000, max: 15 * MINUTE_MS },
+  SWEEPER_DUPLICATE_LOOKBACK: { fallback: '7d', min: MINUTE_MS, max: 366 * DAY_MS },
+  SWEEPER_SUSPECT_WINDOW: { fallback: '10m', min: 1_000, max: DAY_MS },
+  // Not a page a minute, not silence for more than a week (src/alerts/config.ts).
+  SWEEPER_ALERT_REPEAT: { fallback: '1h', min: MINUTE_MS, max: 7 * DAY_MS },
 } as const satisfies Record<string, { fallback: string; min: number; max: number }>;
 
 type DurationVariable = keyof typeof DURATION_BOUNDS;
 
-const duration = (name: DurationVariable) => {
+/** A duration variable with its default and bounds from DURATION_BOUNDS; the value in milliseconds. */
+export const duration = (name: DurationVariable) => {
   const { fallback, min, max } = DURATION_BOUNDS[name];
   return z
     .string()
@@ -140,11 +142,15 @@ export function urlProblem(
   return null;
 }
 
-const url = (
+/**
+ * An optional URL variable (urlProblem's rules; `pathless`: scheme, host and port only).
+ * The value is echoed in an error only with `echo`, and then never with credentials in it.
+ */
+export const url = (
   name: string,
   protocols: readonly string[],
   example: string,
-  options: { credentials: boolean; host: boolean; pathless?: boolean },
+  options: { credentials: boolean; host: boolean; pathless?: boolean; echo?: boolean },
 ) =>
   z
     .string()
@@ -158,9 +164,45 @@ const url = (
           problem = 'must be a scheme, host and optional port only, without a path or query';
         }
       }
-      // The value is not echoed: it may hold a password.
-      if (problem) ctx.addIssue({ code: 'custom', message: `${name} ${problem}, such as ${example}` });
+      // Not echoed unless asked: it may hold a password or be a secret itself.
+      const got = options.echo ? ` (got "${value.includes('@') ? '[a URL with credentials]' : value}")` : '';
+      if (problem) ctx.addIssue({ code: 'custom', message: `${name} ${problem}, such as ${example}${got}` });
     });
+
+/**
+ * An optional variable read by `parse`: its value, or what is wrong with it (said after the
+ * variable's name); unset: null.
+ */
+const parsedOrNull = <T>(name: string, parse: (text: string) => { value: T } | { problem: string }) =>
+  z
+    .string()
+    .optional()
+    .transform((text, ctx): T | null => {
+      if (text === undefined) return null;
+      const parsed = parse(text);
+      if ('problem' in parsed) {
+        ctx.addIssue({ code: 'custom', message: `${name} ${parsed.problem}` });
+        return z.NEVER;
+      }
+      return parsed.value;
+    });
+
+/** Comma-separated names of people (SWEEPER_UI_RESOLVERS), each as `personName` accepts it. */
+function personNames(text: string): { value: string[] } | { problem: string } {
+  const names: string[] = [];
+  for (const item of text.split(',').filter((n) => n.trim() !== '')) {
+    const checked = personName(item);
+    if ('problem' in checked) return { problem: `holds a name that ${checked.problem}` };
+    names.push(checked.name);
+  }
+  return { value: names };
+}
+
+/** One person's name (SWEEPER_ACTOR). */
+function onePersonName(text: string): { value: string } | { problem: string } {
+  const checked = personName(text);
+  return 'problem' in checked ? checked : { value: checked.name };
+}
 
 /** A share of a whole, written as a percentage such as `5%` (or `0.5%`); a fraction in (0, 1]. */
 const percentage = (name: string, fallback: string) =>
@@ -185,9 +227,12 @@ const percentage = (name: string, fallback: string) =>
  * A backfill's deadline when SWEEPER_RUN_DEADLINE is not set: 5h50m, below the 6 hours
  * of jobs/k8s/backfill-job.yaml. A backfill stopped there resumes from its last slice.
  */
-export const DEFAULT_BACKFILL_DEADLINE_MS = 350 * MINUTE;
+export const DEFAULT_BACKFILL_DEADLINE_MS = 350 * MINUTE_MS;
 
-const hoursAndMinutes = (ms: number) => `${Math.floor(ms / HOUR)}h${Math.round((ms % HOUR) / MINUTE)}m`;
+/** The review page's sign-in token: long enough that guessing it is hopeless. */
+export const MIN_UI_TOKEN_LENGTH = 16;
+
+const hoursAndMinutes = (ms: number) => `${Math.floor(ms / HOUR_MS)}h${Math.round((ms % HOUR_MS) / MINUTE_MS)}m`;
 
 const envSchema = z.object({
   DATABASE_URL: url('DATABASE_URL', ['postgres:', 'postgresql:'], 'postgres://user:password@host:5432/db', {
@@ -343,7 +388,9 @@ const envSchema = z.object({
       message: 'SWEEPER_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent',
     })
     .default('info')
-    .describe('pino level'),
+    .describe(
+      'pino level. Unset, a terminal with pretty logs shows warnings and up and the few info lines an operator acts on ([Seeing a run](operations.md#seeing-a-run)); set, it shows that level everywhere',
+    ),
   SWEEPER_LOG_FORMAT: z
     .enum(['json', 'pretty'], {
       message: 'SWEEPER_LOG_FORMAT must be json or pretty (unset: pretty when stderr is a terminal, JSON otherwise)',
@@ -352,9 +399,48 @@ const envSchema = z.object({
     .describe(
       '`pretty` (pino-pretty, coloured on a terminal) or `json`; unset: pretty when stderr is a terminal, JSON otherwise',
     ),
+  SWEEPER_UI_TOKEN: z
+    .string()
+    .optional()
+    .refine((v) => v === undefined || v.trim().length >= MIN_UI_TOKEN_LENGTH, {
+      // The value is not echoed: it is a secret.
+      message: `SWEEPER_UI_TOKEN must be at least ${MIN_UI_TOKEN_LENGTH} characters, such as the output of openssl rand -base64 32`,
+    })
+    .meta({ bounds: `≥ ${MIN_UI_TOKEN_LENGTH} characters` })
+    .describe(
+      '`sweeper serve`: the shared sign-in token of the review page (a secret: compared in constant time, never logged); each person signs in with it and their name ([the review page](review.md#signing-in))',
+    ),
+  SWEEPER_UI_TRUSTED_HEADER: z
+    .string()
+    .optional()
+    .refine((v) => v === undefined || /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(v.trim()), {
+      message: 'SWEEPER_UI_TRUSTED_HEADER must be an HTTP header name such as X-Forwarded-User',
+    })
+    .meta({ bounds: 'an HTTP header name' })
+    .describe(
+      '`sweeper serve`: the header in which an auth proxy names the signed-in person (e.g. `X-Forwarded-User`); honoured only from `SWEEPER_UI_TRUSTED_PROXIES`, ignored from any other address',
+    ),
+  SWEEPER_UI_TRUSTED_PROXIES: parsedOrNull('SWEEPER_UI_TRUSTED_PROXIES', (text) => {
+    const entries = parseAddressList(text);
+    return typeof entries === 'string' ? { problem: entries } : { value: entries };
+  })
+    .meta({ bounds: 'IP addresses and CIDR networks, comma-separated' })
+    .describe(
+      '`sweeper serve`: the auth proxies and TLS terminators in front of the page (e.g. `10.0.0.5,10.1.0.0/16`): only their `SWEEPER_UI_TRUSTED_HEADER` and `X-Forwarded-Proto`/`-For` are believed',
+    ),
+  SWEEPER_UI_RESOLVERS: parsedOrNull('SWEEPER_UI_RESOLVERS', personNames)
+    .meta({ bounds: 'names, comma-separated' })
+    .describe(
+      '`sweeper serve`: who may resolve, ignore and mark findings not a duplicate (names as they sign in, or as the proxy header gives them; case does not matter); everyone else reads. Unset: nobody changes anything (with `--insecure-local`: the local actor may)',
+    ),
+  SWEEPER_ACTOR: parsedOrNull('SWEEPER_ACTOR', onePersonName)
+    .meta({ bounds: `1–${MAX_NAME_LENGTH} characters, not \`${AUTOMATIC_ACTOR}\`` })
+    .describe(
+      "who a person's action is recorded as when nothing else names them: `sweeper serve --insecure-local`'s one user; unset: the OS user",
+    ),
 });
 
-const MIN_SETTLE_GRACE_MS = 60_000;
+const MIN_SETTLE_GRACE_MS = MINUTE_MS;
 
 export interface Config {
   databaseUrl: string | undefined;
@@ -367,6 +453,8 @@ export interface Config {
   maxAmount: number;
   metadataKeys: MetadataNames;
   logLevel: string;
+  /** SWEEPER_LOG_LEVEL was set: on a terminal too, every line at that level (cli/log-output.ts). */
+  logLevelSet: boolean;
   /** Forced log format; unset, the CLI picks pretty on a terminal and JSON otherwise. */
   logFormat: 'json' | 'pretty' | undefined;
   /** When stderr is not a terminal, a progress log line this often during a sweep. */
@@ -437,9 +525,21 @@ const claimEnvSchema = envSchema.pick({
   SWEEPER_CLAIM_QUOTA: true,
 });
 
-/** Unset and empty variables alike take their defaults; the first problem is thrown as a ConfigError naming its variable. */
-function parseEnv<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv): z.output<S> {
-  const nonEmpty = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+/**
+ * Unset and empty variables alike take their defaults; the first problem is thrown as a
+ * ConfigError naming its variable. `trim`: surrounding white space is dropped first (a
+ * value of spaces is unset), as the alert and metrics variables have always been read.
+ */
+export function parseEnv<S extends z.ZodType>(
+  schema: S,
+  env: Readonly<Record<string, string | undefined>>,
+  options: { trim?: boolean } = {},
+): z.output<S> {
+  const nonEmpty = Object.fromEntries(
+    Object.entries(env)
+      .map(([k, v]) => [k, options.trim ? v?.trim() : v] as const)
+      .filter(([, v]) => v !== undefined && v !== ''),
+  );
   const parsed = schema.safeParse(nonEmpty);
   if (!parsed.success) {
     const first = parsed.error.issues[0];
@@ -495,6 +595,52 @@ export function loadClaimSettings(env: NodeJS.ProcessEnv = process.env): ClaimSe
   };
 }
 
+/** What `sweeper serve` reads besides the sweep's configuration (docs/review.md). */
+export interface ReviewSettings {
+  /** The shared sign-in token; null: no token sign-in. */
+  token: string | null;
+  /** The auth proxy's header naming the person, lower-cased; null: none. */
+  trustedHeader: string | null;
+  /** The proxies whose forwarded headers are believed; empty: none. */
+  trustedProxies: AddressEntry[];
+  /** Who may change anything; everyone else reads. */
+  resolvers: string[];
+  /** SWEEPER_ACTOR: the actor of `--insecure-local`; null: the OS user. */
+  actor: string | null;
+}
+
+const reviewEnvSchema = envSchema.pick({
+  SWEEPER_UI_TOKEN: true,
+  SWEEPER_UI_TRUSTED_HEADER: true,
+  SWEEPER_UI_TRUSTED_PROXIES: true,
+  SWEEPER_UI_RESOLVERS: true,
+  SWEEPER_ACTOR: true,
+});
+
+/**
+ * The review page's variables, each checked as `loadConfig` checks it, and together: a
+ * trusted header needs the proxies it is trusted from. Whether any authentication is
+ * configured at all is `sweeper serve`'s to decide (it may run `--insecure-local`).
+ */
+export function loadReviewSettings(env: NodeJS.ProcessEnv = process.env): ReviewSettings {
+  registerSecretsFromEnv(env);
+  const e = parseEnv(reviewEnvSchema, env);
+  const trustedHeader = e.SWEEPER_UI_TRUSTED_HEADER?.trim().toLowerCase() ?? null;
+  if (trustedHeader !== null && e.SWEEPER_UI_TRUSTED_PROXIES === null) {
+    throw new ConfigError(
+      'SWEEPER_UI_TRUSTED_HEADER is set but SWEEPER_UI_TRUSTED_PROXIES is not: set it to the addresses of the auth proxy, ' +
+        'or anyone could send the header',
+    );
+  }
+  return {
+    token: e.SWEEPER_UI_TOKEN?.trim() ?? null,
+    trustedHeader,
+    trustedProxies: e.SWEEPER_UI_TRUSTED_PROXIES ?? [],
+    resolvers: e.SWEEPER_UI_RESOLVERS ?? [],
+    actor: e.SWEEPER_ACTOR,
+  };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // Before anything can fail: no message about a bad value may carry a secret.
   registerSecretsFromEnv(env);
@@ -533,6 +679,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxAmount: e.SWEEPER_MAX_AMOUNT,
     metadataKeys,
     logLevel: e.SWEEPER_LOG_LEVEL,
+    logLevelSet: env.SWEEPER_LOG_LEVEL !== undefined && env.SWEEPER_LOG_LEVEL !== '',
     logFormat: e.SWEEPER_LOG_FORMAT,
     progressIntervalMs: e.SWEEPER_PROGRESS_INTERVAL,
     accounts,

@@ -1,16 +1,18 @@
+import { ExitCode } from './exit-codes.js';
+
 /**
  * Errors that carry the exit code the CLI should end with. Library code throws
  * these where a caller (or the CLI) branches on the kind of failure.
  */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
-  readonly exitCode = 64;
+  readonly exitCode = ExitCode.usage;
 }
 
 /** The database is unreachable or refused us: the run failed, nothing was written. */
 export class DatabaseUnavailableError extends Error {
   override readonly name = 'DatabaseUnavailableError';
-  readonly exitCode = 1;
+  readonly exitCode = ExitCode.failed;
 }
 
 /** What was thrown, as text: an Error's (or error-like object's) message, else the value itself (`throw undefined` too). */

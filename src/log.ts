@@ -37,6 +37,28 @@ export interface LoggerOptions {
   format?: 'json' | 'pretty';
   /** Pretty only: ANSI colours (a terminal). */
   colorize?: boolean;
+  /**
+   * Below `warn`, only the lines marked `forOperator`: what a person at a terminal acts
+   * on, not the run's own bookkeeping (the CLI on a terminal, SWEEPER_LOG_LEVEL unset).
+   */
+  operatorOnly?: boolean;
+}
+
+/**
+ * Marks a log line as one an operator at a terminal acts on (a wait for a lock, where a
+ * sweep starts, money refunded, …). A symbol, so the JSON line is the same with or without it.
+ */
+const FOR_OPERATOR = Symbol('for the operator');
+
+export function forOperator<T extends object>(fields: T): T {
+  return { ...fields, [FOR_OPERATOR]: true };
+}
+
+const WARN = 40;
+
+function markedForOperator(args: readonly unknown[]): boolean {
+  const first = args[0];
+  return typeof first === 'object' && first !== null && FOR_OPERATOR in first;
 }
 
 export function createLogger(options: LoggerOptions = {}): Logger {
@@ -49,8 +71,17 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       level: options.level ?? 'info',
       base,
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
-      // Replacing text inside JSON strings with '[redacted]' keeps the line valid JSON.
-      hooks: { streamWrite: redact },
+      hooks: {
+        // Replacing text inside JSON strings with '[redacted]' keeps the line valid JSON.
+        streamWrite: redact,
+        ...(options.operatorOnly
+          ? {
+              logMethod(args, method, level) {
+                if (level >= WARN || markedForOperator(args)) method.apply(this, args);
+              },
+            }
+          : {}),
+      },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
     format === 'pretty' ? prettyDestination(destination, options.colorize ?? false) : destination,

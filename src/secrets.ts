@@ -66,7 +66,12 @@ export function registerSecretUrl(url: string | null | undefined): void {
 }
 
 /** Variables whose whole value is a secret, and variables holding URLs that may carry one. */
-export const SECRET_VARIABLES = ['STRIPE_API_KEY', 'SWEEPER_WEBHOOK_SECRET', 'SWEEPER_PAGERDUTY_ROUTING_KEY'] as const;
+export const SECRET_VARIABLES = [
+  'STRIPE_API_KEY',
+  'SWEEPER_WEBHOOK_SECRET',
+  'SWEEPER_PAGERDUTY_ROUTING_KEY',
+  'SWEEPER_UI_TOKEN',
+] as const;
 export const SECRET_URL_VARIABLES = ['SWEEPER_SLACK_WEBHOOK_URL'] as const;
 export const URL_VARIABLES = [
   'DATABASE_URL',

@@ -9,12 +9,13 @@ import { openScratchDatabase } from './postgres-server.js';
 import { buildScenario, buildWeekOldPayment, refundAtStripe } from './simulator.js';
 import { startStripeDouble, type StripeDouble } from './stripe-double/index.js';
 import { silentLogger } from '../src/log.js';
-import { writeReport } from '../src/report/findings-report.js';
+import { REPORT_COLUMNS, writeReport } from '../src/report/findings-report.js';
 import { createStripeProvider } from '../src/providers/stripe/provider.js';
 import { CATEGORIES } from '../src/sweep/categories.js';
 import { RUNBOOK } from '../src/sweep/runbook.js';
 import { providerSweepDeps } from '../src/sweep/provider.js';
 import { sweep, sweepOptions, type SweepOptions, type SweepReport } from '../src/sweep/sweep.js';
+import { DAY_MS, HOUR_MS, MINUTE_MS } from '../src/time/units.js';
 
 export interface DemoOptions {
   seed: number;
@@ -32,9 +33,6 @@ export interface DemoResult {
   kept?: { url: string; stop(): Promise<void> };
 }
 
-const HOUR = 3_600_000;
-const DAY = 24 * HOUR;
-
 /**
  * The whole story on a throwaway database and the Stripe double: payment traffic with
  * realistic failures, a sweep that repairs what is safe and reports the rest, a second
@@ -50,11 +48,11 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   try {
     print(`PostgreSQL: ${database.description}\nStripe: an in-memory Stripe double at ${double.url}\n`);
     await migrate(pool);
-    await ensureDayPartitions(pool, partitionDays(new Date(), 7 * 24 * HOUR));
+    await ensureDayPartitions(pool, partitionDays(new Date(), 7 * 24 * HOUR_MS));
 
-    const base = new Date(Math.floor(Date.now() / HOUR) * HOUR - 3 * HOUR);
+    const base = new Date(Math.floor(Date.now() / HOUR_MS) * HOUR_MS - 3 * HOUR_MS);
     // A week before the window: its day may lie just past the retention's partitions.
-    const weekBefore = new Date(base.getTime() - 7 * DAY);
+    const weekBefore = new Date(base.getTime() - 7 * DAY_MS);
     await ensureDayPartitions(pool, { from: utcDay(weekBefore), to: utcDay(weekBefore) });
     const weekOld = await buildWeekOldPayment(pool, double, weekBefore, options.seed);
     print(`1. Payment traffic through the claim library (seed ${options.seed}), starting ${base.toISOString()}:`);
@@ -64,13 +62,13 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     // Swept back then: late changes are judged only where some run has swept (docs/judgement.md "Late changes").
     await sweepOnce(pool, double, {
       mode: 'backfill',
-      window: { from: new Date(weekBefore.getTime() - HOUR), to: new Date(weekBefore.getTime() + 2 * HOUR) },
+      window: { from: new Date(weekBefore.getTime() - HOUR_MS), to: new Date(weekBefore.getTime() + 2 * HOUR_MS) },
     });
     print('     swept then by an earlier backfill of its hours: matched, nothing to say');
-    const scenario = await buildScenario(pool, double, new Date(base.getTime() + 60_000), options.seed);
+    const scenario = await buildScenario(pool, double, new Date(base.getTime() + MINUTE_MS), options.seed);
     for (const line of scenario.story) print(`   - ${line}`);
 
-    const window = { from: base, to: new Date(base.getTime() + 150 * 60_000) };
+    const window = { from: base, to: new Date(base.getTime() + 150 * MINUTE_MS) };
     print(`\n2. sweeper backfill --from ${window.from.toISOString()} --to ${window.to.toISOString()}\n`);
     const [first] = await sweepOnce(pool, double, { mode: 'backfill', window });
     if (!first) throw new Error('the demo sweep returned no report');
@@ -117,15 +115,21 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     print(
       `   repaired ${secondRunRepairs}; matched ${second?.findings.matched}; still open ${second?.unreconciled} (the same findings, last seen by this run)`,
     );
+    // More matched than the first time is the repairs at work, not new traffic: say so.
+    const nowAgree = (second?.findings.matched ?? 0) - first.findings.matched;
+    if (nowAgree > 0)
+      print(
+        `   matched ${first.findings.matched} → ${second?.findings.matched}: the ${nowAgree} charges the first sweep repaired now agree with their claim and payment row, so they count as matched`,
+      );
 
     // Fifteen minutes back: a scheduled run reads Stripe's events up to SWEEPER_SETTLE (10 min) behind now.
-    refundAtStripe(double, weekOld, new Date(Date.now() - 15 * 60_000));
+    refundAtStripe(double, weekOld, new Date(Date.now() - 15 * MINUTE_MS));
     print(
       `\n4. A refund on last week's payment: ${weekOld.key} (${money(weekOld.amount)}) is refunded in full at Stripe, fifteen minutes ago; no window lists its charge again.`,
     );
     // A first scheduled run covering the last hour (none of the story's traffic), without the
     // daily deep re-read (3 days back, not as far as this charge anyway): the event is the story.
-    const [scheduled] = await sweepOnce(pool, double, { mode: 'run', firstRunLookbackMs: HOUR, deepReadEveryMs: 0 });
+    const [scheduled] = await sweepOnce(pool, double, { mode: 'run', firstRunLookbackMs: HOUR_MS, deepReadEveryMs: 0 });
     const {
       rows: [row],
     } = await pool.query<{ amount_refunded: number }>('SELECT amount_refunded FROM payments WHERE charge_id = $1', [
@@ -144,7 +148,10 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       'csv',
       new Writable({ write: (c: Buffer, _e, done) => ((csv += c.toString()), done()) }),
     );
-    const columns = [0, 1, 2, 4, 5, 6, 7, 8, 10];
+    const shown = ['id', 'category', 'state', 'charge_id', 'tenant_id', 'idempotency_key', 'charge_amount'];
+    const columns = [...shown, 'effect_amount', 'currency'].map((name) =>
+      (REPORT_COLUMNS as readonly string[]).indexOf(name),
+    );
     for (const line of csv.trim().split('\n').slice(0, 6)) print(`   ${pick(line, columns)}`);
 
     if (options.keep) {
@@ -181,7 +188,7 @@ async function sweepOnce(
   const provider = createStripeProvider({ apiKey: 'sk_test_demo', apiBase: double.url, ratePerSecond: 100 });
   return sweep(
     { pool, clock: () => new Date(), logger: silentLogger(), ...providerSweepDeps(provider) },
-    sweepOptions({ accounts: ['platform'], sliceMs: 30 * 60_000, ...options }),
+    sweepOptions({ accounts: ['platform'], sliceMs: 30 * MINUTE_MS, ...options }),
   );
 }
 

@@ -18,9 +18,9 @@ END $$;
 REVOKE CREATE ON SCHEMA public FROM sweeper_runtime;
 GRANT USAGE ON SCHEMA public TO sweeper_runtime;
 
-GRANT SELECT, INSERT, UPDATE ON idempotency_keys, payments, stripe_charges,
-      recon_runs, recon_watermarks, recon_findings, recon_refunds, recon_event_cursors, recon_deep_reads,
-      alert_state TO sweeper_runtime;
+GRANT SELECT, INSERT, UPDATE ON idempotency_keys, payments, payment_refunds, stripe_charges, stripe_refunds,
+      recon_runs, recon_watermarks, recon_findings, recon_refunds, recon_event_cursors, recon_refund_cursors,
+      recon_deep_reads, alert_state TO sweeper_runtime;
 -- The audit is append-only: insert and read, never change.
 GRANT SELECT, INSERT ON recon_repairs TO sweeper_runtime;
 -- Written by the mirror's own trigger (as the owner); the sweep only reads it.
@@ -35,7 +35,7 @@ GRANT SELECT, INSERT, DELETE ON recon_finding_charges TO sweeper_runtime;
 GRANT SELECT, INSERT ON idempotency_key_directory TO sweeper_runtime;
 GRANT SELECT ON sweeper_migrations TO sweeper_runtime;
 GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO sweeper_runtime;
-GRANT EXECUTE ON FUNCTION sweeper_take_claim(text, text, text, text, timestamptz, interval, text, bigint, text, text),
+GRANT EXECUTE ON FUNCTION sweeper_take_claim(text, text, text, text, timestamptz, interval, text, bigint, text, text, text, text),
                           sweeper_ensure_day_partitions(regclass, date, date),
                           sweeper_recreated_fingerprint() TO sweeper_runtime;
 

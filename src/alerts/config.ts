@@ -1,7 +1,7 @@
-import { ConfigError } from '../errors.js';
-import { urlProblem } from '../config.js';
+import { z } from 'zod';
+import { duration, parseEnv, url } from '../config.js';
 import { registerSecretsFromEnv } from '../secrets.js';
-import { formatDuration, parseDuration } from '../time/duration.js';
+import { formatDuration } from '../time/duration.js';
 
 /**
  * Alert sinks, each enabled by its own variables; any number at once. The Slack
@@ -31,76 +31,78 @@ export interface AlertConfig {
 }
 
 export const DEFAULT_PAGERDUTY_URL = 'https://events.pagerduty.com/v2/enqueue';
-export const DEFAULT_ALERT_REPEAT = '1h';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
-/** SWEEPER_ALERT_REPEAT's bounds: not a page a minute, not silence for more than a week. */
-export const MIN_ALERT_REPEAT_MS = 60_000;
-export const MAX_ALERT_REPEAT_MS = 7 * 86_400_000;
+const httpUrl = (name: string, example: string, echo: boolean) =>
+  // fetch refuses a URL with `user:password@`, so such a sink could never be reached, and
+  // the password would travel into every log line that names the URL: refused.
+  url(name, ['https:', 'http:'], example, { credentials: false, host: true, echo }).meta({
+    bounds: 'http(s) URL, no `user:password@`',
+  });
+
+/**
+ * The alert variables, read with the sweep's own parser (src/config.ts `parseEnv`):
+ * defaults, bounds and descriptions live here once, and docs/configuration.md's sink
+ * table is generated from this schema. A variable that needs its partner says so.
+ */
+export const alertEnvSchema = z
+  .object({
+    SWEEPER_SLACK_WEBHOOK_URL: httpUrl(
+      'SWEEPER_SLACK_WEBHOOK_URL',
+      'https://hooks.slack.com/services/…',
+      false,
+    ).describe('Slack incoming webhook (a secret: never echoed, redacted everywhere)'),
+    SWEEPER_PAGERDUTY_ROUTING_KEY: z
+      .string()
+      .optional()
+      .refine((v) => v === undefined || /^[A-Za-z0-9_-]{1,128}$/.test(v), {
+        message:
+          'SWEEPER_PAGERDUTY_ROUTING_KEY must be a PagerDuty Events API v2 integration (routing) key: letters and digits',
+      })
+      .meta({ bounds: '1–128 letters, digits, `_` `-`' })
+      .describe('PagerDuty Events API v2 integration (routing) key (never logged)'),
+    SWEEPER_PAGERDUTY_URL: httpUrl('SWEEPER_PAGERDUTY_URL', DEFAULT_PAGERDUTY_URL, true)
+      .meta({ fallback: DEFAULT_PAGERDUTY_URL })
+      .describe("PagerDuty's enqueue endpoint; needs `SWEEPER_PAGERDUTY_ROUTING_KEY`"),
+    SWEEPER_WEBHOOK_URL: httpUrl('SWEEPER_WEBHOOK_URL', 'https://receiver.example/hooks/sweeper', true).describe(
+      'signed generic webhook ([the webhook](operations.md#the-webhook)); needs `SWEEPER_WEBHOOK_SECRET`',
+    ),
+    SWEEPER_WEBHOOK_SECRET: z
+      .string()
+      .optional()
+      .refine((v) => v === undefined || v.length >= 16, {
+        message: 'SWEEPER_WEBHOOK_SECRET must be at least 16 characters',
+      })
+      .meta({ bounds: '≥ 16 characters' })
+      .describe('signs each webhook post (`X-Sweeper-Signature`); needs `SWEEPER_WEBHOOK_URL`; never logged'),
+    SWEEPER_ALERT_REPEAT: duration('SWEEPER_ALERT_REPEAT').describe('how often an open, unchanged alert is re-sent'),
+  })
+  .superRefine((e, ctx) => {
+    const missing = (variable: string, message: string) =>
+      ctx.addIssue({ code: 'custom', path: [variable], message: `${variable} must be set with ${message}` });
+    // A URL without a key would silently alert nobody.
+    if (e.SWEEPER_PAGERDUTY_URL !== undefined && e.SWEEPER_PAGERDUTY_ROUTING_KEY === undefined)
+      missing('SWEEPER_PAGERDUTY_ROUTING_KEY', 'SWEEPER_PAGERDUTY_URL: without it no alert reaches PagerDuty');
+    if (e.SWEEPER_WEBHOOK_URL !== undefined && e.SWEEPER_WEBHOOK_SECRET === undefined)
+      missing('SWEEPER_WEBHOOK_SECRET', 'SWEEPER_WEBHOOK_URL: receivers verify the X-Sweeper-Signature with it');
+    if (e.SWEEPER_WEBHOOK_SECRET !== undefined && e.SWEEPER_WEBHOOK_URL === undefined)
+      missing('SWEEPER_WEBHOOK_URL', 'SWEEPER_WEBHOOK_SECRET: the secret signs posts to it');
+  });
 
 export function alertConfigFromEnv(env: Env = process.env): AlertConfig {
   // First: a bad value's error must not be the first place its secret shows up.
   registerSecretsFromEnv(env);
-  const get = (name: string) => {
-    const value = env[name]?.trim();
-    return value === undefined || value === '' ? undefined : value;
-  };
-
-  const slackUrl = get('SWEEPER_SLACK_WEBHOOK_URL');
-  if (slackUrl !== undefined) requireHttpUrl('SWEEPER_SLACK_WEBHOOK_URL', slackUrl, { secret: true });
-
-  const routingKey = get('SWEEPER_PAGERDUTY_ROUTING_KEY');
-  if (routingKey !== undefined && !/^[A-Za-z0-9_-]{1,128}$/.test(routingKey)) {
-    throw new ConfigError(
-      'SWEEPER_PAGERDUTY_ROUTING_KEY must be a PagerDuty Events API v2 integration (routing) key: letters and digits',
-    );
-  }
-  const pagerDutyUrl = get('SWEEPER_PAGERDUTY_URL');
-  if (pagerDutyUrl !== undefined) {
-    requireHttpUrl('SWEEPER_PAGERDUTY_URL', pagerDutyUrl, { secret: false });
-    // A URL without a key would silently alert nobody.
-    if (routingKey === undefined)
-      throw new ConfigError(
-        'SWEEPER_PAGERDUTY_ROUTING_KEY must be set with SWEEPER_PAGERDUTY_URL: without it no alert reaches PagerDuty',
-      );
-  }
-
-  const webhookUrl = get('SWEEPER_WEBHOOK_URL');
-  const webhookSecret = get('SWEEPER_WEBHOOK_SECRET');
-  if (webhookUrl !== undefined) {
-    requireHttpUrl('SWEEPER_WEBHOOK_URL', webhookUrl, { secret: false });
-    if (webhookSecret === undefined) {
-      throw new ConfigError(
-        'SWEEPER_WEBHOOK_SECRET must be set with SWEEPER_WEBHOOK_URL: receivers verify the X-Sweeper-Signature with it',
-      );
-    }
-  }
-  if (webhookSecret !== undefined) {
-    if (webhookUrl === undefined)
-      throw new ConfigError(
-        'SWEEPER_WEBHOOK_URL must be set with SWEEPER_WEBHOOK_SECRET: the secret signs posts to it',
-      );
-    if (webhookSecret.length < 16) throw new ConfigError('SWEEPER_WEBHOOK_SECRET must be at least 16 characters');
-  }
-
-  const repeatText = get('SWEEPER_ALERT_REPEAT') ?? DEFAULT_ALERT_REPEAT;
-  const repeatMs = parseDuration(repeatText);
-  if (repeatMs === undefined || repeatMs <= 0) {
-    throw new ConfigError(`SWEEPER_ALERT_REPEAT must be a duration like 90s, 15m, 1h or 7d (got "${repeatText}")`);
-  }
-  if (repeatMs < MIN_ALERT_REPEAT_MS || repeatMs > MAX_ALERT_REPEAT_MS) {
-    throw new ConfigError(
-      `SWEEPER_ALERT_REPEAT must be between ${formatDuration(MIN_ALERT_REPEAT_MS)} and ${formatDuration(MAX_ALERT_REPEAT_MS)} (got ${formatDuration(repeatMs)})`,
-    );
-  }
-
+  const e = parseEnv(alertEnvSchema, env, { trim: true });
+  const { SWEEPER_PAGERDUTY_ROUTING_KEY: routingKey, SWEEPER_WEBHOOK_URL: webhookUrl } = e;
+  const webhookSecret = e.SWEEPER_WEBHOOK_SECRET;
   return {
-    slack: slackUrl === undefined ? undefined : { webhookUrl: slackUrl },
-    pagerduty: routingKey === undefined ? undefined : { routingKey, url: pagerDutyUrl ?? DEFAULT_PAGERDUTY_URL },
+    slack: e.SWEEPER_SLACK_WEBHOOK_URL === undefined ? undefined : { webhookUrl: e.SWEEPER_SLACK_WEBHOOK_URL },
+    pagerduty:
+      routingKey === undefined ? undefined : { routingKey, url: e.SWEEPER_PAGERDUTY_URL ?? DEFAULT_PAGERDUTY_URL },
     webhook:
       webhookUrl === undefined || webhookSecret === undefined ? undefined : { url: webhookUrl, secret: webhookSecret },
-    repeatMs,
+    repeatMs: e.SWEEPER_ALERT_REPEAT,
   };
 }
 
@@ -126,19 +128,5 @@ export function configuredSinks(config: AlertConfig): Array<'slack' | 'pagerduty
 export function alertSecrets(config: AlertConfig): string[] {
   return [config.slack?.webhookUrl, config.pagerduty?.routingKey, config.webhook?.secret].filter(
     (s): s is string => s !== undefined,
-  );
-}
-
-/**
- * An http(s) URL with a host and a valid port, and no `user:password@`: fetch refuses
- * such a URL, so the sink could never be reached, and the password would travel into
- * every log line that names the URL. The value is echoed only when it is not a secret.
- */
-function requireHttpUrl(name: string, value: string, { secret }: { secret: boolean }): void {
-  const problem = urlProblem(value, ['https:', 'http:'], { credentials: false, host: true });
-  if (!problem) return;
-  const got = secret ? '' : ` (got "${value.includes('@') ? '[a URL with credentials]' : value}")`;
-  throw new ConfigError(
-    problem.startsWith('must start') ? `${name} must be an http(s) URL${got}` : `${name} ${problem}${got}`,
   );
 }

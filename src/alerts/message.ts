@@ -1,6 +1,7 @@
 import type { AlertCategory, AlertKey } from './categories.js';
 import type { LagStatus } from './lag.js';
 import { isNews, type CategoryChange } from './transitions.js';
+import { DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS } from '../time/units.js';
 
 /** Everything a sink needs to word one account's alert; `changes` are this sink's own. */
 export interface AlertContext {
@@ -23,10 +24,11 @@ export function reportCommand(account: string): string {
 
 /** "45s", "12m", "2h 5m", "3d 4h": precise enough to tell a fresh problem from an old one. */
 export function formatAge(ms: number): string {
-  const s = Math.max(0, Math.floor(ms / 1000));
-  const d = Math.floor(s / 86_400);
-  const h = Math.floor((s % 86_400) / 3_600);
-  const m = Math.floor((s % 3_600) / 60);
+  const whole = Math.max(0, Math.floor(ms / SECOND_MS)) * SECOND_MS;
+  const s = whole / SECOND_MS;
+  const d = Math.floor(whole / DAY_MS);
+  const h = Math.floor((whole % DAY_MS) / HOUR_MS);
+  const m = Math.floor((whole % HOUR_MS) / MINUTE_MS);
   if (d > 0) return h > 0 ? `${d}d ${h}h` : `${d}d`;
   if (h > 0) return m > 0 ? `${h}h ${m}m` : `${h}h`;
   if (m > 0) return `${m}m`;

@@ -4,12 +4,14 @@ import { silentLogger, type Logger } from '../log.js';
 import { stripeCreateCharge } from '../providers/stripe/create-charge.js';
 import {
   chargeResultBody,
+  refundResponse,
   completeClaim,
   releaseClaim,
   takeClaim,
   type ChargeResponseBody,
   type HeldClaim,
   type PaymentEffect,
+  type RefundEffect,
   type StoredResponse,
   type TakeOutcome,
 } from './claim-store.js';
@@ -18,7 +20,16 @@ import { ClaimOutcomeLog, type ClaimOutcome } from './outcomes.js';
 import { overQuota } from './quota.js';
 import { downstreamKey, requestFingerprint } from './keys.js';
 import type { CreateCharge, CreateChargeResult, CreatedCharge, StoredError } from './create-charge.js';
-import { validateChargeRequest, validateKey, validateTenantId, type ChargeRequest } from './validate.js';
+import {
+  validateChargeRequest,
+  validateKey,
+  validateRefundRequest,
+  validateTenantId,
+  type ChargeRequest,
+  type RefundRequest,
+} from './validate.js';
+import type { CreateRefund, CreatedRefund } from './create-refund.js';
+import { stripeCreateRefund } from '../providers/stripe/create-refund.js';
 
 export interface ClaimClientDeps {
   pool: Pool;
@@ -29,6 +40,8 @@ export interface ClaimClientDeps {
    * Default: a Stripe PaymentIntent through `stripe`.
    */
   createCharge?: CreateCharge;
+  /** How a refund is made (src/claims/create-refund.ts); default: a Stripe refund through `stripe`. */
+  createRefund?: CreateRefund;
   /** How long one attempt may hold the claim; longer than the Stripe call can take with its retries. */
   leaseMs: number;
   maxAmount: number;
@@ -79,8 +92,17 @@ export interface ChargeResult {
   retryAfterSeconds?: number;
 }
 
+export interface RefundOnceInput {
+  tenantId: string;
+  /** The caller's idempotency key for this refund (not the charge's). */
+  key: string;
+  request: RefundRequest;
+}
+
 export interface ClaimClient {
   chargeOnce(input: ChargeOnceInput): Promise<ChargeResult>;
+  /** Refunds a charge exactly once per (tenant, key): the same claim flow (docs/claim-library.md "Refunding once"). */
+  refundOnce(input: RefundOnceInput): Promise<ChargeResult>;
   readonly counters: ClaimCounters;
   /** Adds the outcomes counted so far to claim_outcomes (also done every few seconds). */
   flushOutcomes(): Promise<void>;
@@ -98,6 +120,7 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
   const counters = deps.counters ?? new ClaimCounters();
   const limits = { maxAmount: deps.maxAmount, metadataKeys: deps.metadataKeys };
   const createCharge = chargeFunctionOf(deps);
+  const createRefund = refundFunctionOf(deps);
   const referenceKey = deps.metadataKeys.reference ?? 'order_id';
   const outcomes = deps.outcomes === false ? null : (deps.outcomes ?? new ClaimOutcomeLog(deps.pool, logger));
 
@@ -105,12 +128,45 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
     const tenantId = validateTenantId(input.tenantId);
     const key = validateKey(input.key);
     const request = validateChargeRequest(input.request, limits);
-    const result = await claimAndDrive(tenantId, key, request);
+    const spec: ClaimSpec = {
+      fingerprint: requestFingerprint(request),
+      accountId: request.account ?? null,
+      amount: request.amount,
+      currency: request.currency,
+      reference: request.reference ?? null,
+      operation: null,
+      target: null,
+    };
+    const result = await claimAndDrive(tenantId, key, spec, (held) => drive(held, request));
     counters.record(result.outcome);
     return result;
   }
 
-  async function claimAndDrive(tenantId: string, key: string, request: ChargeRequest): Promise<ChargeResult> {
+  async function refundOnce(input: RefundOnceInput): Promise<ChargeResult> {
+    const tenantId = validateTenantId(input.tenantId);
+    const key = validateKey(input.key);
+    const request = validateRefundRequest(input.request, limits);
+    const spec: ClaimSpec = {
+      // A refund and a charge never share a fingerprint, even with the same fields.
+      fingerprint: requestFingerprint({ ...request, operation: 'refund' }),
+      accountId: request.account ?? null,
+      amount: request.amount ?? null,
+      currency: null,
+      reference: null,
+      operation: 'refund',
+      target: request.chargeId,
+    };
+    const result = await claimAndDrive(tenantId, key, spec, (held) => driveRefund(held, request));
+    counters.record(result.outcome);
+    return result;
+  }
+
+  async function claimAndDrive(
+    tenantId: string,
+    key: string,
+    spec: ClaimSpec,
+    driveHeld: (held: HeldClaim) => Promise<ChargeResult>,
+  ): Promise<ChargeResult> {
     const now = clock();
     if (deps.quotaPerMinute) {
       const waitSeconds = await overQuota(deps.pool, tenantId, now, deps.quotaPerMinute);
@@ -129,14 +185,10 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
     const claim = await takeClaim(deps.pool, {
       tenantId,
       key,
-      fingerprint: requestFingerprint(request),
       downstreamKey: downstreamKey(tenantId, key),
       now,
       leaseMs: deps.leaseMs,
-      accountId: request.account ?? null,
-      amount: request.amount,
-      currency: request.currency,
-      reference: request.reference ?? null,
+      ...spec,
     });
     outcomes?.record(tenantId, TAKE_OUTCOMES[claim.outcome], now);
     switch (claim.outcome) {
@@ -181,9 +233,31 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
           attempt: claim.attempt,
           downstreamKey: claim.downstream_key,
         };
-        return drive(held, request);
+        return driveHeld(held);
       }
     }
+  }
+
+  async function driveRefund(claim: HeldClaim, request: RefundRequest): Promise<ChargeResult> {
+    await deps.hooks?.afterClaim?.(claim);
+    const result = await createRefund({
+      request,
+      idempotencyKey: claim.downstreamKey,
+      // How the sweep attributes a refund to its claim, as for charges.
+      metadata: {
+        ...request.metadata,
+        [deps.metadataKeys.tenantId]: claim.tenantId,
+        [deps.metadataKeys.idempotencyKey]: claim.key,
+      },
+    });
+    await deps.hooks?.afterStripeCall?.(claim);
+    if (result.kind === 'transient') return release(claim, result.error, result.retryAfterSeconds);
+    if (result.kind === 'refused') {
+      const { body, status, outcome } = result;
+      return finish(claim, { status, body, outcome }, null, outcome);
+    }
+    const { refund } = result;
+    return finish(claim, refundResponse(refund), null, 'refunded', refundRowOf(claim, request, refund));
   }
 
   async function drive(claim: HeldClaim, request: ChargeRequest): Promise<ChargeResult> {
@@ -244,8 +318,13 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
       );
       return finish(claim, { status, body, outcome }, effect, outcome);
     }
+    return release(claim, failure.error, failure.retryAfterSeconds);
+  }
+
+  /** A transient failure: the claim goes back so the caller's retry can run (same downstream key). */
+  async function release(claim: HeldClaim, error: unknown, retryAfterSeconds: number): Promise<ChargeResult> {
     logger.warn(
-      { tenant_id: claim.tenantId, err: describeError(failure.error) },
+      { tenant_id: claim.tenantId, err: describeError(error) },
       'transient failure calling Stripe; releasing the claim',
     );
     try {
@@ -263,7 +342,7 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
         503,
         'the payment provider could not be reached; retry with the same idempotency key',
       ),
-      retryAfterSeconds: failure.retryAfterSeconds,
+      retryAfterSeconds,
     };
   }
 
@@ -272,8 +351,9 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
     response: StoredResponse,
     effect: PaymentEffect | null,
     outcome: ChargeOutcome,
+    refund: RefundEffect | null = null,
   ): Promise<ChargeResult> {
-    const completed = await completeClaim(deps.pool, claim, response, effect, clock());
+    const completed = await completeClaim(deps.pool, claim, response, effect, clock(), refund);
     if (!completed) {
       // A newer attempt took the claim over; it owns the answer (the same charge,
       // because it sent the same downstream key). Ours is not recorded.
@@ -291,6 +371,7 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
 
   return {
     chargeOnce,
+    refundOnce,
     counters,
     flushOutcomes: async () => outcomes?.flush(),
     close: async () => outcomes?.flush(),
@@ -311,6 +392,41 @@ const TAKE_OUTCOMES: Record<TakeOutcome, ClaimOutcome> = {
   fingerprint_mismatch: 'fingerprint_mismatch',
   stolen: 'stolen',
 };
+
+/** What a take writes besides the key: the request the claim stands for. */
+interface ClaimSpec {
+  fingerprint: string;
+  accountId: string | null;
+  amount: number | null;
+  currency: string | null;
+  reference: string | null;
+  operation: 'refund' | null;
+  target: string | null;
+}
+
+/** The answer a refund's claim stores and replays: Stripe's Refund object, in the fields the sweep reads. */
+function refundRowOf(claim: HeldClaim, request: RefundRequest, refund: CreatedRefund): RefundEffect {
+  return {
+    refundId: refund.id,
+    chargeId: refund.chargeId,
+    tenantId: claim.tenantId,
+    idempotencyKey: claim.key,
+    accountId: request.account ?? null,
+    amount: refund.amount,
+    currency: refund.currency,
+    status: refund.status,
+    createdAt: new Date(refund.created * 1000),
+  };
+}
+
+function refundFunctionOf(deps: ClaimClientDeps): CreateRefund {
+  if (deps.createRefund) return deps.createRefund;
+  if (deps.stripe) return stripeCreateRefund(deps.stripe);
+  // Only refundOnce needs it: a client made for charges alone says so when it is called.
+  return () => {
+    throw new TypeError('refundOnce needs a Stripe client (stripe) or a createRefund function');
+  };
+}
 
 function chargeFunctionOf(deps: ClaimClientDeps): CreateCharge {
   if (deps.createCharge) return deps.createCharge;

@@ -44,10 +44,13 @@ export async function takeClaim(
     currency?: string | null;
     /** The business reference the payment is for (an order, an invoice). */
     reference?: string | null;
+    /** 'refund' for a refund's claim (of the charge `target`); null for a charge's. */
+    operation?: 'refund' | null;
+    target?: string | null;
   },
 ): Promise<ClaimRow> {
   const { rows } = await db.query<ClaimRow>(
-    `SELECT * FROM sweeper_take_claim($1, $2, $3, $4, $5, make_interval(secs => $6::double precision / 1000), $7, $8, $9, $10)`,
+    `SELECT * FROM sweeper_take_claim($1, $2, $3, $4, $5, make_interval(secs => $6::double precision / 1000), $7, $8, $9, $10, $11, $12)`,
     [
       args.tenantId,
       args.key,
@@ -59,6 +62,8 @@ export async function takeClaim(
       args.amount ?? null,
       args.currency ?? null,
       args.reference ?? null,
+      args.operation ?? null,
+      args.target ?? null,
     ],
   );
   const row = rows[0];
@@ -110,6 +115,32 @@ export interface ChargeResponseBody {
   currency: string;
 }
 
+/**
+ * The answer a refund claim stores and replays: Stripe's Refund shape, trimmed to what the
+ * caller and the sweep read (`object: 'refund'` marks the claim a refund claim). One home
+ * for the claim library's completion and the sweep's repair.
+ */
+export function refundResponse(refund: {
+  id: string;
+  chargeId: string;
+  amount: number;
+  currency: string;
+  status: string;
+}): { status: number; body: Record<string, unknown>; outcome: ResponseOutcome } {
+  return {
+    status: 200,
+    body: {
+      object: 'refund',
+      id: refund.id,
+      status: refund.status,
+      amount: refund.amount,
+      currency: refund.currency,
+      charge: refund.chargeId,
+    },
+    outcome: refund.status === 'requires_action' ? 'pending_action' : 'success',
+  };
+}
+
 export function chargeResultBody(result: {
   paymentIntent: string | null;
   charge: string | null;
@@ -151,12 +182,26 @@ export interface PaymentEffect {
  * charge, since it sends the same downstream key). The effect insert never doubles
  * a charge that a sweeper repair recorded first.
  */
+/** A local refund row: the effect of a Stripe refund the application made (payment_refunds). */
+export interface RefundEffect {
+  refundId: string;
+  chargeId: string;
+  tenantId: string | null;
+  idempotencyKey: string | null;
+  accountId: string | null;
+  amount: number;
+  currency: string;
+  status: 'pending' | 'requires_action' | 'succeeded' | 'failed' | 'canceled';
+  createdAt: Date;
+}
+
 export async function completeClaim(
   pool: Pool,
   claim: HeldClaim,
   response: StoredResponse,
   effect: PaymentEffect | null,
   now: Date,
+  refund: RefundEffect | null = null,
 ): Promise<boolean> {
   return inTransaction(pool, async (tx) => {
     const updated = await tx.query(
@@ -169,6 +214,7 @@ export async function completeClaim(
     // Nothing was written; committing the empty transaction is harmless.
     if (updated.rowCount !== 1) return false;
     if (effect) await insertPayment(tx, effect, now);
+    if (refund) await insertRefund(tx, refund, now);
     return true;
   });
 }
@@ -231,6 +277,29 @@ export async function insertPayment(db: Queryable, effect: PaymentEffect, now: D
       effect.createdAt,
       now,
       effect.reference ?? null,
+    ],
+  );
+  return result.rowCount === 1;
+}
+
+/** The refund's row, never doubled (a sweep repair may have recorded it first). */
+export async function insertRefund(db: Queryable, refund: RefundEffect, now: Date): Promise<boolean> {
+  const result = await db.query(
+    `INSERT INTO payment_refunds (refund_id, charge_id, tenant_id, idempotency_key, account_id, amount, currency, status,
+                                  created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+     ON CONFLICT (refund_id) DO NOTHING`,
+    [
+      refund.refundId,
+      refund.chargeId,
+      refund.tenantId,
+      refund.idempotencyKey,
+      refund.accountId,
+      refund.amount,
+      refund.currency,
+      refund.status,
+      refund.createdAt,
+      now,
     ],
   );
   return result.rowCount === 1;

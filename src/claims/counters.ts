@@ -4,6 +4,7 @@
  */
 export const CHARGE_OUTCOMES = [
   'charged',
+  'refunded',
   'declined',
   'rejected',
   'replayed',

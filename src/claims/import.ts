@@ -3,6 +3,7 @@ import { inTransaction } from '../db/pool.js';
 import { claimKey } from '../domain/identity.js';
 import { downstreamKey } from './keys.js';
 import { forgetStaleClaimKeys, type ResponseOutcome } from './claim-store.js';
+import { DAY_MS } from '../time/units.js';
 
 /**
  * Loads an existing claims table into `idempotency_keys` (docs/claim-library.md
@@ -109,7 +110,7 @@ export async function importClaims(
       options.onRejected?.({ line: row.line, reason });
       continue;
     }
-    if (row.createdAt.getTime() > options.now.getTime() + 86_400_000) {
+    if (row.createdAt.getTime() > options.now.getTime() + DAY_MS) {
       progress.rejected += 1;
       options.onRejected?.({ line: row.line, reason: 'created_at is more than a day in the future' });
       continue;

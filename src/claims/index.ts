@@ -1,6 +1,15 @@
 import { loadClaimSettings, type ClaimSettings } from '../config.js';
 export { createClaimClient } from './charge-once.js';
-export type { ClaimClient, ClaimClientDeps, ChargeOnceInput, ChargeResult, ChargeResponseBody } from './charge-once.js';
+export type {
+  ClaimClient,
+  ClaimClientDeps,
+  ChargeOnceInput,
+  ChargeResult,
+  ChargeResponseBody,
+  RefundOnceInput,
+} from './charge-once.js';
+export type { CreateRefund, CreateRefundInput, CreateRefundResult, CreatedRefund } from './create-refund.js';
+export { stripeCreateRefund } from '../providers/stripe/create-refund.js';
 export type {
   CreateCharge,
   CreateChargeInput,
@@ -10,7 +19,7 @@ export type {
 } from './create-charge.js';
 export { stripeCreateCharge } from '../providers/stripe/create-charge.js';
 export { ClaimValidationError } from './validate.js';
-export type { ChargeRequest } from './validate.js';
+export type { ChargeRequest, RefundRequest } from './validate.js';
 export { ClaimCounters, CHARGE_OUTCOMES, SUPPRESSED_OUTCOMES } from './counters.js';
 export type { ChargeOutcome } from './counters.js';
 export { downstreamKey, requestFingerprint } from './keys.js';

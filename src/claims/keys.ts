@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { ChargeRequest } from './validate.js';
+import type { ChargeRequest, RefundRequest } from './validate.js';
 
 /**
  * The Idempotency-Key sent to Stripe for one (tenant, key). Deterministic, so every
@@ -16,7 +16,7 @@ export function downstreamKey(tenantId: string, key: string): string {
  * sha256 of the canonical request: what makes "the same request". Keys are sorted
  * at every level, so property order in the caller's object does not matter.
  */
-export function requestFingerprint(request: ChargeRequest): string {
+export function requestFingerprint(request: ChargeRequest | (RefundRequest & { operation: 'refund' })): string {
   return sha256(canonicalJson(request));
 }
 

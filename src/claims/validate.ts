@@ -144,3 +144,47 @@ function validateMetadata(metadata: Record<string, string>, limits: ValidLimits)
   }
   return Object.fromEntries(entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
+
+export interface RefundRequest {
+  /** The charge to refund (`ch_…`). */
+  chargeId: string;
+  /** Minor units; omitted = what is left of the charge. */
+  amount?: number;
+  reason?: 'duplicate' | 'fraudulent' | 'requested_by_customer';
+  /** Stripe Connect account the charge is on; omitted = the platform. */
+  account?: string;
+  metadata?: Record<string, string>;
+}
+
+const REFUND_REASONS: ReadonlySet<string> = new Set(['duplicate', 'fraudulent', 'requested_by_customer']);
+
+/** Returns the refund request in canonical form (no undefined fields). */
+export function validateRefundRequest(request: RefundRequest, limits: ValidLimits): RefundRequest {
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- a JavaScript caller can pass anything
+  if (typeof request !== 'object' || request === null) {
+    throw new ClaimValidationError('request', 'a refund request object is required');
+  }
+  const { chargeId, amount, reason, account, metadata } = request;
+  // Required: a JavaScript caller may still leave it out.
+  if (typeof chargeId !== 'string' || !/^[A-Za-z0-9_]{1,255}$/.test(chargeId))
+    throw new ClaimValidationError('chargeId', 'must be a charge id such as ch_…');
+  if (
+    amount !== undefined &&
+    (typeof amount !== 'number' || !Number.isInteger(amount) || amount <= 0 || amount > limits.maxAmount)
+  ) {
+    throw new ClaimValidationError(
+      'amount',
+      `must be a positive integer number of minor units, at most ${limits.maxAmount}`,
+    );
+  }
+  if (reason !== undefined && !REFUND_REASONS.has(reason)) {
+    throw new ClaimValidationError('reason', 'must be duplicate, fraudulent or requested_by_customer');
+  }
+  optionalId('account', account, /^acct_[A-Za-z0-9]+$/, 'a Connect account id such as acct_…');
+  const canonical: RefundRequest = { chargeId };
+  if (amount !== undefined) canonical.amount = amount;
+  if (reason !== undefined) canonical.reason = reason;
+  if (account !== undefined) canonical.account = account;
+  if (metadata !== undefined) canonical.metadata = validateMetadata(metadata, limits);
+  return canonical;
+}

@@ -1,7 +1,6 @@
 import { formatDuration } from '../time/duration.js';
 import { UsageError } from './context.js';
-
-const DAY_MS = 86_400_000;
+import { DAY_MS } from '../time/units.js';
 
 /** Stripe has no charge before 2010: an older --from is a typo (or 1970), never history. */
 export const EARLIEST_BACKFILL = new Date('2010-01-01T00:00:00Z');

@@ -1,3 +1,4 @@
+import { userInfo } from 'node:os';
 import { loadConfig, requireDatabaseUrl, type Config } from '../config.js';
 import { assertSchemaCurrent } from '../db/migrate.js';
 import { checkConnection, createPool, type Pool } from '../db/pool.js';
@@ -5,10 +6,11 @@ import type { Logger } from '../log.js';
 import { cliLogger } from './log-output.js';
 import { redactDeep } from '../secrets.js';
 import { terminalSafeJson } from '../terminal-text.js';
+import { ExitCode } from '../exit-codes.js';
 
 export class UsageError extends Error {
   override readonly name = 'UsageError';
-  readonly exitCode = 64;
+  readonly exitCode = ExitCode.usage;
 }
 
 export interface CommandContext {
@@ -40,4 +42,13 @@ export async function withDatabase<T>(fn: (ctx: CommandContext) => Promise<T>, c
  */
 export function writeJson(value: unknown): void {
   process.stdout.write(`${terminalSafeJson(JSON.stringify(redactDeep(value)))}\n`);
+}
+
+/** The OS user running the command: who a person's action is recorded as when nothing else names them. */
+export function osUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return 'unknown';
+  }
 }

@@ -28,8 +28,8 @@ export function findingsExitFrom(
 
 function parseFindingsExit(text: string, name: string): FindingsExit {
   const value = text.trim();
-  if (value === '0') return 0;
-  if (value === '3') return 3;
+  if (value === '0') return ExitCode.reconciled;
+  if (value === '3') return ExitCode.unreconciled;
   throw new FindingsExitError(
     `${name} must be 0 or 3 (got "${text}"): 3 exits 3 while findings are open, 0 leaves them to the alerts`,
   );

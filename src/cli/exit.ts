@@ -1,15 +1,9 @@
 import { redact } from '../secrets.js';
 import { terminalSafe, terminalSafeLine } from '../terminal-text.js';
 import { writeStderr } from './stderr.js';
+import { ExitCode } from '../exit-codes.js';
 
-/** Exit codes of the public contract (docs/cli.md "Exit codes"). */
-export const ExitCode = {
-  reconciled: 0,
-  failed: 1,
-  unreconciled: 3,
-  usage: 64,
-  locked: 75,
-} as const;
+export { ExitCode } from '../exit-codes.js';
 
 /**
  * Turns any error into one line on stderr and the documented exit code. Errors that

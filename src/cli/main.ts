@@ -7,6 +7,7 @@ import { registerExpire } from './commands/expire.js';
 import { registerSchedule } from './commands/schedule.js';
 import { registerDemo } from './commands/demo.js';
 import { registerImportClaims } from './commands/import-claims.js';
+import { registerServe } from './commands/serve.js';
 import { ExitCode, reportFatal, writeErrorLine } from './exit.js';
 import { packageJson } from './package-info.js';
 
@@ -36,6 +37,7 @@ Examples:
   registerExpire(program);
   registerSchedule(program);
   registerImportClaims(program);
+  registerServe(program);
   registerDemo(program);
   for (const command of [program, ...program.commands])
     usageErrorsAsOneLine(command, command === program ? 'sweeper --help' : `sweeper ${command.name()} --help`);
@@ -72,7 +74,7 @@ async function main(argv: string[]): Promise<number> {
   } catch (error) {
     if (error instanceof CommanderError) {
       // Help and version exit 0; commander already printed usage errors (one sweeper: line).
-      if (error.exitCode === 0) return 0;
+      if (error.exitCode === 0) return ExitCode.reconciled;
       // No command at all: the help went to stderr; the last line still says what to do.
       if (error.code === 'commander.help')
         writeErrorLine('no command given: pick one of the commands above (sweeper <command> --help)');

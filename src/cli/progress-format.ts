@@ -65,13 +65,24 @@ export function formatClock(ms: number): string {
 
 const number = (n: number) => n.toLocaleString('en-US');
 
+/** How much of the line to show: everything, or less so that the rate and the ETA still fit. */
+interface Detail {
+  elapsed: boolean;
+  /** `6/24 slices  12,000 charges`, or `6/24  12,000` once the words do not fit. */
+  words: boolean;
+}
+
+const FULL: Detail = { elapsed: true, words: true };
+
 /** The facts after the bar, shared by the terminal line and the log message. */
-function facts(f: ProgressFigures): string {
-  const parts = [`${f.slicesDone}/${f.slicesTotal} slices`, `${number(f.charges)} charges`];
+function facts(f: ProgressFigures, detail: Detail = FULL): string {
+  const parts = detail.words
+    ? [`${f.slicesDone}/${f.slicesTotal} slices`, `${number(f.charges)} charges`]
+    : [`${f.slicesDone}/${f.slicesTotal}`, number(f.charges)];
   if (f.ratePerSecond !== null) parts.push(`${number(f.ratePerSecond)}/s`);
-  if (f.phase === 'changes') parts.push('slices done, reading late changes (events)');
+  if (f.phase === 'changes') parts.push(detail.words ? 'slices done, reading late changes (events)' : 'late changes');
   else parts.push(f.etaMs === null ? 'ETA –' : `ETA ${formatClock(f.etaMs)}`);
-  parts.push(`elapsed ${formatClock(f.elapsedMs)}`);
+  if (detail.elapsed) parts.push(`elapsed ${formatClock(f.elapsedMs)}`);
   return parts.join('  ');
 }
 
@@ -80,10 +91,32 @@ function who(f: ProgressFigures): string {
 }
 
 /** The one redrawn line on a terminal: `backfill platform [██████░░░░] 60%  6/10 slices  …`. */
-export function progressLine(f: ProgressFigures, barWidth = 20): string {
+export function progressLine(f: ProgressFigures, barWidth = 20, detail: Detail = FULL): string {
   const filled = Math.round((f.percent / 100) * barWidth);
-  const bar = `[${'█'.repeat(filled)}${'░'.repeat(barWidth - filled)}]`;
-  return `${who(f)} ${bar} ${String(f.percent).padStart(3)}%  ${facts(f)}`;
+  const bar = barWidth > 0 ? ` [${'█'.repeat(filled)}${'░'.repeat(barWidth - filled)}]` : '';
+  return `${who(f)}${bar} ${String(f.percent).padStart(3)}%  ${facts(f, detail)}`;
+}
+
+/**
+ * The terminal line for a terminal `columns` wide (unknown: the whole line). A line as
+ * wide as the terminal wraps and the redraw stacks up (stderr.ts `fitWidth` cuts it), so
+ * the details go first, in this order: the elapsed time, half the bar, the bar, the
+ * words; the rate and the ETA, what a person waits for, stay to the last.
+ */
+export function progressLineWithin(f: ProgressFigures, columns: number | undefined): string {
+  if (!columns) return progressLine(f);
+  const short = { elapsed: false, words: true };
+  const candidates = [
+    progressLine(f),
+    progressLine(f, 20, short),
+    progressLine(f, 10, short),
+    progressLine(f, 0, short),
+    progressLine(f, 0, { elapsed: false, words: false }),
+  ];
+  const figures = `${String(f.percent).padStart(3)}%  ${facts(f, { elapsed: false, words: false })}`;
+  // Narrower still: the account alone (no mode, no "account 2/3"), then the figures alone.
+  candidates.push(`${f.account} ${figures}`);
+  return candidates.find((line) => [...line].length < columns) ?? figures;
 }
 
 /** The message of the progress log line (its fields carry the same figures). */

@@ -1,7 +1,7 @@
 import type { Logger } from '../log.js';
 import type { SweepProgress } from '../sweep/types.js';
-import { progressFields, progressFigures, progressLine, progressMessage } from './progress-format.js';
-import { clearStatusLine, showStatusLine } from './stderr.js';
+import { progressFields, progressFigures, progressLineWithin, progressMessage } from './progress-format.js';
+import { clearStatusLine, showStatusLine, terminalColumns } from './stderr.js';
 
 /**
  * A sweep's progress, for a person or a log collector:
@@ -45,7 +45,7 @@ export function createProgressReporter(options: ProgressOptions): ProgressReport
   };
   const draw = () => {
     const f = figures();
-    if (f) showStatusLine(progressLine(f));
+    if (f) showStatusLine(progressLineWithin(f, terminalColumns()));
   };
   const log = () => {
     const f = figures();

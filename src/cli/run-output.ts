@@ -24,6 +24,12 @@ export interface SummaryExtras {
 export function formatReport(r: SweepReport, extras: SummaryExtras = {}): string {
   if (r.status === 'failed')
     return `${r.mode} ${r.run_id || '(no run)'}  account ${r.account}  FAILED: ${r.error ?? 'unknown error'}\n\n`;
+  const lines = [...headLines(r, extras), '', ...categoryLines(r), '', ...tailLines(r, extras), ''];
+  return `${lines.join('\n')}\n`;
+}
+
+/** Which run, where it started from, its window and what it read. */
+function headLines(r: SweepReport, extras: SummaryExtras): string[] {
   const lines = [
     `${r.mode} ${r.run_id}  account ${r.account}${r.dry_run ? '  (dry run: nothing written)' : ''}${interruptedNote(r, extras)}`,
   ];
@@ -37,7 +43,11 @@ export function formatReport(r: SweepReport, extras: SummaryExtras = {}): string
       : `charges scanned ${r.charges_scanned}`;
   lines.push(`window ${r.window ? `${r.window.from} → ${r.window.to}` : '(nothing settled yet)'}   ${scanned}`);
   if (r.changes) lines.push(...changesLines(r.changes));
-  lines.push('');
+  return lines;
+}
+
+/** The categories found or repaired, in the contract's order. */
+function categoryLines(r: SweepReport): string[] {
   const rows = [['category', 'found', r.dry_run ? 'would repair' : 'repaired']];
   for (const category of CATEGORIES) {
     const found = r.findings[category];
@@ -45,8 +55,12 @@ export function formatReport(r: SweepReport, extras: SummaryExtras = {}): string
     if (found === 0 && repaired === 0) continue;
     rows.push([category, String(found), String(repaired)]);
   }
-  lines.push(...alignColumns(rows, { right: [1, 2], gap: 4 }).map((line) => `  ${line}`));
-  lines.push('', `unreconciled (open findings): ${r.unreconciled}`);
+  return alignColumns(rows, { right: [1, 2], gap: 4 }).map((line) => `  ${line}`);
+}
+
+/** What is left: open findings, the brake, deferred keys, completeness, and what to do next. */
+function tailLines(r: SweepReport, extras: SummaryExtras): string[] {
+  const lines = [`unreconciled (open findings): ${r.unreconciled}`];
   if (r.mass_repair) lines.push(brakeLine(r.mass_repair));
   if (r.deferred_keys > 0) {
     const later = r.mode === 'run' ? 'the next run judges them' : 'run this backfill again once their leases end';
@@ -54,8 +68,7 @@ export function formatReport(r: SweepReport, extras: SummaryExtras = {}): string
   }
   if (extras.completeness) lines.push(completenessLine(extras.completeness));
   if (extras.open && extras.open.total > 0 && !r.dry_run) lines.push(...openLines(r.account, extras.open));
-  lines.push('');
-  return `${lines.join('\n')}\n`;
+  return lines;
 }
 
 function interruptedNote(r: SweepReport, extras: SummaryExtras): string {
@@ -93,11 +106,14 @@ function subjectOf(f: OpenFindingBrief): string {
   return [f.chargeId, key].filter((part): part is string => part !== null).join('  ') || '-';
 }
 
-/** `completeness: watermark 12m 00s behind, events 8m 00s behind (limit 2h 00m); settled 2026-11-09 100%, 2026-11-10 87.1%`. */
+/** `completeness: watermark 12m 00s behind, events 8m 00s behind (limit 2h 00m); settled 2026-11-09 100% of 1,203, 2026-11-10 no charges`. */
 export function completenessLine(c: AccountCompleteness): string {
   const lag = (name: string, seconds: number | null) =>
     seconds === null ? `${name} not set yet` : `${name} ${formatClock(seconds * 1000)} behind`;
-  const days = c.days.map((d) => `${d.day} ${percent(d.fraction)} of ${d.charges.toLocaleString('en-US')}`).join(', ');
+  // A day without a charge has nothing to be complete about: "100% of 0" would say otherwise.
+  const day = (d: AccountCompleteness['days'][number]) =>
+    d.charges === 0 ? `${d.day} no charges` : `${d.day} ${percent(d.fraction)} of ${d.charges.toLocaleString('en-US')}`;
+  const days = c.days.map(day).join(', ');
   const head = c.lagging ? 'completeness: BEHIND (past SWEEPER_MAX_LAG): ' : 'completeness: ';
   return `${head}${lag('watermark', c.watermark_lag_seconds)}, ${lag('events', c.events_lag_seconds)} (limit ${formatClock(c.max_lag_seconds * 1000)}); settled ${days}`;
 }

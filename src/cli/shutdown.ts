@@ -1,5 +1,5 @@
 import { formatDuration } from '../time/duration.js';
-import { writeErrorLine } from './exit.js';
+import { ExitCode, writeErrorLine } from './exit.js';
 
 /**
  * SIGTERM/SIGINT handling for long commands. The first signal aborts: the sweep
@@ -22,13 +22,13 @@ export function installShutdown(graceMs: number, runDeadlineMs?: number): AbortS
     writeErrorLine(`${announce}; finishing the current slice (at most ${Math.round(graceMs / 1000)}s)`);
     setTimeout(() => {
       writeErrorLine(`grace period over, exiting; the open slice rolls back: ${RESUME}`);
-      process.exit(1);
+      process.exit(ExitCode.failed);
     }, graceMs).unref();
   };
   const onSignal = (signal: NodeJS.Signals) => {
     if (controller.signal.aborted) {
       writeErrorLine(`${signal} again, exiting now; the open slice rolls back: ${RESUME}`);
-      process.exit(1);
+      process.exit(ExitCode.failed);
     }
     stop(`${signal} received`, `${signal} received`);
   };

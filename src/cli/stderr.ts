@@ -14,6 +14,11 @@ export function stderrIsTerminal(): boolean {
   return process.stderr.isTTY === true;
 }
 
+/** The terminal's width, when stderr is one and says it. */
+export function terminalColumns(): number | undefined {
+  return stderrIsTerminal() ? process.stderr.columns : undefined;
+}
+
 /** Writes ordinary text (whole lines) to stderr, around the status line if one is shown. */
 export function writeStderr(text: string): void {
   process.stderr.write(shown === null ? text : `${WIPE}${text}${shown}`);

@@ -45,11 +45,34 @@ export interface FinishInput {
 }
 
 export async function finishSweep(input: FinishInput): Promise<number> {
-  const { mode, reports, logger } = input;
+  const { reports } = input;
   const interruptedBy = input.signal?.aborted ? reasonOf(input.signal) : null;
   const completeness = input.dryRun ? new Map<string, AccountCompleteness>() : await readAllCompleteness(input);
+  await printResults(input, completeness, interruptedBy);
 
-  for (const report of reports) {
+  const alerts = input.dryRun ? { failed: 0, firstError: undefined } : await sendAlerts(input, completeness);
+  if (!input.dryRun) await input.publish(reports, [...completeness.values()]);
+
+  const code = exitCodeFor({
+    accounts: reports,
+    sweepFailed: input.failure !== undefined,
+    unnamedCharges: input.unnamed,
+    alertsFailed: alerts.failed,
+    interrupted: interruptedBy !== null,
+    findingsExit: input.findingsExit,
+  });
+  writeLastLine(input, code, interruptedBy, alerts);
+  return code;
+}
+
+/** Each account's result on stdout (JSON, or the text summary with its open findings), then the skipped ones. */
+async function printResults(
+  input: FinishInput,
+  completeness: ReadonlyMap<string, AccountCompleteness>,
+  interruptedBy: string | null,
+): Promise<void> {
+  const { mode, logger } = input;
+  for (const report of input.reports) {
     const c = completeness.get(report.account);
     if (input.json) {
       writeJson(c ? { ...report, completeness: c } : report);
@@ -70,36 +93,33 @@ export async function finishSweep(input: FinishInput): Promise<number> {
     if (input.json) writeJson({ mode, account, status: 'skipped', reason: 'backfill_in_progress' });
     else process.stdout.write(`${mode}  account ${account}  skipped: backfill in progress; the next run sweeps it\n\n`);
   }
+}
 
-  const alerts = input.dryRun ? { failed: 0, firstError: undefined } : await sendAlerts(input, completeness);
-  if (!input.dryRun) await input.publish(reports, [...completeness.values()]);
-
-  const code = exitCodeFor({
-    accounts: reports,
-    sweepFailed: input.failure !== undefined,
-    unnamedCharges: input.unnamed,
-    alertsFailed: alerts.failed,
-    interrupted: interruptedBy !== null,
-    findingsExit: input.findingsExit,
-  });
+/** The one `sweeper: …` line saying why, whenever the code is not 0. */
+function writeLastLine(
+  input: FinishInput,
+  code: number,
+  interruptedBy: string | null,
+  alerts: { failed: number; firstError?: string | undefined },
+): void {
   if (input.failure === undefined && input.unnamed > 0) {
     // Money Stripe holds that no finding can name: a person must look, whatever else happened.
     writeErrorLine(
       `${input.unnamed} charge(s) from Stripe had no usable id and could not be judged or recorded ` +
         "(logged as 'Stripe returned a charge the sweep cannot judge'); exit 1 until Stripe lists them whole",
     );
-    return code;
+    return;
   }
   const slices = Object.fromEntries(
-    reports.flatMap((r) => {
+    input.reports.flatMap((r) => {
       const p = input.progress.last(r.account);
       return p ? [[r.account, { done: p.slicesDone, total: p.slicesTotal }]] : [];
     }),
   );
   const reason = exitReason({
     code,
-    mode,
-    accounts: reports,
+    mode: input.mode,
+    accounts: input.reports,
     interruptedBy,
     slices,
     alertsFailed: alerts.failed,
@@ -107,7 +127,6 @@ export async function finishSweep(input: FinishInput): Promise<number> {
     dryRun: input.dryRun,
   });
   if (reason) writeErrorLine(reason);
-  return code;
 }
 
 function reasonOf(signal: AbortSignal): string {

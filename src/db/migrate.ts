@@ -5,6 +5,7 @@ import path from 'node:path';
 import { checkout, type Pool, type Queryable } from './pool.js';
 import { LOCK_CLASS, LockObject } from './locks.js';
 import type { Logger } from '../log.js';
+import { ExitCode } from '../exit-codes.js';
 
 export const DEFAULT_MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.url));
 
@@ -27,7 +28,7 @@ export interface MigrationFile {
 export class MigrationError extends Error {
   override readonly name = 'MigrationError';
   readonly exitCode: number;
-  constructor(message: string, exitCode = 1) {
+  constructor(message: string, exitCode: number = ExitCode.failed) {
     super(message);
     this.exitCode = exitCode;
   }
@@ -111,7 +112,7 @@ function checkHistory(files: MigrationFile[], applied: AppliedRow[]): void {
     throw new MigrationError(
       `the database is at migration ${newest.id} (${newest.name}) but this sweeper only knows ${files.length}: ` +
         'upgrade sweeper before running it against this database',
-      64,
+      ExitCode.usage,
     );
   }
   for (const row of applied) {
@@ -120,7 +121,7 @@ function checkHistory(files: MigrationFile[], applied: AppliedRow[]): void {
       throw new MigrationError(
         `migration ${row.name} was changed after it was applied (checksum differs): ` +
           'restore the original file and add a new migration instead',
-        64,
+        ExitCode.usage,
       );
     }
   }
@@ -163,13 +164,13 @@ export async function assertSchemaCurrent(db: Queryable, dir?: string): Promise<
   if (version === null || version < files.length) {
     throw new MigrationError(
       `the database schema is at migration ${version ?? 0} of ${files.length}: run \`sweeper migrate\` first`,
-      64,
+      ExitCode.usage,
     );
   }
   if (version > files.length) {
     throw new MigrationError(
       `the database is at migration ${version} but this sweeper only knows ${files.length}: upgrade sweeper`,
-      64,
+      ExitCode.usage,
     );
   }
 }

@@ -1,9 +1,10 @@
 import type { Queryable } from './pool.js';
+import { ExitCode } from '../exit-codes.js';
 
 /** `migrate` or `expire` run as a role that does not own the schema (the runtime role): exit 64. */
 export class NotSchemaOwnerError extends Error {
   override readonly name = 'NotSchemaOwnerError';
-  readonly exitCode = 64;
+  readonly exitCode = ExitCode.usage;
 }
 
 /**

@@ -1,10 +1,9 @@
 import type { Queryable } from './pool.js';
+import { DAY_MS } from '../time/units.js';
 
 /** Tables partitioned by UTC day of `created_at`. */
 export const DAY_PARTITIONED_TABLES = ['idempotency_keys', 'stripe_charges'] as const;
 export type DayPartitionedTable = (typeof DAY_PARTITIONED_TABLES)[number];
-
-const DAY_MS = 86_400_000;
 
 /** The UTC calendar day of an instant, as `YYYY-MM-DD`. */
 export function utcDay(at: Date): string {

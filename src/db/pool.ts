@@ -3,6 +3,7 @@ import { DatabaseUnavailableError } from '../errors.js';
 import { redactUrlPassword, type DbTimeouts } from '../config.js';
 import { registerUrlCredentials } from '../secrets.js';
 import { isoTimestamptzMs } from './timestamps.js';
+import { ExitCode } from '../exit-codes.js';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -151,7 +152,7 @@ export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => P
  */
 export class DatabaseTimeoutError extends Error {
   override readonly name = 'DatabaseTimeoutError';
-  readonly exitCode = 1;
+  readonly exitCode = ExitCode.failed;
   constructor(
     message: string,
     readonly code: string,

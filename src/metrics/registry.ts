@@ -13,10 +13,33 @@ const FINDING_CATEGORIES: readonly Category[] = CATEGORIES.filter((c) => c !== '
  */
 export function buildMetricsRegistry(input: MetricsInput): Registry {
   const registry = new Registry();
-  const gauge = (name: string, help: string, labelNames: string[] = []) =>
+  const gauge: GaugeFactory = (name, help, labelNames = []) =>
     new Gauge({ name, help, labelNames, registers: [registry] });
+  // In this order: a scrape lists the series as they were registered.
+  const accounts = accountsOf(input);
+  writeFindings(gauge, input, accounts);
+  writeProgress(gauge, input);
+  writeLastRuns(gauge, input);
+  if (input.skipped) {
+    // 1 while a backfill keeps the scheduled run off the account; 0 once the run sweeps it again.
+    const skipped = gauge(
+      'sweeper_run_skipped',
+      'Whether the last scheduled run skipped the account because a backfill had it.',
+      ['account'],
+    );
+    for (const account of accounts) skipped.set({ account }, input.skipped.includes(account) ? 1 : 0);
+  }
+  writeCompleteness(gauge, input.completeness ?? []);
+  gauge('sweeper_stripe_rate_limited_last_run', 'Stripe 429 (rate limited) answers during the last run.').set(
+    input.stripe429s,
+  );
+  writeClaims(gauge, input);
+  return registry;
+}
 
-  const accounts = [
+/** Every account the run was asked about, or that has findings, a watermark or a report. */
+function accountsOf(input: MetricsInput): string[] {
+  return [
     ...new Set([
       ...(input.accounts ?? []),
       ...Object.keys(input.status.open_findings),
@@ -24,7 +47,9 @@ export function buildMetricsRegistry(input: MetricsInput): Registry {
       ...input.reports.map((r) => r.account),
     ]),
   ].sort();
+}
 
+function writeFindings(gauge: GaugeFactory, input: MetricsInput, accounts: readonly string[]): void {
   const unreconciled = gauge('sweeper_unreconciled', 'Open (unreconciled) findings.', ['account', 'category']);
   for (const account of accounts) {
     const open = input.status.open_findings[account] ?? {};
@@ -32,7 +57,10 @@ export function buildMetricsRegistry(input: MetricsInput): Registry {
     const categories = [...new Set([...FINDING_CATEGORIES, ...Object.keys(open)])];
     for (const category of categories) unreconciled.set({ account, category }, open[category] ?? 0);
   }
+}
 
+/** How far each account's scheduled sweep has got, and when it last succeeded. */
+function writeProgress(gauge: GaugeFactory, input: MetricsInput): void {
   const lag = gauge('sweeper_watermark_lag_seconds', 'Seconds between now and the scheduled sweep watermark.', [
     'account',
   ]);
@@ -48,7 +76,9 @@ export function buildMetricsRegistry(input: MetricsInput): Registry {
   );
   for (const [account, at] of [...lastSuccessByAccount(input)].sort())
     lastSuccess.set({ account }, at.getTime() / 1000);
+}
 
+function writeLastRuns(gauge: GaugeFactory, input: MetricsInput): void {
   // Dry runs wrote nothing and repaired nothing, so they say nothing about the last run.
   const runs = input.reports.filter((r) => !r.dry_run);
   const repairs = gauge('sweeper_repairs_last_run', 'Findings repaired by the last run.', ['account', 'category']);
@@ -66,23 +96,10 @@ export function buildMetricsRegistry(input: MetricsInput): Registry {
     deferred.set({ account: report.account }, report.deferred_keys);
     duration.set({ account: report.account }, report.duration_ms / 1000);
   }
+}
 
-  if (input.skipped) {
-    // 1 while a backfill keeps the scheduled run off the account; 0 once the run sweeps it again.
-    const skipped = gauge(
-      'sweeper_run_skipped',
-      'Whether the last scheduled run skipped the account because a backfill had it.',
-      ['account'],
-    );
-    for (const account of accounts) skipped.set({ account }, input.skipped.includes(account) ? 1 : 0);
-  }
-
-  writeCompleteness(gauge, input.completeness ?? []);
-
-  gauge('sweeper_stripe_rate_limited_last_run', 'Stripe 429 (rate limited) answers during the last run.').set(
-    input.stripe429s,
-  );
-
+/** The claim store's size and age, and the claim library's outcomes per tenant. */
+function writeClaims(gauge: GaugeFactory, input: MetricsInput): void {
   const claims = input.status.claims;
   gauge('sweeper_claim_store_size', 'Rows in the idempotency claim store.').set(claims.count);
   gauge('sweeper_claim_store_in_flight', 'Claims in_flight (an attempt holds or held a lease).').set(claims.in_flight);
@@ -96,8 +113,6 @@ export function buildMetricsRegistry(input: MetricsInput): Registry {
   );
   for (const [tenant, byOutcome] of Object.entries(input.status.claim_outcomes?.tenants ?? {}))
     for (const [outcome, n] of Object.entries(byOutcome)) outcomes.set({ tenant, outcome }, n);
-
-  return registry;
 }
 
 type GaugeFactory = (name: string, help: string, labelNames?: string[]) => Gauge;

@@ -30,6 +30,7 @@ export const REPORT_COLUMNS = [
   'charge_id',
   'tenant_id',
   'idempotency_key',
+  'reference',
   'charge_amount',
   'effect_amount',
   'amount_refunded',
@@ -48,7 +49,28 @@ export const REPORT_COLUMNS = [
 ] as const;
 export type ReportRow = Record<(typeof REPORT_COLUMNS)[number], string | number | null>;
 
+/**
+ * The finding's charge, as its details summarise it (src/sweep/judge/build.ts): its own,
+ * or a duplicate's kept one among its live charges; NULL when it names none.
+ */
+export function findingChargeSql(alias: string): string {
+  const d = `${alias}.details`;
+  return `coalesce(${d} -> 'charge', (
+             SELECT e FROM jsonb_array_elements(CASE WHEN jsonb_typeof(${d} -> 'charges') = 'array' THEN ${d} -> 'charges' ELSE '[]'::jsonb END) e
+              WHERE e ->> 'id' = ${d} ->> 'kept' LIMIT 1))`;
+}
+
 const PAGE = 2_000;
+
+/** Whether any run or finding names the account: a report filtered on one nothing names is a typo, not an empty answer. */
+export async function accountIsRecorded(db: Queryable, account: string): Promise<boolean> {
+  const { rows } = await db.query<{ known: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM recon_findings WHERE account = $1)
+         OR EXISTS (SELECT 1 FROM recon_runs WHERE account = $1) AS known`,
+    [account],
+  );
+  return rows[0]?.known === true;
+}
 
 /**
  * Keyset pagination by id: each query holds at most PAGE rows, so memory stays flat
@@ -59,7 +81,7 @@ export async function* findingRows(db: Queryable, filter: ReportFilter): AsyncGe
   let after = 0;
   for (;;) {
     const { rows } = await db.query<ReportRow & { id: number }>(
-      `SELECT f.id, f.category, f.state, f.account, f.charge_id, f.tenant_id, f.idempotency_key,
+      `SELECT f.id, f.category, f.state, f.account, f.charge_id, f.tenant_id, f.idempotency_key, f.reference,
               (ch.c ->> 'amount')::bigint AS charge_amount,
               (f.details #>> '{effect,amount}')::bigint AS effect_amount,
               coalesce(ch.c ->> 'amount_refunded', f.details #>> '{effect,amount_refunded}')::bigint AS amount_refunded,
@@ -74,12 +96,7 @@ export async function* findingRows(db: Queryable, filter: ReportFilter): AsyncGe
                 ORDER BY r.id DESC LIMIT 1) AS repair,
               f.closed_by, f.note, f.details ->> 'reason' AS reason
          FROM recon_findings f
-         -- The finding's charge: its own, or a duplicate's kept one among its live charges.
-         CROSS JOIN LATERAL (
-           SELECT coalesce(f.details -> 'charge', (
-             SELECT e FROM jsonb_array_elements(CASE WHEN jsonb_typeof(f.details -> 'charges') = 'array' THEN f.details -> 'charges' ELSE '[]'::jsonb END) e
-              WHERE e ->> 'id' = f.details ->> 'kept' LIMIT 1)) AS c
-         ) ch
+         CROSS JOIN LATERAL (SELECT ${findingChargeSql('f')} AS c) ch
         WHERE f.id > $1
           AND ($2::text IS NULL OR f.state = $2)
           AND ($3::text IS NULL OR f.category = $3)

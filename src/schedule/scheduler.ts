@@ -1,5 +1,5 @@
 import cron from 'node-cron';
-import type { Logger } from '../log.js';
+import { forOperator, type Logger } from '../log.js';
 import { errorMessage } from '../errors.js';
 
 export interface SchedulerOptions {
@@ -57,7 +57,11 @@ export function startScheduler(options: SchedulerOptions): RunningScheduler {
   const tasks = [schedule(options.cron, sweepJob.tick, tz)];
   if (expireJob) tasks.push(schedule(options.expireCron, expireJob.tick, tz));
   options.logger.info(
-    { cron: options.cron, expire_cron: expireJob ? options.expireCron : null, timezone: options.timezone ?? 'local' },
+    forOperator({
+      cron: options.cron,
+      expire_cron: expireJob ? options.expireCron : null,
+      timezone: options.timezone ?? 'local',
+    }),
     'scheduler started',
   );
   return {

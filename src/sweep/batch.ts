@@ -15,6 +15,7 @@ import { copyCharges, MirrorRefusedError } from './mirror-copy.js';
 import { isRefund, recordRefundIntents } from './refunds.js';
 import { executeRepairs } from './repairs.js';
 import type { RunMode } from './runs-store.js';
+import type { RunWrites } from './run-mode.js';
 import type { SweepDeps, SweepOptions, SweepReport } from './types.js';
 import { readStripesWord, type VerifiedSoFar } from './verify.js';
 import type { TimeWindow } from './window.js';
@@ -60,8 +61,12 @@ export interface RunContext {
   verified: VerifiedSoFar;
   /** Dry runs only. */
   overlay: DryRunOverlay | null;
+  /** How the run writes, real or dry (run-mode.ts); `inTransaction` and `overlay` above are its. */
+  writes: RunWrites;
   /** What the run judged and repaired so far, for the repair brake (brake.ts). */
   brake: BrakeState;
+  /** False once the refunds step failed (a key without Refunds read): events' refunds are not read either. */
+  refundsReadable: boolean;
 }
 
 export interface Batch {

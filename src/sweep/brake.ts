@@ -1,4 +1,5 @@
 import type { Category } from './categories.js';
+import { ExitCode } from '../exit-codes.js';
 
 /**
  * The repair brake (docs/judgement.md "The repair brake"): many repairs of one kind in
@@ -58,7 +59,7 @@ export function recordBatch(state: BrakeState, planned: Partial<Record<Category,
 /** The account's run stopped before a batch's repairs: exit 1, one line saying why and how to look. */
 export class MassRepairError extends Error {
   override readonly name = 'MassRepairError';
-  readonly exitCode = 1;
+  readonly exitCode = ExitCode.failed;
   constructor(
     readonly trip: BrakeTrip,
     account: string,

@@ -3,8 +3,11 @@ import { judgeBatch, type RunContext } from './batch.js';
 import { isCovered, readCoverage } from './coverage.js';
 import { advanceEventCursor, readDeepRead, readEventCursor, recordDeepRead } from './changes-store.js';
 import { deepRead, stepCounter } from './deep-read.js';
+import { judgeRefundsById } from './refund-step.js';
 import { loadChangedFacts } from './facts-sql.js';
 import type { ChangesReport, SweepDeps, SweepOptions } from './types.js';
+import { DAY_MS } from '../time/units.js';
+import { forOperator } from '../log.js';
 
 /**
  * Late changes (docs/judgement.md "Late changes"): after its window, a scheduled run reads the
@@ -16,10 +19,10 @@ import type { ChangesReport, SweepDeps, SweepOptions } from './types.js';
  */
 
 /** Stripe keeps events 30 days; past 25 the cursor is too close to losing some. */
-export const EVENTS_KEPT_MS = 30 * 86_400_000;
-export const EVENTS_SAFE_MS = 25 * 86_400_000;
+export const EVENTS_KEPT_MS = 30 * DAY_MS;
+export const EVENTS_SAFE_MS = 25 * DAY_MS;
 /** One read and one transaction per day of events at most. */
-const CHUNK_MS = 86_400_000;
+const CHUNK_MS = DAY_MS;
 
 export async function sweepChanges(
   deps: SweepDeps,
@@ -35,7 +38,46 @@ export async function sweepChanges(
   const before = new Date(Math.floor((now.getTime() - Math.max(options.eventsLagMs, options.settleMs)) / 1000) * 1000);
   const stored = await ctx.inTransaction((client) => readEventCursor(client, account));
   let cursor = stored ?? new Date(now.getTime() - options.firstRunLookbackMs);
-  const report: ChangesReport = {
+  const step: ChangesStep = { deps, options, ctx, listChanges, report: emptyChangesReport(), ...readSoFar() };
+
+  if (now.getTime() - cursor.getTime() > EVENTS_SAFE_MS) cursor = await relistLostEvents(step, cursor, now);
+
+  const eventsStep = stepCounter(ctx.report);
+  for (let n = 0; cursor < before; n += 1) {
+    options.signal?.throwIfAborted();
+    const chunkEnd = new Date(Math.min(before.getTime(), cursor.getTime() + CHUNK_MS));
+    const { held } = await judgeEventsChunk(step, n, cursor, chunkEnd);
+    if (held) break;
+    cursor = chunkEnd;
+  }
+  const { report } = step;
+  Object.assign(report, eventsStep());
+  report.cursor = cursor.toISOString();
+  report.cursor_lag_seconds = Math.round((now.getTime() - cursor.getTime()) / 1000);
+
+  if (options.deepReadEveryMs > 0 && options.deepReadDays > 0 && !report.fallback) await deepReadIfDue(step, now);
+  return report;
+}
+
+/** The late-changes step of one run, as it goes. */
+interface ChangesStep {
+  deps: SweepDeps;
+  options: SweepOptions;
+  ctx: RunContext;
+  listChanges: NonNullable<SweepDeps['listChanges']>;
+  report: ChangesReport;
+  notSwept: Set<string>;
+  /**
+   * Each counted once per run: every day's read re-reads the overlap below its start, so
+   * a day hands back events (and charges) the day before already had.
+   */
+  eventsRead: Set<string>;
+  chargesRead: Set<string>;
+  malformedRead: Set<string>;
+}
+
+function emptyChangesReport(): ChangesReport {
+  return {
     events: 0,
     charges: 0,
     not_swept: 0,
@@ -45,115 +87,141 @@ export async function sweepChanges(
     found: {},
     repaired: {},
   };
-  const notSwept = new Set<string>();
-  // Each counted once per run: every day's read re-reads the overlap below its start, so
-  // a day hands back events (and charges) the day before already had.
-  const eventsRead = new Set<string>();
-  const chargesRead = new Set<string>();
-  const malformedRead = new Set<string>();
+}
 
-  if (now.getTime() - cursor.getTime() > EVENTS_SAFE_MS) {
-    // Events older than 30 days are gone: what changed in the gap can only be found by
-    // listing the charges created since, and comparing them with the mirror.
-    const relist = { from: new Date(cursor.getTime() - options.eventsOverlapMs), to: ctx.run.window.to };
+function readSoFar(): Pick<ChangesStep, 'notSwept' | 'eventsRead' | 'chargesRead' | 'malformedRead'> {
+  return { notSwept: new Set(), eventsRead: new Set(), chargesRead: new Set(), malformedRead: new Set() };
+}
+
+/**
+ * Events older than 30 days are gone: what changed in the gap can only be found by
+ * listing the charges created since, and comparing them with the mirror. Returns the
+ * cursor the events read goes on from.
+ */
+async function relistLostEvents(step: ChangesStep, cursor: Date, now: Date): Promise<Date> {
+  const { deps, options, ctx, report } = step;
+  const relist = { from: new Date(cursor.getTime() - options.eventsOverlapMs), to: ctx.run.window.to };
+  ctx.log.warn(
+    { cursor: cursor.toISOString(), from: relist.from.toISOString(), to: relist.to.toISOString() },
+    'the events cursor is more than 25 days behind (Stripe keeps events 30 days): re-listing the charges created since it instead; ' +
+      'changes to charges created before it in that gap cannot be seen',
+  );
+  report.fallback = await deepRead(deps, options, ctx, relist, 'fallback');
+  return new Date(now.getTime() - EVENTS_KEPT_MS + CHUNK_MS);
+}
+
+/**
+ * One day of events: read, re-read from Stripe every charge they point at, and judge
+ * each affected identity, committed with the cursor's advance. `held`: a key was held
+ * back, so the cursor stays and the next run reads these events again.
+ */
+async function judgeEventsChunk(
+  step: ChangesStep,
+  n: number,
+  cursor: Date,
+  chunkEnd: Date,
+): Promise<{ held: boolean }> {
+  const { deps, options, ctx, report } = step;
+  const { account } = ctx.run;
+  const pointers = await step.listChanges(
+    account,
+    {
+      after: Math.floor(cursor.getTime() / 1000),
+      overlapSeconds: Math.round(options.eventsOverlapMs / 1000),
+      before: Math.floor(chunkEnd.getTime() / 1000),
+    },
+    options.signal,
+  );
+  const ids = [...new Set(pointers.flatMap((p) => (p.chargeId ? [p.chargeId] : [])))];
+  for (const bad of pointers.filter((p) => p.problem && !step.malformedRead.has(p.id))) {
+    step.malformedRead.add(bad.id);
+    report.malformed_events += 1;
     ctx.log.warn(
-      { cursor: cursor.toISOString(), from: relist.from.toISOString(), to: relist.to.toISOString() },
-      'the events cursor is more than 25 days behind (Stripe keeps events 30 days): re-listing the charges created since it instead; ' +
-        'changes to charges created before it in that gap cannot be seen',
+      { event: bad.id, problem: bad.problem },
+      'an event names no charge the sweep can re-read; the deep re-read is the second line',
     );
-    report.fallback = await deepRead(deps, options, ctx, relist, 'fallback');
-    cursor = new Date(now.getTime() - EVENTS_KEPT_MS + CHUNK_MS);
   }
-
-  const eventsStep = stepCounter(ctx.report);
-  for (let n = 0; cursor < before; n += 1) {
-    options.signal?.throwIfAborted();
-    const chunkEnd = new Date(Math.min(before.getTime(), cursor.getTime() + CHUNK_MS));
-    const pointers = await listChanges(
-      account,
-      {
-        after: Math.floor(cursor.getTime() / 1000),
-        overlapSeconds: Math.round(options.eventsOverlapMs / 1000),
-        before: Math.floor(chunkEnd.getTime() / 1000),
-      },
-      options.signal,
+  await deps.faultPoint?.(`changes:${n}:listed`);
+  // Refunds first, in their own transaction: judged again harmlessly if this day is read again.
+  if (ctx.refundsReadable) {
+    const refunds = pointers.filter((p) => p.refundId);
+    const since = new Date(Math.min(...refunds.map((p) => p.created * 1000)));
+    await judgeRefundsById(deps, options, ctx, [...new Set(refunds.map((p) => p.refundId as string))], since);
+  }
+  const fetchedAt = deps.clock();
+  const { answered, read } = await rereadCharges(step, ids);
+  // Only charges created where some run has judged (a first run: its lookback); older ones wait for a backfill.
+  const { charges, unreadable, left } = await sweptOnly(ctx, answered, read);
+  for (const id of left) step.notSwept.add(id);
+  if (left.length > 0)
+    ctx.log.info(
+      forOperator({ charges: left.length, example: left[0] }),
+      'events point at charges created before anything was swept; they are left for a backfill',
     );
-    const ids = [...new Set(pointers.flatMap((p) => (p.chargeId ? [p.chargeId] : [])))];
-    for (const bad of pointers.filter((p) => p.problem && !malformedRead.has(p.id))) {
-      malformedRead.add(bad.id);
-      report.malformed_events += 1;
-      ctx.log.warn(
-        { event: bad.id, problem: bad.problem },
-        'an event names no charge the sweep can re-read; the deep re-read is the second line',
-      );
-    }
-    await deps.faultPoint?.(`changes:${n}:listed`);
-    const fetchedAt = deps.clock();
-    // A charge Stripe answers but that cannot be read becomes a finding, as in a listing.
-    const read: MalformedCharge[] = [];
-    const answered =
-      ids.length > 0 ? await deps.evidence.chargesById(account, ids, options.signal, (bad) => read.push(bad)) : [];
-    if (answered.length + read.length < ids.length) {
-      const found = new Set([...answered.map((c) => c.id), ...read.map((c) => c.id)]);
-      ctx.log.warn(
-        { missing: ids.filter((id) => !found.has(id)).slice(0, 5) },
-        'events point at charges Stripe does not return by id; they are left out',
-      );
-    }
-    // Only charges created where some run has judged (a first run: its lookback); older ones wait for a backfill.
-    const { charges, unreadable, left } = await sweptOnly(ctx, answered, read);
-    for (const id of left) notSwept.add(id);
-    if (left.length > 0)
-      ctx.log.info(
-        { charges: left.length, example: left[0] },
-        'events point at charges created before anything was swept; they are left for a backfill',
-      );
-    const judgedIds = [...charges.map((c) => c.id), ...unreadable.flatMap((b) => (b.id ? [b.id] : []))];
-    for (const p of pointers) if (!p.problem) eventsRead.add(p.id);
-    for (const c of charges) chargesRead.add(c.id);
-    report.events = eventsRead.size;
-    report.charges = chargesRead.size;
-    report.not_swept = notSwept.size;
-    // An object, not a local: the checkpoint callback sets it (a local's narrowing would not see that).
-    const chunk = { held: false };
-    await judgeBatch(deps, options, ctx, {
-      name: `changes:${n}`,
-      charges,
-      fetchedAt,
-      unreadable,
-      load: (client) => loadChangedFacts(client, account, judgedIds, options),
-      countsMatched: () => false,
-      async checkpoint(client, deferred, at) {
-        // A key held back keeps the cursor here: the next run reads these events again.
-        if (deferred.length > 0) chunk.held = true;
-        else await advanceEventCursor(client, account, chunkEnd, ctx.run.id, at);
-      },
-    });
-    if (chunk.held) break;
-    cursor = chunkEnd;
-  }
-  Object.assign(report, eventsStep());
-  report.cursor = cursor.toISOString();
-  report.cursor_lag_seconds = Math.round((now.getTime() - cursor.getTime()) / 1000);
+  const judgedIds = [...charges.map((c) => c.id), ...unreadable.flatMap((b) => (b.id ? [b.id] : []))];
+  for (const p of pointers) if (!p.problem) step.eventsRead.add(p.id);
+  for (const c of charges) step.chargesRead.add(c.id);
+  report.events = step.eventsRead.size;
+  report.charges = step.chargesRead.size;
+  report.not_swept = step.notSwept.size;
+  // An object, not a local: the checkpoint callback sets it (a local's narrowing would not see that).
+  const chunk = { held: false };
+  await judgeBatch(deps, options, ctx, {
+    name: `changes:${n}`,
+    charges,
+    fetchedAt,
+    unreadable,
+    load: (client) => loadChangedFacts(client, account, judgedIds, options),
+    countsMatched: () => false,
+    async checkpoint(client, deferred, at) {
+      // A key held back keeps the cursor here: the next run reads these events again.
+      if (deferred.length > 0) chunk.held = true;
+      else await advanceEventCursor(client, account, chunkEnd, ctx.run.id, at);
+    },
+  });
+  return chunk;
+}
 
-  if (options.deepReadEveryMs > 0 && options.deepReadDays > 0 && !report.fallback) {
-    const last = await ctx.inTransaction((client) => readDeepRead(client, account));
-    if (!last || now.getTime() - last.lastAt.getTime() >= options.deepReadEveryMs) {
-      const window = { from: new Date(now.getTime() - options.deepReadDays * 86_400_000), to: ctx.run.window.to };
-      const read = await deepRead(deps, options, ctx, window, 'deep-read');
-      report.deep_read = read;
-      await ctx.inTransaction((client) =>
-        recordDeepRead(client, account, ctx.run.id, {
-          lastAt: now,
-          from: new Date(read.from),
-          to: new Date(read.to),
-          hours: read.hours,
-          differing: read.differing,
-        }),
-      );
-    }
+/** The charges the events point at, read from Stripe by id; one Stripe answers but that cannot be read becomes a finding, as in a listing. */
+async function rereadCharges(
+  step: ChangesStep,
+  ids: string[],
+): Promise<{ answered: NormalizedCharge[]; read: MalformedCharge[] }> {
+  const { deps, options, ctx } = step;
+  const read: MalformedCharge[] = [];
+  const answered =
+    ids.length > 0
+      ? await deps.evidence.chargesById(ctx.run.account, ids, options.signal, (bad) => read.push(bad))
+      : [];
+  if (answered.length + read.length < ids.length) {
+    const found = new Set([...answered.map((c) => c.id), ...read.map((c) => c.id)]);
+    ctx.log.warn(
+      { missing: ids.filter((id) => !found.has(id)).slice(0, 5) },
+      'events point at charges Stripe does not return by id; they are left out',
+    );
   }
-  return report;
+  return { answered, read };
+}
+
+/** The periodic deep re-read (SWEEPER_DEEP_READ_EVERY), when the last one is that old, recorded with its result. */
+async function deepReadIfDue(step: ChangesStep, now: Date): Promise<void> {
+  const { deps, options, ctx, report } = step;
+  const { account } = ctx.run;
+  const last = await ctx.inTransaction((client) => readDeepRead(client, account));
+  if (!last || now.getTime() - last.lastAt.getTime() >= options.deepReadEveryMs) {
+    const window = { from: new Date(now.getTime() - options.deepReadDays * DAY_MS), to: ctx.run.window.to };
+    const read = await deepRead(deps, options, ctx, window, 'deep-read');
+    report.deep_read = read;
+    await ctx.inTransaction((client) =>
+      recordDeepRead(client, account, ctx.run.id, {
+        lastAt: now,
+        from: new Date(read.from),
+        to: new Date(read.to),
+        hours: read.hours,
+        differing: read.differing,
+      }),
+    );
+  }
 }
 
 /**

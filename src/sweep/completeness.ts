@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/pool.js';
+import { DAY_MS } from '../time/units.js';
 
 /**
  * How complete reconciliation is, per account (docs/judgement.md "Completeness"):
@@ -38,8 +39,6 @@ export interface AccountCompleteness {
   /** Oldest day first; the last is today (its recent charges are not settled yet, by design). */
   days: DaySettled[];
 }
-
-const DAY_MS = 86_400_000;
 
 /**
  * One statement per account. The day counts read the mirror through its

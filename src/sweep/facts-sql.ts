@@ -47,7 +47,7 @@ SELECT tenant_id, idempotency_key AS key FROM stripe_charges
  WHERE account = $1 AND created >= $4 AND created < $5 AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
 UNION
 SELECT tenant_id, key FROM idempotency_keys
- WHERE account = $1 AND updated_at >= $2 AND updated_at < $3
+ WHERE account = $1 AND updated_at >= $2 AND updated_at < $3 AND NOT sweeper_claim_is_refund(operation, response_body)
 UNION
 SELECT tenant_id, idempotency_key FROM payments
  WHERE account = $1 AND created_at >= $2 AND created_at < $3
@@ -81,7 +81,8 @@ SELECT k.tenant_id, k.key, c.key AS claim_key, c.account_id, c.status, c.attempt
        ${answerChargeSql('c', mapping)} AS response_charge_id,
        CASE WHEN jsonb_typeof(c.response_body) = 'object' THEN c.response_body->>'object' END AS answer_object,
        CASE WHEN jsonb_typeof(c.response_body) = 'object' THEN c.response_body->>'status' END AS answer_status,
-       ${answerOutcomeSql('c', mapping)} AS answer_mapped
+       ${answerOutcomeSql('c', mapping)} AS answer_mapped,
+       sweeper_claim_is_refund(c.operation, c.response_body) AS is_refund
   -- The key's day from the directory (idempotency_key_directory), then its claim by primary key in that
   -- day's partition only. LATERAL with OFFSET 0: a probe per key, whatever the size of the
   -- store (a hash join would scan it all). A stale entry (claim gone) finds no claim. A key
@@ -284,7 +285,9 @@ async function loadFacts(
   for (const r of keyRows) {
     const tenantId = String(r.tenant_id);
     const key = String(r.key);
-    const hasClaim = r.claim_key !== null && r.claim_key !== undefined;
+    // A refund's claim is not this charge's: the refund judgement has it (refunds.ts).
+    const isRefund = r.is_refund === true;
+    const hasClaim = r.claim_key !== null && r.claim_key !== undefined && !isRefund;
     const here = hasClaim && accountName(textOrNull(r.account_id)) === account;
     const claim = here ? claimFact(r, mapping) : null;
     const id = claimKey(tenantId, key);
@@ -294,6 +297,7 @@ async function loadFacts(
       key,
       claim,
       claimAccount: hasClaim && !here ? accountName(textOrNull(r.account_id)) : null,
+      claimIsRefund: isRefund,
       tenantKnown: false,
       charges: [],
       effects: [],

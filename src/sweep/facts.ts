@@ -58,6 +58,8 @@ export interface IdentityFacts {
   claim: ClaimFact | null;
   /** The key's claim belongs to another account (claims are unique per tenant and key). */
   claimAccount: string | null;
+  /** The key's claim stands for a refund, not a charge: a charge naming it cannot be its. */
+  claimIsRefund?: boolean;
   /** The tenant has a claim or a payment row on this account: its metadata is not the only word. */
   tenantKnown: boolean;
   charges: ChargeFact[];

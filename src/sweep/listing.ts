@@ -1,12 +1,13 @@
 import type { MalformedCharge } from './provider.js';
 import type { TimeWindow } from './window.js';
+import { ExitCode } from '../exit-codes.js';
 
 /** What a slice's listing must satisfy, whichever path lists it (prefetch.ts, slice.ts). */
 
 /** The same charge id twice with different content in one listing. Exit 1: the run failed, nothing of the slice was judged. */
 export class BrokenListingError extends Error {
   override readonly name = 'BrokenListingError';
-  readonly exitCode = 1;
+  readonly exitCode = ExitCode.failed;
 }
 
 /** Whether an unreadable charge is this slice's own (its `created` in the slice, or unknown). */

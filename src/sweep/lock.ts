@@ -1,11 +1,12 @@
 import { checkout, explainTimeout, type Pool, type PoolClient, type Queryable } from '../db/pool.js';
 import { LOCK_CLASS, LockObject } from '../db/locks.js';
 import { formatDuration } from '../time/duration.js';
+import { ExitCode } from '../exit-codes.js';
 
 /** Another sweep holds an account's lock (or a backfill waited for it in vain): exit 75. */
 export class SweepLockedError extends Error {
   override readonly name = 'SweepLockedError';
-  readonly exitCode = 75;
+  readonly exitCode = ExitCode.locked;
 }
 
 export interface SweepLock {

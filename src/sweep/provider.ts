@@ -66,9 +66,36 @@ export interface ChangePointer {
   /** Unix seconds. */
   created: number;
   chargeId: string | null;
+  /** A refund event's refund (its status may have changed: failed, canceled). */
+  refundId?: string;
   /** Set when the event could not be read as a pointer (its object names no usable charge). */
   problem?: string;
 }
+
+/** A refund as the sweeper sees it (GET /v1/refunds), with the claim attribution its metadata names. */
+export interface NormalizedRefund {
+  id: string;
+  /** Connected account id, or null for the platform. */
+  account: string | null;
+  chargeId: string;
+  /** Unix seconds. */
+  created: number;
+  amount: number;
+  currency: string;
+  status: 'pending' | 'requires_action' | 'succeeded' | 'failed' | 'canceled';
+  failureReason: string | null;
+  tenantId: string | null;
+  idempotencyKey: string | null;
+}
+
+/** One page of a refunds listing: the refunds read, and those that could not be. */
+export interface RefundPage {
+  refunds: NormalizedRefund[];
+  malformed: MalformedCharge[];
+}
+
+/** Pages of one account's refunds created in `[from, to)`; throws if the window cannot be read completely. */
+export type RefundSource = (account: string, window: TimeWindow, signal?: AbortSignal) => AsyncIterable<RefundPage>;
 
 /**
  * One account's change events created in `(after − overlap, before)` (unix seconds),
@@ -101,6 +128,8 @@ export interface PaymentProvider {
   listCharges: ChargeSource;
   /** Change events since a cursor; without it a scheduled run skips the late-changes step. */
   listChanges?: ChangeSource;
+  /** Refunds created in a window; without it the sweep does not judge refunds. */
+  listRefunds?: RefundSource;
   /** Charges by id, charges by key metadata, refunds: read directly before money moves. */
   evidence: ProviderEvidence;
   /** The request rate and the mean latency measured so far. */
@@ -129,6 +158,7 @@ export function providerSweepDeps(
 ): {
   listCharges: ChargeSource;
   listChanges?: ChangeSource;
+  listRefunds?: RefundSource;
   evidence: ProviderEvidence;
   idempotencyWindowMs: number;
   pace?: PaymentProvider['pace'];
@@ -137,6 +167,7 @@ export function providerSweepDeps(
     listCharges: provider.listCharges,
     idempotencyWindowMs: provider.facts.idempotencyWindowMs,
     ...(provider.listChanges ? { listChanges: provider.listChanges } : {}),
+    ...(provider.listRefunds ? { listRefunds: provider.listRefunds } : {}),
     evidence: provider.evidence,
     ...(options.pace ? { pace: () => provider.pace() } : {}),
   };
@@ -174,6 +205,16 @@ export interface ProviderEvidence {
   ): Promise<NormalizedCharge[]>;
   /** The refunds the provider has for one charge (Stripe: `GET /v1/refunds?charge=`). */
   refundsOf(account: string, chargeId: string, signal?: AbortSignal): Promise<RefundFact[]>;
+  /**
+   * Refunds by id (Stripe: `GET /v1/refunds/:id`), read as a listing reads them; ids the
+   * provider does not have are absent; one that cannot be read goes to `onMalformed`.
+   */
+  refundsById?(
+    account: string,
+    ids: readonly string[],
+    signal?: AbortSignal,
+    onMalformed?: (bad: MalformedCharge) => void,
+  ): Promise<NormalizedRefund[]>;
   /** A refund, idempotent by `request.idempotencyKey` (Stripe: `POST /v1/refunds` with that Idempotency-Key). */
   refund(account: string, request: RefundRequest, signal?: AbortSignal): Promise<RefundFact>;
 }

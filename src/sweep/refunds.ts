@@ -1,6 +1,6 @@
 import { inTransaction, type Pool, type Queryable } from '../db/pool.js';
 import { ensureDayPartitions, utcDay } from '../db/partitions.js';
-import type { Logger } from '../log.js';
+import { forOperator, type Logger } from '../log.js';
 import { findingKey } from '../domain/identity.js';
 import type { MalformedCharge, NormalizedCharge } from './provider.js';
 import { isRefundMade, REFUND_KEY_METADATA, type RefundFact, type ProviderEvidence } from './provider.js';
@@ -164,11 +164,21 @@ async function settleOne(args: SettleArgs, intent: Intent): Promise<Outcome> {
 function whyNotNow(intent: Intent, extra: NormalizedCharge | null, kept: NormalizedCharge | null): string | null {
   if (!extra) return 'Stripe no longer has the extra charge';
   if (!kept) return 'Stripe no longer has the kept charge';
+  return whyNotStanding(extra, kept) ?? whyNotTheSame(intent, extra, kept);
+}
+
+/** The kept charge must still stand, and the extra be money nobody has handled yet. */
+function whyNotStanding(extra: NormalizedCharge, kept: NormalizedCharge): string | null {
   if (kept.status !== 'succeeded' || kept.refunded || kept.amountRefunded > 0)
     return 'the kept charge no longer stands (failed or refunded)';
   if (extra.amountRefunded > 0 || extra.refunded) return 'the extra charge was refunded at Stripe by someone else';
   if (extra.status !== 'succeeded' || !extra.captured) return 'the extra charge is not a captured, succeeded charge';
   if (extra.disputed) return 'the extra charge is disputed: the dispute decides';
+  return null;
+}
+
+/** The extra must still be an identical duplicate of the kept charge, for the amount the intent recorded. */
+function whyNotTheSame(intent: Intent, extra: NormalizedCharge, kept: NormalizedCharge): string | null {
   if (extra.amount !== kept.amount || extra.currency !== kept.currency || extra.amount !== intent.amount) {
     return 'amount or currency differ from the kept charge';
   }
@@ -240,7 +250,7 @@ async function record(args: SettleArgs, intent: Intent, outcome: Outcome): Promi
       [intent.finding_id, now, args.runId],
     );
     args.log.info(
-      { charge: intent.charge_id, refund: outcome.refund.id, how: outcome.how },
+      forOperator({ charge: intent.charge_id, refund: outcome.refund.id, how: outcome.how }),
       'duplicate charge refunded',
     );
     return rowCount ?? 0;

@@ -51,7 +51,6 @@ export async function sweepSlice(
       // Between parts, as between slices: a stop asked for ends the run at the last commit.
       if (k > 0 && options.signal?.aborted) return { refundIntents, complete: false };
       const partCtx: SliceContext = { ...ctx, slice: part.slice };
-      report.charges_scanned += part.charges;
       // The first part lands the slice's whole listing: every part then judges its
       // identities with every charge the slice listed (parts.ts).
       const done = await judgeBatch(deps, options, partCtx, {
@@ -70,13 +69,17 @@ export async function sweepSlice(
           const reached = ctx.watermarkHold.at ?? part.slice.to;
           await recordSliceProgress(client, run.id, {
             checkpoint: reached,
-            chargesScanned: report.charges_scanned,
+            // With this part's charges, counted in the report once the part has committed (below).
+            chargesScanned: report.charges_scanned + part.charges,
             findings: report.findings,
             repaired: report.repaired,
           });
           if (run.mode === 'run') await advanceWatermark(client, run.account, reached, run.id, now);
         },
       });
+      // Counted once the part stands: a part rolled back (a stop asked for while Stripe's word
+      // was read) is in neither the charges scanned nor the category counts.
+      report.charges_scanned += part.charges;
       refundIntents += done.refundIntents;
     }
     return { refundIntents, complete: true };

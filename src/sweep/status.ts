@@ -2,6 +2,7 @@ import type { Queryable } from '../db/pool.js';
 import { LOCK_CLASS } from '../db/locks.js';
 import { readCompletenessAll, type AccountCompleteness, type CompletenessOptions } from './completeness.js';
 import { slicesOf } from './window.js';
+import { ExitCode } from '../exit-codes.js';
 
 export interface SweepStatus {
   watermarks: Array<{ account: string; shard: string; watermark: string; lag_seconds: number }>;
@@ -60,6 +61,29 @@ export interface StatusOptions {
   completeness?: CompletenessOptions & { accounts: readonly string[] };
 }
 
+/** The claim library's outcomes per tenant over the days kept, and the first of those days. */
+async function readClaimOutcomes(db: Queryable): Promise<SweepStatus['claim_outcomes']> {
+  const outcomes = await db.query<{ tenant_id: string; outcome: string; n: string; since: Date }>(
+    `SELECT tenant_id, outcome, sum(count)::text AS n, min(day) AS since FROM claim_outcomes GROUP BY 1, 2 ORDER BY 1, 2`,
+  );
+  const claimOutcomes: SweepStatus['claim_outcomes'] = { since: null, tenants: {} };
+  for (const r of outcomes.rows) {
+    (claimOutcomes.tenants[r.tenant_id] ??= {})[r.outcome] = Number(r.n);
+    const day = new Date(r.since).toISOString().slice(0, 10);
+    if (claimOutcomes.since === null || day < claimOutcomes.since) claimOutcomes.since = day;
+  }
+  return claimOutcomes;
+}
+
+function claimStoreOf(c: Awaited<ReturnType<typeof readClaimStore>> | undefined, now: Date): SweepStatus['claims'] {
+  return {
+    count: c?.count ?? 0,
+    in_flight: c?.in_flight ?? 0,
+    oldest_created_at: c?.oldest ? c.oldest.toISOString() : null,
+    oldest_age_seconds: c?.oldest ? Math.round((now.getTime() - c.oldest.getTime()) / 1000) : null,
+  };
+}
+
 /** What an operator asks first: how far behind, what ran, what is open, how big the claim store is. */
 export async function readStatus(db: Queryable, now: Date, options: StatusOptions = {}): Promise<SweepStatus> {
   const watermarks = await db.query<{ account: string; shard: string; watermark: Date }>(
@@ -73,15 +97,7 @@ export async function readStatus(db: Queryable, now: Date, options: StatusOption
     `SELECT account, category, count(*)::int AS n FROM recon_findings WHERE state = 'open' GROUP BY account, category ORDER BY 1, 2`,
   );
   const claims = { rows: [await readClaimStore(db)] };
-  const outcomes = await db.query<{ tenant_id: string; outcome: string; n: string; since: Date }>(
-    `SELECT tenant_id, outcome, sum(count)::text AS n, min(day) AS since FROM claim_outcomes GROUP BY 1, 2 ORDER BY 1, 2`,
-  );
-  const claimOutcomes: SweepStatus['claim_outcomes'] = { since: null, tenants: {} };
-  for (const r of outcomes.rows) {
-    (claimOutcomes.tenants[r.tenant_id] ??= {})[r.outcome] = Number(r.n);
-    const day = new Date(r.since).toISOString().slice(0, 10);
-    if (claimOutcomes.since === null || day < claimOutcomes.since) claimOutcomes.since = day;
-  }
+  const claimOutcomes = await readClaimOutcomes(db);
   const live = await readLiveRuns(db, now, options.sliceMs);
   const completeness = options.completeness
     ? await readCompletenessAll(db, options.completeness.accounts, options.completeness)
@@ -109,12 +125,7 @@ export async function readStatus(db: Queryable, now: Date, options: StatusOption
     open_findings: openByAccount,
     claim_outcomes: claimOutcomes,
     unreconciled: open.rows.reduce((sum, r) => sum + r.n, 0),
-    claims: {
-      count: c?.count ?? 0,
-      in_flight: c?.in_flight ?? 0,
-      oldest_created_at: c?.oldest ? c.oldest.toISOString() : null,
-      oldest_age_seconds: c?.oldest ? Math.round((now.getTime() - c.oldest.getTime()) / 1000) : null,
-    },
+    claims: claimStoreOf(c, now),
     live_runs: live,
     ...(completeness ? { completeness } : {}),
   };
@@ -166,63 +177,99 @@ async function readLiveRuns(db: Queryable, now: Date, sliceMs: number | undefine
 
 export class FindingNotFoundError extends Error {
   override readonly name = 'FindingNotFoundError';
-  readonly exitCode = 64;
+  readonly exitCode = ExitCode.usage;
 }
 
 /** `--not-duplicate` on a finding that is not about a set of charges: bad usage. */
 export class NotADuplicateError extends Error {
   override readonly name = 'NotADuplicateError';
-  readonly exitCode = 64;
+  readonly exitCode = ExitCode.usage;
 }
 
 /** The findings about a set of charges that a person may close as not a duplicate (`--not-duplicate`). */
 export const DUPLICATE_SET_CATEGORIES = ['duplicate_effect', 'suspected_duplicate'] as const;
 
-/** A person closes an open finding; the audit keeps who, when and why. */
-export async function resolveFinding(
+/** How a person closes findings: resolved or ignored, or (duplicates only) not a duplicate. */
+export interface CloseFindings {
+  note: string;
+  actor: string;
+  now: Date;
+  state?: 'resolved' | 'ignored';
+  /** The person says these charges are not a duplicate: that set (or any part of it) is never raised again. */
+  notDuplicate?: boolean;
+}
+
+/** What closing several findings did: the ones closed, and why each other one was not. */
+export interface ClosedFindings {
+  closed: number[];
+  refused: Array<{ id: number; reason: string }>;
+}
+
+/**
+ * People close open findings, one or many, in one statement: each finding closed gets
+ * its own audit row with the actor. A finding someone else closed meanwhile is left as
+ * they left it (the row is rechecked under its lock) and reported with who closed it.
+ */
+export async function resolveFindings(
   db: Queryable,
-  args: {
-    id: number;
-    note: string;
-    actor: string;
-    now: Date;
-    state?: 'resolved' | 'ignored';
-    /** The person says these charges are not a duplicate: that set (or any part of it) is never raised again. */
-    notDuplicate?: boolean;
-  },
-): Promise<{ previous: string }> {
+  args: CloseFindings & { ids: readonly number[] },
+): Promise<ClosedFindings> {
   const state = args.state ?? 'resolved';
   const action = args.notDuplicate ? 'not_duplicate' : state;
-  const { rows } = await db.query<{ id: number }>(
+  const ids = [...new Set(args.ids)];
+  const { rows } = await db.query<{ id: string }>(
     `WITH updated AS (
        UPDATE recon_findings
           SET state = $2, closed_at = $3, closed_by = $4, note = $5,
               details = CASE WHEN $6 THEN details || '{"verdict": "not_duplicate"}'::jsonb ELSE details END
-        WHERE id = $1 AND state = 'open' AND (NOT $6 OR category = ANY($8::text[])) RETURNING id
+        WHERE id = ANY($1::bigint[]) AND state = 'open' AND (NOT $6 OR category = ANY($8::text[])) RETURNING id
      ), audit AS (
        INSERT INTO recon_repairs (finding_id, run_id, action, before, after, actor, at)
        SELECT id, NULL, $7, jsonb_build_object('state', 'open'), jsonb_build_object('state', $2::text, 'note', $5::text), $4, $3
          FROM updated
      )
-     SELECT id FROM updated`,
-    [args.id, state, args.now, args.actor, args.note, Boolean(args.notDuplicate), action, DUPLICATE_SET_CATEGORIES],
+     SELECT id FROM updated ORDER BY id`,
+    [ids, state, args.now, args.actor, args.note, Boolean(args.notDuplicate), action, DUPLICATE_SET_CATEGORIES],
   );
-  if (rows[0]) return { previous: 'open' };
-  const found = await db.query<{ state: string; closed_by: string | null; category: string }>(
-    'SELECT state, closed_by, category FROM recon_findings WHERE id = $1',
-    [args.id],
+  const closed = rows.map((r) => Number(r.id));
+  const rest = ids.filter((id) => !closed.includes(id));
+  if (rest.length === 0) return { closed, refused: [] };
+  const found = await db.query<{ id: string; state: string; closed_by: string | null; category: string }>(
+    'SELECT id, state, closed_by, category FROM recon_findings WHERE id = ANY($1::bigint[])',
+    [rest],
   );
-  const finding = found.rows[0];
-  if (!finding)
+  const byId = new Map(found.rows.map((r) => [Number(r.id), r]));
+  const refused = rest.map((id) => {
+    const finding = byId.get(id);
+    if (!finding) return { id, reason: `no finding with id ${id}` };
+    if (args.notDuplicate && !(DUPLICATE_SET_CATEGORIES as readonly string[]).includes(finding.category))
+      return {
+        id,
+        reason: `finding ${id} is ${finding.category}: not-a-duplicate is for ${DUPLICATE_SET_CATEGORIES.join(' and ')} findings`,
+      };
+    return {
+      id,
+      reason: `finding ${id} is already ${finding.state}${finding.closed_by ? ` (by ${finding.closed_by})` : ''}`,
+    };
+  });
+  return { closed, refused };
+}
+
+/** A person closes an open finding; the audit keeps who, when and why. */
+export async function resolveFinding(
+  db: Queryable,
+  args: CloseFindings & { id: number },
+): Promise<{ previous: string }> {
+  const { refused } = await resolveFindings(db, { ...args, ids: [args.id] });
+  const problem = refused[0];
+  if (!problem) return { previous: 'open' };
+  if (problem.reason.startsWith('no finding'))
     throw new FindingNotFoundError(`no finding with id ${args.id}: see \`sweeper status\` or \`sweeper report\``);
-  if (args.notDuplicate && !(DUPLICATE_SET_CATEGORIES as readonly string[]).includes(finding.category))
+  if (problem.reason.includes('not-a-duplicate'))
     throw new NotADuplicateError(
-      `finding ${args.id} is ${finding.category}: --not-duplicate is for ${DUPLICATE_SET_CATEGORIES.join(' and ')} findings; ` +
-        'close it without --not-duplicate',
+      `${problem.reason.replace('not-a-duplicate', '--not-duplicate')}; close it without --not-duplicate`,
     );
-  throw new FindingNotFoundError(
-    `finding ${args.id} is already ${finding.state}${finding.closed_by ? ` (by ${finding.closed_by})` : ''}: only open findings are resolved`,
-  );
+  throw new FindingNotFoundError(`${problem.reason}: only open findings are resolved`);
 }
 
 /** Below this estimate the claim store is counted exactly; above it, the planner's estimate is the count. */

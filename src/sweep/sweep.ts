@@ -1,27 +1,21 @@
 import { randomBytes } from 'node:crypto';
-import { checkout, inTransaction, type PoolClient, type Queryable } from '../db/pool.js';
 import { emptyCounts } from './categories.js';
+import type { RunContext } from './batch.js';
 import { lockAccounts, type SweepLock } from './lock.js';
-import {
-  countOpenFindings,
-  finishRun,
-  findResumableBackfill,
-  insertRun,
-  markAbandonedRuns,
-  readWatermark,
-} from './runs-store.js';
+import { countOpenFindings, findResumableBackfill, insertRun, readWatermark } from './runs-store.js';
 import { sweepChanges } from './changes.js';
-import { recordRunChanges } from './changes-store.js';
-import { DryRunOverlay } from './dry-run-overlay.js';
-import { settleRefundIntents } from './refunds.js';
+import { dryRunWrites, realRunWrites, type RunWrites } from './run-mode.js';
 import { sweepSlice, type SliceContext } from './slice.js';
 import { nothingVerifiedYet } from './verify.js';
 import { newBrakeState } from './brake.js';
 import { judgeUnstableKeys } from './unstable-keys.js';
+import { emptyRefundsReport, sweepRefundWindow } from './refund-step.js';
 import { SlicePrefetcher } from './prefetch.js';
 import type { SweepDeps, SweepOptions, SweepReport } from './types.js';
 import { formatShard, scheduledWindow, slicesOf, type TimeWindow } from './window.js';
 import { errorMessage } from '../errors.js';
+import { ExitCode } from '../exit-codes.js';
+import { forOperator } from '../log.js';
 
 export function newRunId(now: Date): string {
   const stamp = now
@@ -43,16 +37,16 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
     signal: options.signal,
     onWait: (account) =>
       deps.logger.info(
-        { account, wait_ms: options.lockWaitMs },
+        forOperator({ account, wait_ms: options.lockWaitMs }),
         'another sweep holds the account; waiting for it (--wait)',
       ),
   });
   // A dry run of several accounts is one transaction, rolled back at the end, with one
-  // overlay: each account is judged on what the accounts before it would have written,
-  // as the real run (accounts one after another, in this order) would judge it.
-  let dry: DryRun | null = null;
+  // overlay: each account is judged on what the accounts before it would have written
+  // (run-mode.ts).
+  let writes: RunWrites | null = null;
   try {
-    if (options.dryRun) dry = await beginDryRun(deps);
+    writes = options.dryRun ? await dryRunWrites(deps.pool) : realRunWrites(deps.pool);
     const reports: SweepReport[] = [];
     const failures: Error[] = [];
     for (const account of lock.skipped) {
@@ -66,7 +60,7 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
       if (options.signal?.aborted) break;
       lock.assertHeld();
       try {
-        reports.push(await sweepAccount(deps, options, account, lock, dry));
+        reports.push(await sweepAccount(deps, options, account, lock, writes));
       } catch (error) {
         lock.assertHeld(); // a lost lock stops everything, at once
         // One account failing (its Stripe key lacks access, say) must not hide the
@@ -74,7 +68,7 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
         const failure = error instanceof Error ? error : new Error(String(error));
         failures.push(failure);
         reports.push(failedReport(options, account, failure));
-        if (dry?.broken) {
+        if (writes.broken) {
           // The dry run's one transaction (or its connection) is gone: the accounts after
           // this one cannot be judged on what it would have written. Say so for each.
           const lost = new Error(
@@ -88,68 +82,15 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
     if (failures.length > 0) throw new SweepFailedError(failures[0]!.message, reports);
     return reports;
   } finally {
-    if (dry) {
-      const rolledBack = await dry.client.query('ROLLBACK').then(
-        () => true,
-        () => false,
-      );
-      dry.client.release(!rolledBack); // a connection that cannot roll back is not given to anyone else
-    }
+    await writes?.close();
     await lock.release();
-  }
-}
-
-/** A dry run's one connection, in its one transaction, and what its repairs would have written. */
-interface DryRun {
-  client: PoolClient;
-  overlay: DryRunOverlay;
-  /** A savepoint could not be taken or rolled back to: the transaction (or its connection) is gone. */
-  broken: boolean;
-}
-
-async function beginDryRun(deps: SweepDeps): Promise<DryRun> {
-  const client = await checkout(deps.pool);
-  try {
-    await client.query('BEGIN');
-    // The dry run's one transaction stays open while each slice lists Stripe: the
-    // session's idle-in-transaction limit (SWEEPER_DB_*) must not end it midway.
-    await client.query('SET LOCAL idle_in_transaction_session_timeout = 0');
-  } catch (error) {
-    client.release(true);
-    throw error;
-  }
-  return { client, overlay: new DryRunOverlay(), broken: false };
-}
-
-/**
- * A dry run's batch: in a savepoint, so a batch that fails leaves what the batches before
- * it wrote, as a real run's failed transaction leaves the committed ones, and the
- * transaction goes on for the next account.
- */
-async function inDrySavepoint<T>(dry: DryRun, fn: (client: PoolClient) => Promise<T>): Promise<T> {
-  const { client } = dry;
-  await client.query('SAVEPOINT dry_run_transaction').catch((error: unknown) => {
-    dry.broken = true;
-    throw error;
-  });
-  try {
-    const result = await fn(client);
-    await client.query('RELEASE SAVEPOINT dry_run_transaction');
-    return result;
-  } catch (error) {
-    // The batch's own error is the one to report; one that cannot be rolled back to
-    // leaves the transaction broken for the accounts after this one (sweep()).
-    await client.query('ROLLBACK TO SAVEPOINT dry_run_transaction; RELEASE SAVEPOINT dry_run_transaction').catch(() => {
-      dry.broken = true;
-    });
-    throw error;
   }
 }
 
 /** Some accounts failed; `reports` holds every account's report, the failed ones included. */
 export class SweepFailedError extends Error {
   override readonly name = 'SweepFailedError';
-  readonly exitCode = 1;
+  readonly exitCode = ExitCode.failed;
   constructor(
     message: string,
     readonly reports: SweepReport[],
@@ -182,12 +123,27 @@ function emptyReport(options: SweepOptions, account: string, runId: string): Swe
   };
 }
 
+/** One account's sweep as it goes: what every step below shares. */
+interface AccountSweep {
+  deps: SweepDeps;
+  options: SweepOptions;
+  account: string;
+  writes: RunWrites;
+  /** What every batch of the run shares, with the slices' watermark hold. */
+  ctx: RunContext & Pick<SliceContext, 'watermarkHold'>;
+  window: AccountWindow;
+  slices: TimeWindow[];
+  prefetcher: SlicePrefetcher;
+  /** Date.now() when the account's sweep began, for duration_ms. */
+  t0: number;
+}
+
 async function sweepAccount(
   deps: SweepDeps,
   options: SweepOptions,
   account: string,
   lock: SweepLock,
-  dryRun: DryRun | null,
+  writes: RunWrites,
 ): Promise<SweepReport> {
   const started = deps.clock();
   const t0 = Date.now();
@@ -199,10 +155,8 @@ async function sweepAccount(
   const log = deps.logger.child({ run_id: runId, account, mode: options.mode, dry_run: options.dryRun });
   const report = emptyReport(options, account, runId);
 
-  if (!options.dryRun) {
-    const abandoned = await markAbandonedRuns(deps.pool, account, started);
-    if (abandoned > 0) log.warn({ abandoned }, 'marked runs left behind by a dead process as interrupted');
-  }
+  const abandoned = await writes.markAbandonedRuns(account, started);
+  if (abandoned > 0) log.warn({ abandoned }, 'marked runs left behind by a dead process as interrupted');
 
   const window = await windowFor(deps, options, account, started);
   if (!window) {
@@ -224,46 +178,7 @@ async function sweepAccount(
     checkpoint: window.start,
   };
   const slices = slicesOf({ from: window.start, to: window.full.to }, options.sliceMs);
-  const watermarkHold = { at: null as Date | null };
-  // A real run commits slice by slice. A dry run keeps one transaction (for all its
-  // accounts) that it rolls back at the end, so later slices see the charges and findings
-  // earlier ones wrote; each slice's repairs are undone at once and laid over later
-  // slices by the overlay (see judgeBatch).
-  const inTx: SliceContext['inTransaction'] = dryRun
-    ? (fn) => inDrySavepoint(dryRun, fn)
-    : (fn) => inTransaction(deps.pool, fn);
-  // The run's own statements: a dry run's in a savepoint too (one failing must not abort
-  // the transaction the accounts after this one are judged in), a real run's on the pool.
-  const onRun = <T>(fn: (db: Queryable) => Promise<T>): Promise<T> => (dryRun ? inTx(fn) : fn(deps.pool));
-  const shared = {
-    run,
-    report,
-    log,
-    readUntil: started,
-    inTransaction: inTx,
-    countedDeferred: new Set<string>(),
-    countedMalformed: new Set<string>(),
-    repairedCharges: new Set<string>(),
-    lock,
-    watermarkHold,
-    verified: nothingVerifiedYet(),
-    overlay: dryRun?.overlay ?? null,
-    brake: newBrakeState(),
-  };
-  const settleRefunds = async () => {
-    if (dryRun) return;
-    const settled = await settleRefundIntents({
-      pool: deps.pool,
-      evidence: deps.evidence,
-      account,
-      runId,
-      clock: deps.clock,
-      log,
-      signal: options.signal,
-      faultPoint: deps.faultPoint,
-    });
-    report.repaired.duplicate_charge += settled.repairedFindings;
-  };
+  const ctx = runContext(writes, { run, report, log, lock, readUntil: started });
   // Slices are listed ahead of the judgement (a dry run's too: it must see what a real run sees).
   const prefetcher = new SlicePrefetcher(
     { listCharges: deps.listCharges, clock: deps.clock, log, ...(deps.pace ? { pace: deps.pace } : {}) },
@@ -272,87 +187,19 @@ async function sweepAccount(
     { leaseMs: options.leaseMs, readUntil: started },
     options.signal,
   );
+  const a: AccountSweep = { deps, options, account, writes, ctx, window, slices, prefetcher, t0 };
   try {
-    await onRun((db) => insertRun(db, run));
-    log.info({ window: report.window, slices: slices.length, start: window.start.toISOString() }, 'sweep started');
-    const progress = (phase: 'slices' | 'changes', slicesDone: number) =>
-      deps.onProgress?.({
-        runId,
-        mode: options.mode,
-        account,
-        window: window.full,
-        start: window.start,
-        resumedFrom: window.resumedFrom,
-        phase,
-        slicesDone,
-        slicesTotal: slices.length,
-        chargesScanned: report.charges_scanned,
-      });
-    progress('slices', 0);
-    // Refunds an earlier run recorded but did not finish (a crash, Stripe down): settled first.
-    await settleRefunds();
-    for (const [index, slice] of slices.entries()) {
-      if (options.signal?.aborted) {
-        report.status = 'interrupted';
-        break;
-      }
-      lock.assertHeld();
-      const listed = await prefetcher.take(index);
-      const { refundIntents, complete } = await sweepSlice(deps, options, { ...shared, slice, index }, listed);
-      if (refundIntents > 0) await settleRefunds();
-      if (!complete) {
-        // Stopped between two parts of a dense slice: its committed parts stand.
-        report.status = 'interrupted';
-        break;
-      }
-      deps.onSlice?.(index + 1, slices.length);
-      progress('slices', index + 1);
-    }
-    if (report.status !== 'interrupted' && !options.signal?.aborted) {
-      // Changes to charges whatever their age: events since the cursor, and the periodic deep re-read.
-      if (options.mode === 'run') progress('changes', slices.length);
-      const changes = await sweepChanges(deps, options, shared);
-      if (changes) {
-        report.changes = changes;
-        if (!dryRun) await recordRunChanges(deps.pool, runId, changes);
-        await settleRefunds();
-      }
-    }
-    if (report.status !== 'interrupted' && !options.signal?.aborted) {
-      // From symptom to cause: tenants whose orders were paid twice and whose keys are never retried.
-      const { recorded } = await onRun((db) =>
-        judgeUnstableKeys(db, { account, runId, now: deps.clock(), lookbackMs: options.duplicateLookbackMs }),
-      );
-      report.findings.unstable_keys += recorded.filter((r) => r.firstThisRun).length;
-    }
-    report.unreconciled = await onRun((db) => countOpenFindings(db, account));
-    if (!dryRun)
-      await finishRun(deps.pool, runId, {
-        status: report.status,
-        now: deps.clock(),
-        unreconciled: report.unreconciled,
-      });
+    await startRun(a);
+    await sweepSlices(a);
+    const going = () => report.status !== 'interrupted' && !options.signal?.aborted;
+    const refundsFailure = going() ? await sweepAppRefunds(a) : undefined;
+    if (going()) await sweepLateChanges(a);
+    if (going()) await judgeTenantKeys(a);
+    // The rest of the run stands; the account fails for its refunds step (a missing permission, Stripe down).
+    if (refundsFailure) throw refundsFailure;
+    await finishAccountRun(a);
   } catch (error) {
-    if (dryRun) throw error;
-    if (options.signal?.aborted) {
-      // Asked to stop mid-slice: that slice rolled back; the committed ones stand.
-      report.status = 'interrupted';
-      report.unreconciled = await countOpenFindings(deps.pool, account);
-      await finishRun(deps.pool, runId, {
-        status: 'interrupted',
-        now: deps.clock(),
-        unreconciled: report.unreconciled,
-      });
-      report.duration_ms = Date.now() - t0;
-      log.warn('sweep interrupted; the next run resumes from the last committed slice');
-      return report;
-    }
-    log.error({ err: { message: errorMessage(error) } }, 'sweep failed; the slice in progress was rolled back');
-    await finishRun(deps.pool, runId, { status: 'failed', now: deps.clock(), error: errorMessage(error) }).catch(
-      () => undefined,
-    );
-    if (error instanceof Error) Object.assign(error, { runId });
-    throw error;
+    return await stoppedOrFailed(a, error);
   } finally {
     prefetcher.close();
   }
@@ -367,12 +214,183 @@ async function sweepAccount(
   return report;
 }
 
+/**
+ * What every batch of the account's run shares. A real run commits slice by slice. A dry
+ * run keeps one transaction (for all its accounts) that it rolls back at the end, so later
+ * slices see the charges and findings earlier ones wrote; each slice's repairs are undone
+ * at once and laid over later slices by the overlay (see judgeBatch).
+ */
+function runContext(
+  writes: RunWrites,
+  base: Pick<RunContext, 'run' | 'report' | 'log' | 'lock' | 'readUntil'>,
+): AccountSweep['ctx'] {
+  return {
+    ...base,
+    inTransaction: (fn) => writes.inTransaction(fn),
+    countedDeferred: new Set<string>(),
+    countedMalformed: new Set<string>(),
+    repairedCharges: new Set<string>(),
+    watermarkHold: { at: null as Date | null },
+    verified: nothingVerifiedYet(),
+    overlay: writes.overlay,
+    writes,
+    brake: newBrakeState(),
+    refundsReadable: true,
+  };
+}
+
+/** The run's row, its first progress, and the refunds an earlier run recorded but did not finish (a crash, Stripe down). */
+async function startRun(a: AccountSweep): Promise<void> {
+  const { run, report, log } = a.ctx;
+  await a.writes.onRun((db) => insertRun(db, run));
+  log.info(
+    forOperator({ window: report.window, slices: a.slices.length, start: a.window.start.toISOString() }),
+    'sweep started',
+  );
+  reportProgress(a, 'slices', 0);
+  await settleRefunds(a);
+}
+
+function reportProgress(a: AccountSweep, phase: 'slices' | 'changes', slicesDone: number): void {
+  a.deps.onProgress?.({
+    runId: a.ctx.run.id,
+    mode: a.options.mode,
+    account: a.account,
+    window: a.window.full,
+    start: a.window.start,
+    resumedFrom: a.window.resumedFrom,
+    phase,
+    slicesDone,
+    slicesTotal: a.slices.length,
+    chargesScanned: a.ctx.report.charges_scanned,
+  });
+}
+
+async function settleRefunds(a: AccountSweep): Promise<void> {
+  const { deps, ctx } = a;
+  a.ctx.report.repaired.duplicate_charge += await a.writes.settleRefunds({
+    evidence: deps.evidence,
+    account: a.account,
+    runId: ctx.run.id,
+    clock: deps.clock,
+    log: ctx.log,
+    signal: a.options.signal,
+    faultPoint: deps.faultPoint,
+  });
+}
+
+/** Slice by slice, in order; a stop asked for ends the run at the last commit. */
+async function sweepSlices(a: AccountSweep): Promise<void> {
+  const { deps, options, ctx, slices } = a;
+  const { report, lock } = ctx;
+  for (const [index, slice] of slices.entries()) {
+    if (options.signal?.aborted) {
+      report.status = 'interrupted';
+      break;
+    }
+    lock.assertHeld();
+    const listed = await a.prefetcher.take(index);
+    const { refundIntents, complete } = await sweepSlice(deps, options, { ...ctx, slice, index }, listed);
+    if (refundIntents > 0) await settleRefunds(a);
+    if (!complete) {
+      // Stopped between two parts of a dense slice: its committed parts stand.
+      report.status = 'interrupted';
+      break;
+    }
+    deps.onSlice?.(index + 1, slices.length);
+    reportProgress(a, 'slices', index + 1);
+  }
+}
+
+/** Changes to charges whatever their age: events since the cursor, and the periodic deep re-read. */
+async function sweepLateChanges(a: AccountSweep): Promise<void> {
+  const { report } = a.ctx;
+  if (a.options.mode === 'run') reportProgress(a, 'changes', a.slices.length);
+  const changes = await sweepChanges(a.deps, a.options, a.ctx);
+  if (changes) {
+    report.changes = changes;
+    await a.writes.recordChanges(a.ctx.run.id, changes);
+    await settleRefunds(a);
+  }
+}
+
+/**
+ * Refunds the application made, over the run's window (refund-step.ts). A failure here
+ * (a key without Refunds read, Stripe down) is logged and held: the rest of the run goes
+ * on, and the account fails at the end with it.
+ */
+async function sweepAppRefunds(a: AccountSweep): Promise<Error | undefined> {
+  const { ctx } = a;
+  try {
+    await sweepRefundWindow(a.deps, a.options, ctx, { from: a.window.start, to: a.window.full.to });
+    return undefined;
+  } catch (error) {
+    if (a.options.signal?.aborted || a.writes.broken) throw error;
+    const failure = error instanceof Error ? error : new Error(String(error));
+    ctx.refundsReadable = false;
+    (ctx.report.refunds ??= emptyRefundsReport()).error = failure.message;
+    ctx.log.error({ err: { message: failure.message } }, 'the refunds step failed; the rest of the run goes on');
+    return failure;
+  }
+}
+
+/** From symptom to cause: tenants whose orders were paid twice and whose keys are never retried. */
+async function judgeTenantKeys(a: AccountSweep): Promise<void> {
+  const { run, report } = a.ctx;
+  const { recorded } = await a.writes.onRun((db) =>
+    judgeUnstableKeys(db, {
+      account: a.account,
+      runId: run.id,
+      now: a.deps.clock(),
+      lookbackMs: a.options.duplicateLookbackMs,
+    }),
+  );
+  report.findings.unstable_keys += recorded.filter((r) => r.firstThisRun).length;
+}
+
+async function finishAccountRun(a: AccountSweep): Promise<void> {
+  const { report, run } = a.ctx;
+  report.unreconciled = await a.writes.onRun((db) => countOpenFindings(db, a.account));
+  await a.writes.finishRun(run.id, { status: report.status, now: a.deps.clock(), unreconciled: report.unreconciled });
+}
+
+/**
+ * The account's sweep threw. Asked to stop mid-slice: that slice rolled back, the
+ * committed ones stand, and the run is recorded interrupted. Anything else fails the
+ * account (recorded failed, the run id on the error). A dry run records neither.
+ */
+async function stoppedOrFailed(a: AccountSweep, error: unknown): Promise<SweepReport> {
+  const { deps, options, account, ctx } = a;
+  const { report, log, run } = ctx;
+  if (!a.writes.recordsOutcome) throw error;
+  if (options.signal?.aborted) {
+    report.status = 'interrupted';
+    report.unreconciled = await countOpenFindings(deps.pool, account);
+    await a.writes.finishRun(run.id, { status: 'interrupted', now: deps.clock(), unreconciled: report.unreconciled });
+    report.duration_ms = Date.now() - a.t0;
+    log.warn('sweep interrupted; the next run resumes from the last committed slice');
+    return report;
+  }
+  log.error({ err: { message: errorMessage(error) } }, 'sweep failed; the slice in progress was rolled back');
+  await a.writes
+    .finishRun(run.id, { status: 'failed', now: deps.clock(), error: errorMessage(error) })
+    .catch(() => undefined);
+  if (error instanceof Error) Object.assign(error, { runId: run.id });
+  throw error;
+}
+
+interface AccountWindow {
+  full: TimeWindow;
+  start: Date;
+  resumedFrom?: string;
+}
+
 async function windowFor(
   deps: SweepDeps,
   options: SweepOptions,
   account: string,
   now: Date,
-): Promise<{ full: TimeWindow; start: Date; resumedFrom?: string } | null> {
+): Promise<AccountWindow | null> {
   if (options.mode === 'backfill') {
     const full = options.window as TimeWindow;
     if (options.resume) {

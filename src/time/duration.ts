@@ -1,6 +1,8 @@
+import { DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS } from './units.js';
+
 /** Durations as operators write them: `90s`, `15m`, `1h`, `7d` (also `500ms`). */
 
-const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+const UNIT_MS = { ms: 1, s: SECOND_MS, m: MINUTE_MS, h: HOUR_MS, d: DAY_MS } as const;
 const DURATION = /^(\d+)(ms|s|m|h|d)$/;
 
 /** Parses a duration into milliseconds; returns `undefined` for anything else. */

@@ -24,7 +24,7 @@ describe('sweeper migrate (subprocess)', () => {
     expect(sub.stdout).toMatch(/Example:\s+DATABASE_URL=.* sweeper migrate/);
   });
 
-  it.each(['migrate', 'run', 'backfill', 'status', 'resolve', 'report', 'expire', 'schedule', 'demo'])(
+  it.each(['migrate', 'run', 'backfill', 'status', 'resolve', 'report', 'expire', 'schedule', 'serve', 'demo'])(
     '`sweeper %s --help` shows an example',
     async (command) => {
       const help = await runCli([command, '--help']);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool } from '../../src/db/pool.js';
 import { createEmptyDatabase, createTestDatabase, type TestDatabase } from '../support/db.js';
-import { runCli } from '../support/cli.js';
+import { runCli, sweeperLines } from '../support/cli.js';
 import { tableChecksums } from '../support/checksums.js';
 
 // Bad input stops before anything is read or written: exit 64, one line naming the problem.
@@ -140,6 +140,21 @@ describe('sweeper run/backfill: bad usage', () => {
     expect(result.stderr).not.toContain('hunter2');
     expect(result.stdout).toBe('');
     expect(await tableChecksums(db.pool)).toEqual(before);
+  });
+
+  it('a STRIPE_API_BASE where nothing listens → exit 1 at the first request, one line naming the host', async () => {
+    // Port 9 (discard) on the loopback: the connection is refused, as for a double not started.
+    const result = await runCli(['run', '--account', 'platform'], env);
+    expect(result.code).toBe(1);
+    expect(sweeperLines(result.stderr)).toEqual([
+      'sweeper: cannot connect to Stripe at 127.0.0.1:9 (connection refused): check STRIPE_API_BASE (unset: api.stripe.com) ' +
+        'and that a server is running there; fix the cause; the next run retries from the watermark',
+    ]);
+    // Not retried for minutes, and not Stripe's generic words.
+    expect(result.stderr).not.toMatch(
+      /gave up after|An error occurred with our connection to Stripe|"event":"progress"/,
+    );
+    expect(result.stdout).toMatch(/FAILED: cannot connect to Stripe at 127\.0\.0\.1:9 \(connection refused\)/);
   });
 
   it('a database without the migrations → exit 64 telling to run sweeper migrate, and creates nothing', async () => {

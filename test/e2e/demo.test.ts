@@ -1,9 +1,10 @@
 import { existsSync } from 'node:fs';
 import { connect } from 'node:net';
-import { describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { describe, expect, inject, it } from 'vitest';
 import { CATEGORIES } from '../../src/sweep/categories.js';
 import { RUNBOOK } from '../../src/sweep/runbook.js';
-import { runCli } from '../support/cli.js';
+import { runCli, startCli } from '../support/cli.js';
 
 describe('sweeper demo', () => {
   it('tells the whole story on its own PostgreSQL and Stripe double, exits 0 and cleans up', async () => {
@@ -24,6 +25,12 @@ describe('sweeper demo', () => {
     expect(out).toMatch(/"event": "findings.open"/);
     expect(out).toMatch(/Exit code: 3 \(unreconciled findings are open/);
     expect(out).toMatch(/3\. The same sweep again:\n {3}repaired 0; matched \d+; still open 7/);
+    // The rerun matches more than the first sweep did: exactly the charges it repaired, and it says so.
+    const [, before, after, repaired] =
+      /\n {3}matched (\d+) → (\d+): the (\d+) charges the first sweep repaired now agree/.exec(out) ?? [];
+    expect(new RegExp(`\\n {3}matched +${before} +0 +nothing to do`).test(out)).toBe(true);
+    expect(out).toMatch(new RegExp(`repaired 0; matched ${after};`));
+    expect(Number(after) - Number(before)).toBe(Number(repaired));
     // docs/judgement.md "Late changes": a payment a week before the window, refunded at Stripe long
     // after any window listed it, found by a scheduled run through Stripe's events.
     const start = new Date(/starting (\S+):/.exec(out)?.[1] ?? '');
@@ -46,6 +53,41 @@ describe('sweeper demo', () => {
     expect(refused).toBe(true); // the throwaway server is gone
     expect(dir).toMatch(/sweeper-pg-/);
     expect(existsSync(dir as string)).toBe(false); // and so is its data directory
+  });
+
+  it('--keep on your server: one psql line, to the demo database, without the password you gave; Ctrl-C drops it', async () => {
+    const server = new URL(inject('pgAdminUrl'));
+    // A trust server takes any password: the one given here must still never be printed.
+    if (server.password === '') server.password = 'demo-keep-secret';
+    const running = startCli(['demo', '--seed', '3', '--keep'], { DATABASE_URL: server.toString() });
+    let stdout = '';
+    await new Promise<void>((resolve, reject) => {
+      running.child.stdout?.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString();
+        if (stdout.includes('Press Ctrl-C')) resolve();
+      });
+      void running.done.then((r) => reject(new Error(`the demo ended before it kept the database:\n${r.stderr}`)));
+    });
+    const lines = stdout.split('\n').filter((l) => l.includes('psql'));
+    expect(lines).toHaveLength(1);
+    const url = /psql '([^']+)'/.exec(lines[0]!)?.[1] ?? '';
+    expect(new URL(url).password).toBe('');
+    expect(new URL(url).pathname).toMatch(/^\/sweeper_demo_\d+$/);
+    const client = new pg.Client({ connectionString: url, password: decodeURIComponent(server.password) });
+    await client.connect();
+    const { rows } = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM recon_findings`);
+    await client.end();
+    expect(rows[0]?.n).toBeGreaterThan(0);
+
+    running.child.kill('SIGINT');
+    const result = await running.done;
+    expect(result.code).toBe(0);
+    expect(result.stdout + result.stderr).not.toContain(server.password);
+    const admin = new pg.Client({ connectionString: server.toString() });
+    await admin.connect();
+    const left = await admin.query(`SELECT 1 FROM pg_database WHERE datname = $1`, [new URL(url).pathname.slice(1)]);
+    await admin.end();
+    expect(left.rowCount).toBe(0);
   });
 
   it('refuses a bad --seed with exit 64', async () => {

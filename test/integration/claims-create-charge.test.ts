@@ -5,6 +5,9 @@ import {
   type CreateCharge,
   type CreateChargeInput,
   type CreateChargeResult,
+  type CreateRefundInput,
+  type CreateRefundResult,
+  type CreatedRefund,
 } from '../../src/claims/index.js';
 import { ensureDayPartitions } from '../../src/db/partitions.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
@@ -209,5 +212,111 @@ describe('the business reference, the outcome counts and the quota (docs/claim-l
         )
       ).rows,
     ).toEqual([{ n: 15 }]);
+  });
+});
+
+describe('refundOnce: a refund through the same claim flow (docs/claim-library.md "Refunding once")', () => {
+  function refunds(answer: (input: CreateRefundInput) => CreateRefundResult) {
+    const calls: CreateRefundInput[] = [];
+    const client = createClaimClient({
+      pool: db.pool,
+      createCharge: async () => created('unused'),
+      createRefund: async (input) => {
+        calls.push(input);
+        return answer(input);
+      },
+      leaseMs: 60_000,
+      maxAmount: 1_000_000,
+      metadataKeys: METADATA_KEYS,
+      clock: () => NOW,
+      outcomes: false,
+    });
+    return { client, calls };
+  }
+  const refunded = (id: string, status: CreatedRefund['status'] = 'succeeded'): CreateRefundResult => ({
+    kind: 'created',
+    refund: { id, chargeId: 'ch_paid', amount: 700, currency: 'usd', status, created: NOW.getTime() / 1000 },
+  });
+
+  it('refunds once: the downstream key and the attribution go to the provider; the row and the replay come from its answer', async () => {
+    const { client, calls } = refunds(() => refunded('re_1'));
+    const request = { chargeId: 'ch_paid', amount: 700, reason: 'requested_by_customer' as const };
+    const first = await client.refundOnce({ tenantId: 'acme', key: 'refund-1', request });
+    expect(first).toMatchObject({
+      outcome: 'refunded',
+      status: 200,
+      body: { object: 'refund', id: 're_1', status: 'succeeded', charge: 'ch_paid', amount: 700 },
+    });
+    expect(calls[0]).toMatchObject({
+      idempotencyKey: downstreamKey('acme', 'refund-1'),
+      metadata: { tenant_id: 'acme', idempotency_key: 'refund-1' },
+      request,
+    });
+    expect(await client.refundOnce({ tenantId: 'acme', key: 'refund-1', request })).toMatchObject({
+      outcome: 'replayed',
+      body: first.body,
+    });
+    expect(calls).toHaveLength(1);
+    const { rows } = await db.pool.query(
+      `SELECT r.refund_id, r.charge_id, r.amount::int AS amount, r.status, k.operation, k.target, k.response_outcome
+         FROM payment_refunds r JOIN idempotency_keys k ON k.key = r.idempotency_key AND k.tenant_id = r.tenant_id
+        WHERE r.idempotency_key = 'refund-1'`,
+    );
+    expect(rows).toEqual([
+      {
+        refund_id: 're_1',
+        charge_id: 'ch_paid',
+        amount: 700,
+        status: 'succeeded',
+        operation: 'refund',
+        target: 'ch_paid',
+        response_outcome: 'success',
+      },
+    ]);
+  });
+
+  it("a refusal is stored and replayed; a transient failure releases the claim and the retry sends the same key; a charge's key is another request", async () => {
+    const refused = refunds(() => ({
+      kind: 'refused',
+      outcome: 'rejected',
+      status: 400,
+      body: { error: { type: 'invalid_request_error', code: 'charge_already_refunded', message: 'refunded' } },
+      code: 'charge_already_refunded',
+    }));
+    const request = { chargeId: 'ch_done' };
+    expect(await refused.client.refundOnce({ tenantId: 'acme', key: 'refund-2', request })).toMatchObject({
+      outcome: 'rejected',
+      status: 400,
+    });
+    expect(await refused.client.refundOnce({ tenantId: 'acme', key: 'refund-2', request })).toMatchObject({
+      outcome: 'replayed',
+      status: 400,
+    });
+    expect(refused.calls).toHaveLength(1);
+
+    let down = true;
+    const flaky = refunds(() =>
+      down ? { kind: 'transient', error: new Error('reset'), retryAfterSeconds: 3 } : refunded('re_3'),
+    );
+    expect(await flaky.client.refundOnce({ tenantId: 'acme', key: 'refund-3', request })).toMatchObject({
+      outcome: 'transient_failure',
+      status: 503,
+    });
+    down = false;
+    expect(await flaky.client.refundOnce({ tenantId: 'acme', key: 'refund-3', request })).toMatchObject({
+      outcome: 'refunded',
+    });
+    expect(flaky.calls.map((c) => c.idempotencyKey)).toEqual([
+      downstreamKey('acme', 'refund-3'),
+      downstreamKey('acme', 'refund-3'),
+    ]);
+    // The key of a refund is not the key of a charge: the same key with a charge request is another request.
+    const { client } = library(() => created('mem_charge_x'));
+    expect(await client.chargeOnce({ tenantId: 'acme', key: 'refund-3', request: card })).toMatchObject({
+      outcome: 'fingerprint_mismatch',
+    });
+    await expect(
+      flaky.client.refundOnce({ tenantId: 'acme', key: 'refund-4', request: { chargeId: 'not a charge' } }),
+    ).rejects.toThrow(/chargeId: must be a charge id/);
   });
 });

@@ -5,7 +5,7 @@ import { resolveFinding } from '../../src/sweep/status.js';
 import { sweep, sweepOptions, type SweepOptions } from '../../src/sweep/sweep.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { normalizedTables } from '../support/normalized-tables.js';
-import { charge, emptySweepTables, memorySweepDeps, seedClaim, seedEffect } from '../support/scenario.js';
+import { charge, emptySweepTables, memorySweepDeps, seedPaid } from '../support/scenario.js';
 
 /**
  * docs/judgement.md "Duplicate payments for one order" through the real sweep on the real
@@ -44,19 +44,8 @@ function backfill(from: Date, to: Date, now = NOW, options: Partial<SweepOptions
 }
 
 /** A payment for an order made through the library: claim, row and charge agree. */
-async function paid(id: string, key: string, at: Date, over: Partial<NormalizedCharge> = {}) {
-  const c = charge({ id, created: secs(at), tenantId: 'shop', idempotencyKey: key, reference: 'order-1', ...over });
-  stripe.push(c);
-  await seedClaim(db.pool, {
-    tenantId: 'shop',
-    key,
-    status: 'completed',
-    createdAt: at,
-    responseCharge: id,
-    amount: c.amount,
-  });
-  await seedEffect(db.pool, { chargeId: id, tenantId: 'shop', key, amount: c.amount, createdAt: at });
-  return c;
+function paid(id: string, key: string, at: Date, over: Partial<NormalizedCharge> = {}) {
+  return seedPaid(db.pool, stripe, { id, tenantId: 'shop', key, at, over: { reference: 'order-1', ...over } });
 }
 
 const findings = async (category: string) =>

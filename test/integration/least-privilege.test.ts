@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, type Pool } from '../../src/db/pool.js';
 import { sweep, sweepOptions } from '../../src/sweep/sweep.js';
 import { runCli } from '../support/cli.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { createTestDatabase, roleSettings, type TestDatabase } from '../support/db.js';
 import { charge, memorySweepDeps, seedClaim } from '../support/scenario.js';
 
 const NOW = new Date('2026-11-10T12:00:00Z');
@@ -68,10 +68,7 @@ describe('the least-privilege runtime role', () => {
   });
 
   it('has lock, statement and idle-in-transaction limits of its own, for sessions that do not set them', async () => {
-    const { rows } = await db.pool.query<{ setconfig: string[] }>(
-      `SELECT setconfig FROM pg_db_role_setting WHERE setrole = 'sweeper_runtime'::regrole AND setdatabase = 0`,
-    );
-    expect(rows[0]?.setconfig).toEqual(
+    expect(await roleSettings(db.pool, 'sweeper_runtime')).toEqual(
       expect.arrayContaining([
         'lock_timeout=30s',
         'statement_timeout=5min',

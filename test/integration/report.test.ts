@@ -119,6 +119,23 @@ describe('findings report', () => {
     ]);
   });
 
+  it('--account: an account nothing names and SWEEPER_ACCOUNTS leaves out is unknown, exit 64; a swept one reports', async () => {
+    const env = { DATABASE_URL: db.url, SWEEPER_ACCOUNTS: 'platform,acct_1Quiet' };
+    const unknown = await runCli(['report', '--account', 'acct_unknown'], env);
+    expect(unknown.code).toBe(64);
+    expect(unknown.stdout).toBe('');
+    expect(unknown.stderr.trim().split('\n')).toEqual([
+      'sweeper: --account acct_unknown is unknown: it is not in SWEEPER_ACCOUNTS (platform, acct_1Quiet) and no run or finding names it',
+    ]);
+    // Findings name acct_1A, though this configuration no longer sweeps it.
+    const recorded = await runCli(['report', '--account', 'acct_1A', '--status', 'open', '--format', 'json'], env);
+    expect(recorded.code).toBe(0);
+    expect((JSON.parse(recorded.stdout) as unknown[]).length).toBeGreaterThan(0);
+    // Swept by this configuration, nothing found yet: an empty report is the answer.
+    const quiet = await runCli(['report', '--account', 'acct_1Quiet'], env);
+    expect([quiet.code, quiet.stdout.trim()]).toEqual([0, REPORT_COLUMNS.join(',')]);
+  });
+
   it.each(['csv', 'json'])(
     'a reader that goes away (`sweeper report | head`) ends the %s report quietly',
     async (format) => {

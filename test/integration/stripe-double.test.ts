@@ -457,4 +457,17 @@ describe('standalone', () => {
       await once(child, 'exit');
     }
   });
+
+  it('stops on SIGTERM, as `kill $!` sends it to the binary run in the background: exit 0, the port closed', async () => {
+    const child = spawn(process.execPath, [STRIPE_DOUBLE_BIN, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+    const [url] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
+    child.kill('SIGTERM');
+    expect(await exited).toEqual([0, null]);
+    const refused = await fetch(`${url}/v1/charges`).then(
+      () => false,
+      () => true,
+    );
+    expect(refused).toBe(true);
+  });
 });

@@ -906,6 +906,41 @@ describe('a dense slice judged in parts, with a charge Stripe now returns malfor
 });
 
 describe('stopping', () => {
+  it("a stop while Stripe's word is read: the report counts only what committed, as the run row does", async () => {
+    // Slice 26 (10:00–11:00) needs Stripe's own word before its critical findings; the stop
+    // comes while it is read, so that slice's judgement rolls back (its ingest stands).
+    const controller = new AbortController();
+    let stopNow = false;
+    const stopping = async <T>(read: () => Promise<T>): Promise<T> => {
+      if (!stopNow) return read();
+      controller.abort(new Error('SIGTERM received'));
+      throw controller.signal.reason;
+    };
+    const [report] = await sweepWith(
+      {
+        evidence: {
+          ...evidence,
+          chargesById: (...args) => stopping(() => evidence.chargesById(...args)),
+          chargesNaming: (...args) => stopping(() => evidence.chargesNaming(...args)),
+        },
+        faultPoint: (name) => {
+          if (name === 'slice:26:ingested') stopNow = true;
+        },
+      },
+      { signal: controller.signal },
+    );
+    expect(report?.status).toBe('interrupted');
+    const [row] = await query<{ charges_scanned: string; findings: Record<string, number>; checkpoint: Date }>(
+      'SELECT charges_scanned, findings, checkpoint FROM recon_runs',
+    );
+    expect(row?.checkpoint).toEqual(at('10T10:00:00'));
+    expect(report?.charges_scanned).toBe(Number(row?.charges_scanned));
+    expect(report?.findings).toEqual(row?.findings);
+    // Every charge of the committed slices is in exactly one of the counts, and none of slice 26's.
+    const committed = stripe.filter((c) => c.created < secs('10T10:00:00')).length;
+    expect(report?.charges_scanned).toBe(committed);
+  });
+
   it('an abort mid-run finishes the slice in progress, records the run interrupted and frees the lock', async () => {
     const controller = new AbortController();
     const [report] = await sweepWith(

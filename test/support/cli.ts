@@ -43,6 +43,8 @@ export interface RunningCli {
   done: Promise<CliResult>;
   /** Resolves when a stderr line matches: how a test waits for "the lock is held" without sleeping. */
   stderrLine(pattern: RegExp): Promise<string>;
+  /** The same for stdout: how a test waits for a server's address. */
+  stdoutLine(pattern: RegExp): Promise<string>;
 }
 
 export function startCli(args: string[], env: Record<string, string | undefined> = {}): RunningCli {
@@ -51,34 +53,33 @@ export function startCli(args: string[], env: Record<string, string | undefined>
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } as NodeJS.ProcessEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let stdout = '';
-  let stderr = '';
-  const waiters: Array<{ pattern: RegExp; resolve: (line: string) => void }> = [];
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-    for (const w of [...waiters]) {
-      const line = stderr.split('\n').find((l) => w.pattern.test(l));
+  const text = { stdout: '', stderr: '' };
+  const waiters: Array<{ stream: keyof typeof text; pattern: RegExp; resolve: (line: string) => void }> = [];
+  const matching = (stream: keyof typeof text, pattern: RegExp) =>
+    text[stream].split('\n').find((l) => pattern.test(l));
+  const collect = (stream: keyof typeof text) => (chunk: Buffer) => {
+    text[stream] += chunk.toString();
+    for (const w of waiters.filter((w) => w.stream === stream)) {
+      const line = matching(stream, w.pattern);
       if (line !== undefined) {
         waiters.splice(waiters.indexOf(w), 1);
         w.resolve(line);
       }
     }
-  });
+  };
+  child.stdout.on('data', collect('stdout'));
+  child.stderr.on('data', collect('stderr'));
   const done = new Promise<CliResult>((resolve, reject) => {
     child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+    child.on('close', (code, signal) => resolve({ code, signal, stdout: text.stdout, stderr: text.stderr }));
   });
-  return {
-    child,
-    done,
-    stderrLine(pattern) {
-      const existing = stderr.split('\n').find((l) => pattern.test(l));
-      if (existing !== undefined) return Promise.resolve(existing);
-      return new Promise((resolve, reject) => {
-        waiters.push({ pattern, resolve });
-        void done.then(() => reject(new Error(`process ended before stderr matched ${pattern}:\n${stderr}`)));
-      });
-    },
+  const lineOf = (stream: keyof typeof text) => (pattern: RegExp) => {
+    const existing = matching(stream, pattern);
+    if (existing !== undefined) return Promise.resolve(existing);
+    return new Promise<string>((resolve, reject) => {
+      waiters.push({ stream, pattern, resolve });
+      void done.then(() => reject(new Error(`process ended before ${stream} matched ${pattern}:\n${text.stderr}`)));
+    });
   };
+  return { child, done, stderrLine: lineOf('stderr'), stdoutLine: lineOf('stdout') };
 }

@@ -56,6 +56,15 @@ export async function createEmptyDatabase(): Promise<{ url: string; drop(): Prom
   };
 }
 
+/** The settings a role carries for every database (`ALTER ROLE … SET`), as `name=value`. */
+export async function roleSettings(db: Queryable, role: string): Promise<string[]> {
+  const { rows } = await db.query<{ setconfig: string[] }>(
+    `SELECT setconfig FROM pg_db_role_setting WHERE setrole = $1::regrole AND setdatabase = 0`,
+    [role],
+  );
+  return rows[0]?.setconfig ?? [];
+}
+
 /** One statement on the server, outside any test database (roles belong to the cluster). */
 export async function onServer(sql: string): Promise<void> {
   await withAdmin(inject('pgAdminUrl'), (admin) => admin.query(sql));

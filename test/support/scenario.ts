@@ -120,6 +120,30 @@ export function charge(over: Partial<NormalizedCharge> & { id: string; created: 
 }
 
 /**
+ * A payment made through the claim library: its claim (completed, naming the charge), its
+ * payment row and its charge agree; the charge joins `stripe`, the account as a test's
+ * memory Stripe holds it. `over` changes the charge only (its tenant, reference, amount…).
+ */
+export async function seedPaid(
+  db: Queryable,
+  stripe: NormalizedCharge[],
+  p: { id: string; tenantId: string; key: string; at: Date; over?: Partial<NormalizedCharge> },
+): Promise<NormalizedCharge> {
+  const c = charge({
+    id: p.id,
+    created: Math.floor(p.at.getTime() / 1000),
+    tenantId: p.tenantId,
+    idempotencyKey: p.key,
+    ...p.over,
+  });
+  stripe.push(c);
+  const claim = { tenantId: p.tenantId, key: p.key, createdAt: p.at };
+  await seedClaim(db, { ...claim, status: 'completed', responseCharge: p.id, amount: c.amount });
+  await seedEffect(db, { chargeId: p.id, tenantId: p.tenantId, key: p.key, amount: c.amount, createdAt: p.at });
+  return c;
+}
+
+/**
  * What a sweep run in-process needs against Stripe held in memory: `charges()` listed
  * (counted in `listCalls` when given) and read back as Stripe's own word, the clock stopped
  * at `now`, no logs; `over` replaces any of it.

@@ -3,8 +3,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { blocksIn, configBlock, GENERATED_FILES, regenerate, wrap } from '../../scripts/docs-blocks.js';
+import { blocksIn, configBlock, GENERATED_FILES, regenerate, sinksBlock, wrap } from '../../scripts/docs-blocks.js';
+import { alertEnvSchema } from '../../src/alerts/config.js';
 import { configVariables } from '../../src/config.js';
+import { metricsEnvSchema } from '../../src/metrics/config.js';
 import { CATEGORIES } from '../../src/sweep/categories.js';
 
 /**
@@ -39,6 +41,16 @@ describe('the generated blocks of the docs', () => {
     );
     expect(rows.find((r) => r.startsWith('| `SWEEPER_LOG_LEVEL` |'))).toContain(
       '| `info` | one of `fatal`, `error`, `warn`, `info`, `debug`, `trace`, `silent` |',
+    );
+  });
+
+  it('the sinks table has one row per alert and metrics variable of their schemas, with its default and bounds', () => {
+    const rows = sinksBlock().split('\n').slice(2);
+    const names = [...Object.keys(alertEnvSchema.shape), ...Object.keys(metricsEnvSchema.shape)];
+    expect(rows.map((r) => /^\| `([A-Z_]+)` \|/.exec(r)?.[1])).toEqual(names);
+    expect(rows).toContain('| `SWEEPER_ALERT_REPEAT` | `1h` | 1m–7d | how often an open, unchanged alert is re-sent |');
+    expect(rows.find((r) => r.startsWith('| `SWEEPER_PAGERDUTY_URL` |'))).toContain(
+      '| `https://events.pagerduty.com/v2/enqueue` |',
     );
   });
 

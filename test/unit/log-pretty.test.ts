@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { logFormatFor } from '../../src/cli/log-output.js';
+import { logFormatFor, operatorOnly } from '../../src/cli/log-output.js';
+import { loadConfig } from '../../src/config.js';
 import { fitWidth } from '../../src/cli/stderr.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger, forOperator } from '../../src/log.js';
 import { registerSecret } from '../../src/secrets.js';
 import { prettySafeJson } from '../../src/terminal-text.js';
 
@@ -68,5 +69,51 @@ describe('log format', () => {
     expect(fitWidth('abcdefghijkl', 10)).toBe('abcdefgh…');
     expect([...fitWidth('█'.repeat(50), 20)]).toHaveLength(19);
     expect(fitWidth('abc', undefined)).toBe('abc');
+  });
+});
+
+describe('logs on a terminal', () => {
+  function operatorView() {
+    const chunks: string[] = [];
+    const logger = createLogger({
+      format: 'pretty',
+      operatorOnly: true,
+      destination: { write: (s: string) => void chunks.push(s) },
+    });
+    return { logger, text: () => chunks.join('') };
+  }
+
+  it('keep to warnings and the info lines marked for the operator, in children too', () => {
+    const out = operatorView();
+    const run = out.logger.child({ run_id: 'run_1', account: 'platform' });
+    run.info({ depth: 15 }, 'listing slices ahead of the judgement');
+    run.info(forOperator({ slices: 5 }), 'sweep started');
+    run.info({ findings: { matched: 3 } }, 'sweep finished');
+    run.warn({ keys: 2 }, 'keys held by a live writer were not judged');
+    run.error('sweep failed');
+    const text = out.text();
+    expect(text).toMatch(/INFO: sweep started/);
+    expect(text).toMatch(/WARN: keys held by a live writer/);
+    expect(text).toMatch(/ERROR: sweep failed/);
+    expect(text).not.toMatch(/listing slices ahead|sweep finished/);
+  });
+
+  it('the mark is not part of the line: JSON logs are the same with or without it', () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = createLogger({ destination: { write: (s: string) => void lines.push(JSON.parse(s)) } });
+    logger.info(forOperator({ slices: 5 }), 'sweep started');
+    logger.info({ slices: 5 }, 'sweep started');
+    const [marked, plain] = lines.map(({ time: _time, ...rest }) => rest);
+    expect(marked).toEqual(plain);
+  });
+
+  it('apply to pretty logs on a terminal while SWEEPER_LOG_LEVEL is unset; JSON and a level set are left alone', () => {
+    expect(operatorOnly(true, 'pretty', false)).toBe(true);
+    expect(operatorOnly(true, 'pretty', true)).toBe(false);
+    expect(operatorOnly(true, 'json', false)).toBe(false);
+    expect(operatorOnly(false, 'pretty', false)).toBe(false);
+    expect(loadConfig({}).logLevelSet).toBe(false);
+    expect(loadConfig({ SWEEPER_LOG_LEVEL: '' }).logLevelSet).toBe(false);
+    expect(loadConfig({ SWEEPER_LOG_LEVEL: 'info' }).logLevelSet).toBe(true);
   });
 });

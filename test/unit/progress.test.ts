@@ -6,6 +6,7 @@ import {
   progressFields,
   progressFigures,
   progressLine,
+  progressLineWithin,
   progressMessage,
 } from '../../src/cli/progress-format.js';
 import { createLogger } from '../../src/log.js';
@@ -78,6 +79,55 @@ describe('progress figures', () => {
       '3m 05s',
       '2h 07m',
     ]);
+  });
+});
+
+describe('the terminal line in a narrow terminal', () => {
+  const cases: Array<[string, ReturnType<typeof progressFigures>]> = [
+    ['the platform, an hour in', progressFigures(progress(), 3_600_000)],
+    [
+      'a connected account of many, millions of charges',
+      progressFigures(
+        progress({
+          account: 'acct_1Nv0FGQ9RKHgCVdK',
+          slicesDone: 1234,
+          slicesTotal: 10_000,
+          chargesScanned: 1_234_567,
+        }),
+        3_700_000,
+        '12/40',
+      ),
+    ],
+  ];
+
+  it.each(cases)('keeps the rate and the ETA within 80 columns: %s', (_name, f) => {
+    expect([...progressLine(f)].length).toBeGreaterThanOrEqual(80); // the whole line would be cut
+    const line = progressLineWithin(f, 80);
+    expect([...line].length).toBeLessThan(80); // one column short: the line never wraps
+    expect(line).toContain(`${f.ratePerSecond?.toLocaleString('en-US')}/s`);
+    expect(line).toContain(`ETA ${formatClock(f.etaMs ?? 0)}`);
+    expect(line).toContain(`${f.percent}%`);
+  });
+
+  it('drops the elapsed time first, then the bar, then the words', () => {
+    const f = progressFigures(progress(), 60_000);
+    expect(progressLineWithin(f, 100)).toBe(
+      'backfill platform [█████░░░░░░░░░░░░░░░]  25%  6/24 slices  12,000 charges  200/s  ETA 3m 00s',
+    );
+    expect(progressLineWithin(f, 80)).toBe('backfill platform  25%  6/24 slices  12,000 charges  200/s  ETA 3m 00s');
+    expect(progressLineWithin(f, 60)).toBe('backfill platform  25%  6/24  12,000  200/s  ETA 3m 00s');
+  });
+
+  it('is the whole line when the terminal is wide enough, or its width unknown', () => {
+    const f = progressFigures(progress(), 60_000);
+    expect(progressLineWithin(f, 200)).toBe(progressLine(f));
+    expect(progressLineWithin(f, undefined)).toBe(progressLine(f));
+  });
+
+  it('while the late changes are read, keeps the rate and says so in 80 columns', () => {
+    const line = progressLineWithin(progressFigures(progress({ phase: 'changes', slicesDone: 24 }), 90_000), 80);
+    expect([...line].length).toBeLessThan(80);
+    expect(line).toMatch(/133\/s {2}late changes$/);
   });
 });
 

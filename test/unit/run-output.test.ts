@@ -107,6 +107,9 @@ describe('the text summary of a run', () => {
       'completeness: watermark 12m 00s behind, events not set yet (limit 2h 00m); settled 2026-11-09 100% of 1,203, 2026-11-10 99.9% of 1,000',
     );
     expect(completenessLine({ ...c, lagging: true })).toMatch(/^completeness: BEHIND \(past SWEEPER_MAX_LAG\): /);
+    // A day with no charge says so, not "100% of 0".
+    const quiet = { ...c, days: [...c.days, { day: '2026-11-11', charges: 0, settled: 0, fraction: 1 }] };
+    expect(completenessLine(quiet)).toMatch(/, 2026-11-10 99\.9% of 1,000, 2026-11-11 no charges$/);
     expect([percent(1), percent(0.99999), percent(0.871), percent(0)]).toEqual(['100%', '99.9%', '87.1%', '0%']);
   });
 });

@@ -207,3 +207,28 @@ describe('the provider seam', () => {
     expect(offenders).toEqual([]);
   });
 });
+
+describe('the CLI shell', () => {
+  const sources = filesUnder(SRC, '.ts');
+  const CLI = path.join(SRC, 'cli');
+
+  it('nothing outside src/cli imports it: library code names its exit codes in src/exit-codes.ts', () => {
+    const offenders = sources
+      .filter((file) => !file.startsWith(CLI + path.sep))
+      .flatMap((file) =>
+        specifiers(readFileSync(file, 'utf8'))
+          .filter((s) => s.text.startsWith('.') && path.resolve(path.dirname(file), s.text).startsWith(CLI + path.sep))
+          .map((s) => `${path.relative(ROOT, file)} → ${s.text}`),
+      );
+    expect(offenders).toEqual([]);
+  });
+
+  it('every error that chooses an exit code names it through ExitCode, never a bare number', () => {
+    const bare = sources.flatMap((file) =>
+      [...withoutComments(readFileSync(file, 'utf8')).matchAll(/\bexitCode\s*(?::\s*number\s*)?=\s*(\d+)/g)].map(
+        (m) => `${path.relative(ROOT, file)}: exitCode = ${m[1]}`,
+      ),
+    );
+    expect(bare).toEqual([]);
+  });
+});

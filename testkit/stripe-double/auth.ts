@@ -16,6 +16,9 @@ export const READ_ONLY_PERMISSIONS = [
   'rak_payment_intent_read',
   'rak_refund_read',
   'rak_event_read',
+  'rak_balance_read',
+  'rak_payout_read',
+  'rak_account_read',
 ] as const;
 
 const TEST_KEY = /^(sk|rk)_test_[A-Za-z0-9_]+$/;
@@ -34,7 +37,7 @@ export function authorize(key: string, permission: string, account: string | nul
   if (held && !held.includes(permission)) throw permissionDenied(key, account, permission);
 }
 
-function keyFromHeader(header: string | undefined): string | undefined {
+export function keyFromHeader(header: string | undefined): string | undefined {
   if (!header) return undefined;
   const [scheme, value] = header.trim().split(/\s+/, 2);
   if (!value) return undefined;

@@ -4,11 +4,13 @@
  * a refund made through the API and one made by a test leave the same trail.
  */
 import type { ChargeRecord } from './charge-store.js';
-import { isClosed, renderDispute, type DisputeOutcome, type DisputeRecord } from './disputes.js';
+import { isClosed, type DisputeOutcome, type DisputeRecord } from './disputes.js';
 import { changedAttributes, emit, type EmitContext } from './emit.js';
-import type { PaymentIntentRecord, RefundRecord } from './records.js';
-import { renderCharge, renderPaymentIntent, renderRefund } from './render.js';
+import { recordDisputeReversal, recordDisputeWithdrawal, settlementOf } from './ledger.js';
+import type { PaymentIntentRecord } from './records.js';
+import { renderCharge, renderPaymentIntent } from './render.js';
 import type { DoubleState } from './state.js';
+import { disputeJson } from './views.js';
 
 const chargeSnapshot = (charge: ChargeRecord) => ({ charge: { ...charge } });
 const json = (object: object) => ({ json: structuredClone(object) as Record<string, unknown> });
@@ -52,45 +54,6 @@ export function emitIntentOutcome(state: DoubleState, intent: PaymentIntentRecor
   if (type) emit(state, intent.account, type, json(renderPaymentIntent(intent)), undefined, context);
 }
 
-/** Refunds all or part of what is left: `charge.refunded` (with the earlier amounts) and `refund.created`. */
-export function refundCharge(
-  state: DoubleState,
-  charge: ChargeRecord,
-  options: { amount?: number; reason?: string | null; metadata?: Record<string, string> },
-  context: EmitContext = {},
-): RefundRecord {
-  const before = renderCharge(charge);
-  const refund = state.refund(charge, options);
-  emit(
-    state,
-    charge.account,
-    'charge.refunded',
-    chargeSnapshot(charge),
-    changedAttributes(before, renderCharge(charge)),
-    context,
-  );
-  emit(state, charge.account, 'refund.created', json(renderRefund(refund)), undefined, context);
-  return refund;
-}
-
-/**
- * A refund that failed after it was accepted (the bank returned it): the money is the
- * merchant's again, so the charge's `amount_refunded` goes back down.
- * `charge.refund.updated`, `refund.updated` and `refund.failed`.
- */
-export function failRefund(state: DoubleState, refund: RefundRecord, context: EmitContext = {}): RefundRecord {
-  if (refund.status === 'failed') throw new Error(`refund ${refund.id} has already failed`);
-  const charge = state.charges.get(refund.charge);
-  const before = renderRefund(refund);
-  refund.status = 'failed';
-  if (charge) charge.amountRefunded = Math.max(0, charge.amountRefunded - refund.amount);
-  const previous = changedAttributes(before, renderRefund(refund));
-  for (const type of ['charge.refund.updated', 'refund.updated'])
-    emit(state, refund.account, type, json(renderRefund(refund)), previous, context);
-  emit(state, refund.account, 'refund.failed', json(renderRefund(refund)), undefined, context);
-  return refund;
-}
-
 /**
  * Captures an authorised charge (all of it by default); an uncaptured remainder is
  * released, which Stripe reports as refunded. `charge.captured`, and
@@ -114,6 +77,7 @@ export function captureCharge(
   charge.captured = true;
   charge.amountCaptured = captured;
   charge.amountRefunded += charge.amount - captured;
+  settlementOf(state, charge, state.clock.nowSeconds());
   emit(
     state,
     charge.account,
@@ -156,16 +120,20 @@ export function openDispute(
     reason: options.reason ?? 'fraudulent',
     status: 'needs_response',
     metadata: {},
+    balanceTransactions: [],
   };
   state.disputes.set(dispute.id, dispute);
   charge.disputed = true;
-  for (const type of ['charge.dispute.created', 'charge.dispute.funds_withdrawn']) {
-    emit(state, charge.account, type, json(renderDispute(dispute)), undefined, context);
-  }
+  emit(state, charge.account, 'charge.dispute.created', json(disputeJson(state, dispute)), undefined, context);
+  dispute.balanceTransactions.push(recordDisputeWithdrawal(state, dispute).id);
+  emit(state, charge.account, 'charge.dispute.funds_withdrawn', json(disputeJson(state, dispute)), undefined, context);
   return dispute;
 }
 
-/** Closes the charge's open dispute: `charge.dispute.closed`, and `charge.dispute.funds_reinstated` when won. */
+/**
+ * Closes the charge's open dispute: `charge.dispute.closed`, and when won
+ * `charge.dispute.funds_reinstated` with the reversal's balance transaction.
+ */
 export function closeDispute(
   state: DoubleState,
   charge: ChargeRecord,
@@ -174,18 +142,14 @@ export function closeDispute(
 ): DisputeRecord {
   const dispute = openDisputeOf(state, charge.id);
   if (!dispute) throw new Error(`charge ${charge.id} has no open dispute`);
-  const before = renderDispute(dispute);
+  const before = disputeJson(state, dispute);
   dispute.status = outcome;
-  emit(
-    state,
-    charge.account,
-    'charge.dispute.closed',
-    json(renderDispute(dispute)),
-    changedAttributes(before, renderDispute(dispute)),
-    context,
-  );
-  if (outcome === 'won')
-    emit(state, charge.account, 'charge.dispute.funds_reinstated', json(renderDispute(dispute)), undefined, context);
+  const after = disputeJson(state, dispute);
+  emit(state, charge.account, 'charge.dispute.closed', json(after), changedAttributes(before, after), context);
+  if (outcome !== 'won') return dispute;
+  const reversal = recordDisputeReversal(state, dispute);
+  if (reversal) dispute.balanceTransactions.push(reversal.id);
+  emit(state, charge.account, 'charge.dispute.funds_reinstated', json(disputeJson(state, dispute)), undefined, context);
   return dispute;
 }
 

@@ -33,6 +33,18 @@ export interface ChargeRecord {
    * URL, refunds list, …), derived from the record: about 2 KB of JSON, as Stripe sends.
    */
   realistic?: boolean;
+  /** Its balance transaction's figures, fixed when first needed (ledger.ts). */
+  settlement?: ChargeSettlement;
+}
+
+/** A charge's balance transaction: the captured amount in the account's settlement currency, less fees. */
+export interface ChargeSettlement {
+  currency: string;
+  amount: number;
+  fee: number;
+  exchangeRate: number | null;
+  created: number;
+  availableOn: number;
 }
 
 export interface ListQuery {

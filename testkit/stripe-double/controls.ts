@@ -1,13 +1,16 @@
-import { emitChargeCreated, emitIntentCreated, openDispute, openDisputeOf, refundCharge } from './changes.js';
+import { emitChargeCreated, emitIntentCreated, openDispute, openDisputeOf } from './changes.js';
 import type { ChargeRecord, ChargeStatus } from './charge-store.js';
+import { createConnectControls, type ConnectControls } from './connect-controls.js';
 import type { DoubleClock } from './clock.js';
 import { toMs, type EventTiming } from './emit.js';
 import { createEventControls, type EventControls } from './event-controls.js';
 import type { RequestCounters } from './counters.js';
 import type { FaultConfig, FaultInjector } from './faults.js';
 import type { IdempotencyStore } from './idempotency.js';
-import type { EndpointRateLimiter, RateLimit } from './rate-limit.js';
+import { createMoneyControls, type MoneyControls } from './money-controls.js';
+import { rateLimitOf, type EndpointRateLimiter, type RateLimit } from './rate-limit.js';
 import type { PaymentIntentRecord } from './records.js';
+import { refundCharge } from './refund-changes.js';
 import {
   renderCharge,
   renderPaymentIntent,
@@ -56,16 +59,19 @@ export interface TimeWindow {
 }
 
 /** Plain methods (not HTTP) with which tests and benchmarks steer and inspect the double. */
-export interface DoubleControls extends EventControls {
+export interface DoubleControls extends EventControls, MoneyControls, ConnectControls {
   /** `clock.set(date)` stops time there; `clock.advance(ms)`; `clock.useRealTime()`. */
   readonly clock: DoubleClock;
-  /** Requests per endpoint (`counters.get('GET /v1/charges')`) and statuses answered. */
+  /**
+   * Requests per endpoint (`counters.get('GET /v1/charges')`) and statuses answered, per
+   * account too (`counters.account('acct_…')`), and the limiters' 429s (`counters.rateLimited()`).
+   */
   readonly counters: RequestCounters;
   /** Faults injected so far, by kind. */
   readonly injectedFaults: Readonly<Record<'429' | '500' | 'reset', number>>;
   /** Delay before every answer (or only `endpoint`'s), in real milliseconds. */
   setLatency(ms: number, endpoint?: string): void;
-  /** Requests per second allowed on `endpoint` (e.g. 'GET /v1/charges'); null removes the limit. */
+  /** Requests per second allowed on `endpoint` (e.g. 'GET /v1/charges') over all accounts; null removes the limit. */
   setRateLimit(endpoint: string, limit: RateLimit | number | null): void;
   setFaults(config: FaultConfig | null): void;
   setIdempotencyTtl(ms: number): void;
@@ -87,7 +93,7 @@ export interface DoubleControls extends EventControls {
   paymentIntents(account: string | null): PaymentIntentJson[];
   refunds(chargeId?: string): RefundJson[];
   accounts(): Array<string | null>;
-  /** Forgets every object, idempotency key, fault, limit, latency and count. */
+  /** Forgets every object (accounts, balance transactions, payouts too), idempotency key, fault, limit, latency, count, fee, FX. */
   reset(): void;
 }
 
@@ -125,6 +131,8 @@ export function createControls({
 
   return {
     ...createEventControls(state),
+    ...createMoneyControls(state),
+    ...createConnectControls(state, limiter),
     clock,
     counters,
     get injectedFaults() {
@@ -135,7 +143,7 @@ export function createControls({
       else latency.delete(endpoint);
     },
     setRateLimit(endpoint, limit) {
-      limiter.set(endpoint, typeof limit === 'number' ? { perSecond: limit } : limit);
+      limiter.set(endpoint, rateLimitOf(limit));
     },
     setFaults(config) {
       faults.set(config);

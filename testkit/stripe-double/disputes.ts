@@ -3,6 +3,8 @@
  * cardholder's bank and closed won or lost. The double only needs the lifecycle and the
  * fields a reconciler reads (`charge`, `amount`, `status`); evidence stays empty.
  */
+import { DAY_SECONDS } from '../../src/time/units.js';
+
 export type DisputeStatus =
   'warning_needs_response' | 'needs_response' | 'under_review' | 'won' | 'lost' | 'warning_closed';
 export type DisputeOutcome = 'won' | 'lost';
@@ -18,6 +20,8 @@ export interface DisputeRecord {
   reason: string;
   status: DisputeStatus;
   metadata: Record<string, string>;
+  /** Its balance transactions: the withdrawal, and the reversal when won. */
+  balanceTransactions: string[];
 }
 
 export interface DisputeJson {
@@ -31,19 +35,21 @@ export interface DisputeJson {
   [key: string]: unknown;
 }
 
-const DAY_SECONDS = 24 * 60 * 60;
-
 export function isClosed(dispute: DisputeRecord): boolean {
   return dispute.status === 'won' || dispute.status === 'lost' || dispute.status === 'warning_closed';
 }
 
-export function renderDispute(dispute: DisputeRecord): DisputeJson {
+/** `balanceTransactions`: the dispute's balance transactions as the API renders them (ledger). */
+export function renderDispute(
+  dispute: DisputeRecord,
+  balanceTransactions: readonly Record<string, unknown>[] = [],
+): DisputeJson {
   const closed = isClosed(dispute);
   return {
     id: dispute.id,
     object: 'dispute',
     amount: dispute.amount,
-    balance_transactions: [],
+    balance_transactions: [...balanceTransactions],
     charge: dispute.charge,
     created: dispute.created,
     currency: dispute.currency,

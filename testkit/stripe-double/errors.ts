@@ -63,10 +63,18 @@ export function unrecognizedUrl(method: string, path: string): DoubleError {
   );
 }
 
-/** Stripe answers a throttled request with 429 and no `Stripe-Should-Retry` header. */
-export function rateLimited(retryAfterSeconds?: number): DoubleError {
-  const headers: Record<string, string> =
-    retryAfterSeconds === undefined ? {} : { 'Retry-After': String(retryAfterSeconds) };
+/** Which of Stripe's limiters refused: the `Stripe-Rate-Limited-Reason` header of its 429. */
+export type RateLimitedReason = 'global-rate' | 'endpoint-rate' | 'global-concurrency' | 'endpoint-concurrency';
+
+/**
+ * Stripe answers a throttled request with 429 `rate_limit` and a
+ * `Stripe-Rate-Limited-Reason` header naming the limiter; no `Stripe-Should-Retry`
+ * (its SDKs do not retry a rate limit: the caller must slow down) and no `Retry-After`.
+ */
+export function rateLimited(retryAfterSeconds?: number, reason?: RateLimitedReason): DoubleError {
+  const headers: Record<string, string> = {};
+  if (retryAfterSeconds !== undefined) headers['Retry-After'] = String(retryAfterSeconds);
+  if (reason !== undefined) headers['Stripe-Rate-Limited-Reason'] = reason;
   return new DoubleError(
     429,
     {
@@ -78,6 +86,17 @@ export function rateLimited(retryAfterSeconds?: number): DoubleError {
       },
     },
     headers,
+  );
+}
+
+/**
+ * A request for a connected account the platform has no access to (revoked, or never
+ * connected): Stripe's 403 naming the masked key and the account.
+ */
+export function accountAccessDenied(key: string, account: string): DoubleError {
+  return invalidRequest(
+    `The provided key '${maskKey(key)}' does not have access to account '${account}' (or that account does not exist). Application access may have been revoked.`,
+    { status: 403, code: 'account_invalid' },
   );
 }
 

@@ -1,10 +1,11 @@
 import type { ChargeRecord } from './charge-store.js';
-import { captureCharge, closeDispute, failRefund, openDispute, updateCharge, type ChargeUpdate } from './changes.js';
-import { renderDispute, type DisputeJson, type DisputeOutcome } from './disputes.js';
+import { captureCharge, closeDispute, openDispute, updateCharge, type ChargeUpdate } from './changes.js';
+import type { DisputeJson, DisputeOutcome } from './disputes.js';
 import { emit, type EventTiming } from './emit.js';
 import { renderEvent, type EventJson } from './event-render.js';
-import { renderCharge, renderRefund, type ChargeJson, type RefundJson } from './render.js';
+import { renderCharge, type ChargeJson } from './render.js';
 import type { DoubleState } from './state.js';
+import { disputeJson } from './views.js';
 
 /**
  * Control hooks for what happens to charges after they are made, and for the events
@@ -20,8 +21,6 @@ export interface EventControls {
   closeDispute(chargeId: string, outcome: DisputeOutcome, events?: EventTiming): DisputeJson;
   /** Edits metadata (a key set to '' is removed) or the description: `charge.updated` with `previous_attributes`. */
   updateCharge(chargeId: string, update: ChargeUpdate, events?: EventTiming): ChargeJson;
-  /** A refund the bank returned: the charge's `amount_refunded` goes back down; `charge.refund.updated`, `refund.updated`, `refund.failed`. */
-  failRefund(refundId: string, events?: EventTiming): RefundJson;
   disputes(chargeId?: string): DisputeJson[];
 
   /** Every stored event of an account, newest first, listable or not (hidden, expired), as the API renders them. */
@@ -68,25 +67,20 @@ export function createEventControls(state: DoubleState): EventControls {
       return renderCharge(charge);
     },
     openDispute(chargeId, options = {}) {
-      return renderDispute(openDispute(state, chargeOrThrow(chargeId), options, options.events ?? {}));
+      return disputeJson(state, openDispute(state, chargeOrThrow(chargeId), options, options.events ?? {}));
     },
     closeDispute(chargeId, outcome, events = {}) {
-      return renderDispute(closeDispute(state, chargeOrThrow(chargeId), outcome, events));
+      return disputeJson(state, closeDispute(state, chargeOrThrow(chargeId), outcome, events));
     },
     updateCharge(chargeId, update, events = {}) {
       const charge = chargeOrThrow(chargeId);
       updateCharge(state, charge, update, events);
       return renderCharge(charge);
     },
-    failRefund(refundId, events = {}) {
-      const refund = state.refunds.get(refundId);
-      if (!refund) throw new Error(`the double has no refund ${refundId}`);
-      return renderRefund(failRefund(state, refund, events));
-    },
     disputes(chargeId) {
       return [...state.disputes.values()]
         .filter((d) => chargeId === undefined || d.charge === chargeId)
-        .map(renderDispute);
+        .map((d) => disputeJson(state, d));
     },
     events(account, type) {
       const all = state.events.all(account);

@@ -9,9 +9,10 @@
  * API is eventually consistent) and duplicates (the same change reported twice).
  */
 import type { ChargeRecord } from './charge-store.js';
+import { DAY_SECONDS } from '../../src/time/units.js';
 
 /** Stripe keeps events for 30 days; older ones are neither listed nor retrievable. */
-export const EVENT_RETENTION_SECONDS = 30 * 24 * 60 * 60;
+export const EVENT_RETENTION_SECONDS = 30 * DAY_SECONDS;
 
 /** `request` of an event: the API request that caused it; `id: null` for changes Stripe (or a person) made. */
 export interface EventRequest {

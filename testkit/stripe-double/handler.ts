@@ -9,6 +9,8 @@ export interface HandlerContext {
   params: FormParams;
   /** Path parameters, e.g. the id of `/v1/charges/:id`. */
   pathParams: Record<string, string>;
+  /** The API key the request was made with (for error messages that name it, masked). */
+  key?: string;
   /** The request id and idempotency key, for the `request` of the events a change emits. */
   request?: EventRequest;
 }

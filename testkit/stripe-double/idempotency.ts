@@ -1,4 +1,5 @@
 /** A response as sent, so that a replay is byte-for-byte the first answer. */
+import { DAY_MS } from '../../src/time/units.js';
 export interface StoredResponse {
   status: number;
   body: string;
@@ -26,7 +27,7 @@ export class IdempotencyStore {
 
   constructor(
     private readonly nowMs: () => number,
-    public ttlMs: number = 24 * 60 * 60 * 1000,
+    public ttlMs: number = DAY_MS,
   ) {}
 
   lookup(account: string | null, key: string, fingerprint: string): IdempotencyLookup {

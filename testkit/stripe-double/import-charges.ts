@@ -221,6 +221,7 @@ export function importCharges(
   for (const [account, batch] of byAccount) {
     batch.sort(listOrder);
     state.charges.insertSorted(account, batch);
+    state.accounts.touch(account, now);
     if (options.events)
       for (let i = batch.length - 1; i >= 0; i -= 1) emitChargeCreated(state, batch[i] as ChargeRecord, undefined);
   }

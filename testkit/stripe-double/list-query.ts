@@ -14,24 +14,10 @@ export function parseListQuery(params: FormParams): ListQuery {
   for (const key of Object.keys(params)) if (!KNOWN.has(key)) throw unknownParameter(key);
   const query: ListQuery = { gte: Number.MIN_SAFE_INTEGER, lt: Number.MAX_SAFE_INTEGER, limit: 10 };
 
-  const created = params.created;
-  if (typeof created === 'string') {
-    const at = integer('created', created);
-    query.gte = at;
-    query.lt = at + 1;
-  } else if (created !== undefined) {
-    const range = read.object(params, 'created');
-    if (!range)
-      throw invalidRequest('Invalid created: must be an integer or a hash of gt, gte, lt, lte', { param: 'created' });
-    for (const [op, value] of Object.entries(range)) {
-      if (!RANGE_KEYS.has(op)) throw unknownParameter(`created[${op}]`);
-      if (typeof value !== 'string') throw invalidRequest(`Invalid created[${op}]`, { param: `created[${op}]` });
-      const n = integer(`created[${op}]`, value);
-      if (op === 'gt') query.gte = Math.max(query.gte, n + 1);
-      if (op === 'gte') query.gte = Math.max(query.gte, n);
-      if (op === 'lt') query.lt = Math.min(query.lt, n);
-      if (op === 'lte') query.lt = Math.min(query.lt, n + 1);
-    }
+  const created = rangeOf(params, 'created');
+  if (created) {
+    query.gte = created.gte;
+    query.lt = created.lt;
   }
 
   const limit = read.string(params, 'limit');
@@ -60,6 +46,33 @@ export function parseListQuery(params: FormParams): ListQuery {
   if (startingAfter) query.startingAfter = startingAfter;
   if (endingBefore) query.endingBefore = endingBefore;
   return query;
+}
+
+/**
+ * A timestamp filter as Stripe takes it (`created`, `arrival_date`): one value, or a hash
+ * of `gt/gte/lt/lte`, as the half-open range `gte <= t < lt`; undefined when absent.
+ */
+export function rangeOf(params: FormParams, name: string): { gte: number; lt: number } | undefined {
+  const value = params[name];
+  if (value === undefined) return undefined;
+  if (typeof value === 'string') {
+    const at = integer(name, value);
+    return { gte: at, lt: at + 1 };
+  }
+  const range = read.object(params, name);
+  if (!range)
+    throw invalidRequest(`Invalid ${name}: must be an integer or a hash of gt, gte, lt, lte`, { param: name });
+  const out = { gte: Number.MIN_SAFE_INTEGER, lt: Number.MAX_SAFE_INTEGER };
+  for (const [op, bound] of Object.entries(range)) {
+    if (!RANGE_KEYS.has(op)) throw unknownParameter(`${name}[${op}]`);
+    if (typeof bound !== 'string') throw invalidRequest(`Invalid ${name}[${op}]`, { param: `${name}[${op}]` });
+    const n = integer(`${name}[${op}]`, bound);
+    if (op === 'gt') out.gte = Math.max(out.gte, n + 1);
+    if (op === 'gte') out.gte = Math.max(out.gte, n);
+    if (op === 'lt') out.lt = Math.min(out.lt, n);
+    if (op === 'lte') out.lt = Math.min(out.lt, n + 1);
+  }
+  return out;
 }
 
 function integer(param: string, value: string): number {

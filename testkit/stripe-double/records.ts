@@ -37,5 +37,22 @@ export interface RefundRecord {
   paymentIntent: string | null;
   reason: string | null;
   metadata: Record<string, string>;
-  status: 'pending' | 'succeeded' | 'failed';
+  status: RefundStatus;
+  /** Why a failed refund failed (Stripe's `failure_reason`). */
+  failureReason: RefundFailureReason | null;
+  balanceTransaction: string | null;
+  /** The balance transaction that put a failed or canceled refund's money back. */
+  failureBalanceTransaction: string | null;
 }
+
+export type RefundStatus = 'pending' | 'succeeded' | 'failed' | 'canceled';
+
+/** Stripe's documented values of a refund's `failure_reason`. */
+export type RefundFailureReason =
+  | 'lost_or_stolen_card'
+  | 'expired_or_canceled_card'
+  | 'charge_for_pending_refund_disputed'
+  | 'insufficient_funds'
+  | 'declined'
+  | 'merchant_request'
+  | 'unknown';

@@ -1,9 +1,11 @@
-import { invalidRequest, resourceMissing } from './errors.js';
+import { resourceMissing } from './errors.js';
 import { omitParams, read } from './form.js';
 import type { Handler } from './handler.js';
 import { parseListQuery } from './list-query.js';
+import { listBody, pageOf } from './list-page.js';
 import type { RefundRecord } from './records.js';
 import { renderRefund } from './render.js';
+import type { DoubleState } from './state.js';
 
 /**
  * `GET /v1/refunds`, optionally only one charge's (`charge=`) or one intent's
@@ -14,36 +16,13 @@ export const listRefunds: Handler = ({ state, account, params }) => {
   const query = parseListQuery(omitParams(params, ['charge', 'payment_intent']));
   const chargeId = read.string(params, 'charge');
   const intentId = read.string(params, 'payment_intent');
-  // Newest first; refunds made in one second keep their order of creation (Map order), newest first too.
-  const all = [...state.refunds.values()]
-    .map((refund, order) => ({ refund, order }))
-    .filter(({ refund }) => refund.account === account)
-    .sort((a, b) => b.refund.created - a.refund.created || b.order - a.order)
-    .map(({ refund }) => refund);
-  const index = (param: string, id: string) => {
-    const at = all.findIndex((r) => r.id === id);
-    if (at < 0) throw invalidRequest(`No such refund: '${id}'`, { code: 'resource_missing', param });
-    return at;
-  };
   const wanted = (r: RefundRecord) =>
     r.created >= query.gte &&
     r.created < query.lt &&
     (chargeId === undefined || r.charge === chargeId) &&
     (intentId === undefined || r.paymentIntent === intentId);
-
-  let data: RefundRecord[];
-  let hasMore: boolean;
-  if (query.endingBefore !== undefined) {
-    const newer = all.slice(0, index('ending_before', query.endingBefore)).filter(wanted);
-    data = newer.slice(Math.max(0, newer.length - query.limit));
-    hasMore = newer.length > query.limit;
-  } else {
-    const from = query.startingAfter === undefined ? 0 : index('starting_after', query.startingAfter) + 1;
-    const older = all.slice(from).filter(wanted);
-    data = older.slice(0, query.limit);
-    hasMore = older.length > query.limit;
-  }
-  return { status: 200, body: { object: 'list', data: data.map(renderRefund), has_more: hasMore, url: '/v1/refunds' } };
+  const page = pageOf(refundsOf(state, account), (r) => r.id, wanted, query, 'refund');
+  return { status: 200, body: listBody(page, '/v1/refunds', renderRefund) };
 };
 
 /** `GET /v1/refunds/:id`, within the account asked for. */
@@ -53,3 +32,12 @@ export const retrieveRefund: Handler = ({ state, account, pathParams }) => {
   if (!refund || refund.account !== account) throw resourceMissing('refund', id);
   return { status: 200, body: renderRefund(refund) };
 };
+
+/** An account's refunds, newest first; made in one second, the later made first. */
+export function refundsOf(state: DoubleState, account: string | null): RefundRecord[] {
+  return [...state.refunds.values()]
+    .map((refund, order) => ({ refund, order }))
+    .filter(({ refund }) => refund.account === account)
+    .sort((a, b) => b.refund.created - a.refund.created || b.order - a.order)
+    .map(({ refund }) => refund);
+}

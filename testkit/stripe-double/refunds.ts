@@ -1,13 +1,16 @@
-import { refundCharge } from './changes.js';
 import { invalidRequest, resourceMissing, unknownParameter } from './errors.js';
 import { read } from './form.js';
 import type { Handler } from './handler.js';
+import { refundCharge } from './refund-changes.js';
 import { renderRefund } from './render.js';
 
 const PARAMS = new Set(['charge', 'payment_intent', 'amount', 'reason', 'metadata', 'expand']);
 const REASONS = new Set(['duplicate', 'fraudulent', 'requested_by_customer']);
 
-/** `POST /v1/refunds` by `charge` or `payment_intent`, all or part of what is left. */
+/**
+ * `POST /v1/refunds` by `charge` or `payment_intent`, all or part of what is left; the
+ * refund starts `succeeded`, or `pending` after `setNewRefundStatus('pending')`.
+ */
 export const createRefund: Handler = ({ state, account, params, request }) => {
   for (const key of Object.keys(params)) if (!PARAMS.has(key)) throw unknownParameter(key);
   const chargeId = read.string(params, 'charge');
@@ -60,6 +63,7 @@ export const createRefund: Handler = ({ state, account, params, request }) => {
   const metadata: Record<string, string> = {};
   for (const [key, value] of Object.entries(read.object(params, 'metadata') ?? {}))
     if (typeof value === 'string' && value) metadata[key] = value;
-  const refund = refundCharge(state, charge, { amount, reason, metadata }, { request: request ?? null });
+  const status = state.newRefundStatus;
+  const refund = refundCharge(state, charge, { amount, reason, metadata, status }, { request: request ?? null });
   return { status: 200, body: renderRefund(refund) };
 };

@@ -1,3 +1,4 @@
+import { hasBalanceTransaction, txnIdOfCharge } from './ledger.js';
 import type { ChargeRecord, PaymentIntentRecord, RefundRecord } from './records.js';
 
 /**
@@ -64,7 +65,7 @@ export function renderCharge(charge: ChargeRecord): ChargeJson {
     amount_captured: charge.amountCaptured,
     amount_refunded: charge.amountRefunded,
     application_fee_amount: null,
-    balance_transaction: charge.status === 'succeeded' ? `txn_${charge.id.slice(3)}` : null,
+    balance_transaction: hasBalanceTransaction(charge) ? txnIdOfCharge(charge.id) : null,
     billing_details: { address: null, email: null, name: null, phone: null },
     calculated_statement_descriptor: 'SWEEPER',
     captured: charge.captured,
@@ -207,18 +208,27 @@ export function renderPaymentIntent(intent: PaymentIntentRecord, latestCharge?: 
   };
 }
 
+/** `failure_reason` and `failure_balance_transaction` appear once a refund failed (or was canceled), as at Stripe. */
 export function renderRefund(refund: RefundRecord): RefundJson {
   return {
     id: refund.id,
     object: 'refund',
     amount: refund.amount,
-    balance_transaction: `txn_${refund.id.slice(3)}`,
+    balance_transaction: refund.balanceTransaction,
     charge: refund.charge,
     created: refund.created,
     currency: refund.currency,
+    ...(refund.failureBalanceTransaction === null
+      ? {}
+      : { failure_balance_transaction: refund.failureBalanceTransaction }),
+    ...(refund.failureReason === null ? {} : { failure_reason: refund.failureReason }),
     metadata: { ...refund.metadata },
     payment_intent: refund.paymentIntent,
+    ...(refund.status === 'pending' ? { pending_reason: 'processing' } : {}),
     reason: refund.reason,
+    receipt_number: null,
+    source_transfer_reversal: null,
     status: refund.status,
+    transfer_reversal: null,
   };
 }

@@ -1,8 +1,11 @@
+import { listAccounts, retrieveAccount, retrieveOwnAccount } from './account-endpoints.js';
+import { listBalanceTransactions, retrieveBalance, retrieveBalanceTransaction } from './balance-endpoints.js';
 import { searchCharges } from './charge-search.js';
 import { listCharges, retrieveCharge } from './charges.js';
 import { listEvents, retrieveEvent } from './events.js';
 import type { Handler } from './handler.js';
 import { createPaymentIntent, retrievePaymentIntent } from './payment-intents.js';
+import { listPayouts, retrievePayout } from './payout-endpoints.js';
 import { listRefunds, retrieveRefund } from './refund-list.js';
 import { createRefund } from './refunds.js';
 
@@ -27,6 +30,14 @@ export const ENDPOINTS = {
   retrieveRefund: 'GET /v1/refunds/:id',
   listEvents: 'GET /v1/events',
   retrieveEvent: 'GET /v1/events/:id',
+  retrieveBalance: 'GET /v1/balance',
+  listBalanceTransactions: 'GET /v1/balance_transactions',
+  retrieveBalanceTransaction: 'GET /v1/balance_transactions/:id',
+  listPayouts: 'GET /v1/payouts',
+  retrievePayout: 'GET /v1/payouts/:id',
+  listAccounts: 'GET /v1/accounts',
+  retrieveAccount: 'GET /v1/accounts/:id',
+  retrieveOwnAccount: 'GET /v1/account',
 } as const;
 
 export type Endpoint = (typeof ENDPOINTS)[keyof typeof ENDPOINTS];
@@ -103,7 +114,32 @@ const ROUTES: Route[] = [
     pattern: /^\/v1\/events\/(?<id>[^/]+)$/,
     handler: retrieveEvent,
   },
+  ...readRoutes([
+    [ENDPOINTS.retrieveBalance, 'rak_balance_read', /^\/v1\/balance\/?$/, retrieveBalance],
+    [ENDPOINTS.listBalanceTransactions, 'rak_balance_read', /^\/v1\/balance_transactions\/?$/, listBalanceTransactions],
+    [
+      ENDPOINTS.retrieveBalanceTransaction,
+      'rak_balance_read',
+      /^\/v1\/balance_transactions\/(?<id>[^/]+)$/,
+      retrieveBalanceTransaction,
+    ],
+    [ENDPOINTS.listPayouts, 'rak_payout_read', /^\/v1\/payouts\/?$/, listPayouts],
+    [ENDPOINTS.retrievePayout, 'rak_payout_read', /^\/v1\/payouts\/(?<id>[^/]+)$/, retrievePayout],
+    [ENDPOINTS.listAccounts, 'rak_account_read', /^\/v1\/accounts\/?$/, listAccounts],
+    [ENDPOINTS.retrieveAccount, 'rak_account_read', /^\/v1\/accounts\/(?<id>[^/]+)$/, retrieveAccount],
+    [ENDPOINTS.retrieveOwnAccount, 'rak_account_read', /^\/v1\/account\/?$/, retrieveOwnAccount],
+  ]),
 ];
+
+function readRoutes(rows: ReadonlyArray<[string, string, RegExp, Handler]>): Route[] {
+  return rows.map(([endpoint, permission, pattern, handler]) => ({
+    method: 'GET',
+    endpoint,
+    permission,
+    pattern,
+    handler,
+  }));
+}
 
 export function matchRoute(
   method: string,

@@ -110,6 +110,7 @@ export function seedCharges(state: DoubleState, account: string | null, n: numbe
     };
   }
   state.charges.insertSorted(account, records);
+  state.accounts.touch(account, state.clock.nowSeconds());
   if (options.events) {
     const request = { id: null, idempotency_key: null };
     const type = `charge.${status}`;

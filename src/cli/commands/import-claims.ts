@@ -10,6 +10,7 @@ import { parseInstant } from '../../time/instant.js';
 import { UsageError, withDatabase, writeJson } from '../context.js';
 import { ExitCode } from '../exit.js';
 import { writeErrorLine } from '../exit.js';
+import { forOperator } from '../../log.js';
 
 /**
  * `sweeper import-claims`: a team adopting the sweeper loads its existing claims table,
@@ -54,60 +55,70 @@ rows that do not validate are listed on stderr with their line and skipped; exit
 were, 0 otherwise.`,
     )
     .action(async (flags: Flags) => {
-      const config = loadConfig();
-      const batchSize = Number(flags.batch);
-      if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_BATCH) {
-        throw new UsageError(`--batch ${flags.batch}: must be a whole number from 1 to ${MAX_BATCH}`);
-      }
-      if (Boolean(flags.csv) === Boolean(flags.sql))
-        throw new UsageError('give exactly one of --csv <file> or --sql <query>');
-      if (flags.csv) {
-        const file = await stat(flags.csv).catch(() => null);
-        if (!file?.isFile()) throw new UsageError(`--csv ${flags.csv}: not a readable file`);
-      }
-      process.exitCode = await withDatabase(async ({ pool, logger }) => {
-        const rejected: Array<{ line: number; reason: string }> = [];
-        let last = Date.now();
-        const result = await importClaims(pool, flags.csv ? csvRows(flags.csv) : sqlRows(pool, flags.sql as string), {
-          batchSize,
-          now: new Date(),
-          retentionMs: config.retentionMs,
-          leaseMs: config.claimLeaseMs,
-          onBatch: (p: ImportProgress) => {
-            if (Date.now() - last < 5_000) return;
-            last = Date.now();
-            logger.info({ event: 'progress', ...p }, 'importing claims');
-          },
-          onRejected: (r) => {
-            rejected.push(r);
-            if (rejected.length <= 20) writeErrorLine(`line ${r.line}: ${r.reason}`);
-          },
-        });
-        if (rejected.length > 20) writeErrorLine(`… and ${rejected.length - 20} more rows refused`);
-        logger.info({ ...result }, 'import finished');
-        if (flags.json)
-          writeJson({
-            read: result.read,
-            imported: result.imported,
-            existing: result.existing,
-            out_of_retention: result.outOfRetention,
-            rejected: result.rejected,
-          });
-        else {
-          process.stdout.write(
-            `read ${result.read}; imported ${result.imported}; already claimed ${result.existing}; ` +
-              `older than SWEEPER_RETENTION ${result.outOfRetention}; refused ${result.rejected}\n`,
-          );
-        }
-        if (result.rejected > 0) {
-          writeErrorLine(
-            `${result.rejected} row(s) refused (listed above with their line): fix them and run the import again; imported rows are kept`,
-          );
-          return ExitCode.failed;
-        }
-        return ExitCode.reconciled;
-      }, config);
+      process.exitCode = await runImport(flags);
     });
+}
+
+/** Flags checked before anything is opened, then the import; returns the exit code. */
+async function runImport(flags: Flags): Promise<number> {
+  const config = loadConfig();
+  const batchSize = Number(flags.batch);
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_BATCH) {
+    throw new UsageError(`--batch ${flags.batch}: must be a whole number from 1 to ${MAX_BATCH}`);
+  }
+  if (Boolean(flags.csv) === Boolean(flags.sql))
+    throw new UsageError('give exactly one of --csv <file> or --sql <query>');
+  if (flags.csv) {
+    const file = await stat(flags.csv).catch(() => null);
+    if (!file?.isFile()) throw new UsageError(`--csv ${flags.csv}: not a readable file`);
+  }
+  return withDatabase(async ({ pool, logger }) => {
+    const rejected: Array<{ line: number; reason: string }> = [];
+    let last = Date.now();
+    const result = await importClaims(pool, flags.csv ? csvRows(flags.csv) : sqlRows(pool, flags.sql as string), {
+      batchSize,
+      now: new Date(),
+      retentionMs: config.retentionMs,
+      leaseMs: config.claimLeaseMs,
+      onBatch: (p: ImportProgress) => {
+        if (Date.now() - last < 5_000) return;
+        last = Date.now();
+        logger.info(forOperator({ event: 'progress', ...p }), 'importing claims');
+      },
+      onRejected: (r) => {
+        rejected.push(r);
+        if (rejected.length <= 20) writeErrorLine(`line ${r.line}: ${r.reason}`);
+      },
+    });
+    if (rejected.length > 20) writeErrorLine(`… and ${rejected.length - 20} more rows refused`);
+    logger.info({ ...result }, 'import finished');
+    return printImport(result, Boolean(flags.json));
+  }, config);
+}
+
+/** The counts on stdout, then the exit code: 1 when a row was refused. */
+function printImport(result: Awaited<ReturnType<typeof importClaims>>, json: boolean): number {
+  if (json)
+    writeJson({
+      read: result.read,
+      imported: result.imported,
+      existing: result.existing,
+      out_of_retention: result.outOfRetention,
+      rejected: result.rejected,
+    });
+  else {
+    process.stdout.write(
+      `read ${result.read}; imported ${result.imported}; already claimed ${result.existing}; ` +
+        `older than SWEEPER_RETENTION ${result.outOfRetention}; refused ${result.rejected}\n`,
+    );
+  }
+  if (result.rejected > 0) {
+    writeErrorLine(
+      `${result.rejected} row(s) refused (listed above with their line): fix them and run the import again; imported rows are kept`,
+    );
+    return ExitCode.failed;
+  }
+  return ExitCode.reconciled;
 }
 
 type Raw = Record<string, string | null | undefined>;

@@ -3,10 +3,12 @@ import { once } from 'node:events';
 import { rename, rm, stat } from 'node:fs/promises';
 import { finished } from 'node:stream/promises';
 import type { Command } from 'commander';
-import { writeReport, type ReportFilter } from '../../report/findings-report.js';
+import { accountIsRecorded, writeReport, type ReportFilter } from '../../report/findings-report.js';
+import type { Pool } from '../../db/pool.js';
 import { CATEGORIES } from '../../sweep/categories.js';
 import { instantProblem, parseInstant } from '../../time/instant.js';
 import { UsageError, withDatabase } from '../context.js';
+import { forOperator } from '../../log.js';
 
 const STATES = ['open', 'repaired', 'resolved', 'ignored'];
 
@@ -38,7 +40,8 @@ export function registerReport(program: Command): void {
       const format = flags.format;
       if (format !== 'csv' && format !== 'json') throw new UsageError(`--format ${format}: expected csv or json`);
       if (flags.out !== undefined) await assertFileTarget(flags.out, format);
-      await withDatabase(async ({ pool, logger }) => {
+      await withDatabase(async ({ pool, logger, config }) => {
+        if (filter.account !== undefined) await assertKnownAccount(pool, config.accounts, filter.account);
         if (!flags.out) {
           try {
             const rows = await writeReport(pool, filter, format, process.stdout);
@@ -65,7 +68,7 @@ export function registerReport(program: Command): void {
             if (error.code === 'EISDIR' || error.code === 'ENOTDIR') throw directoryError(flags.out as string, format);
             throw error;
           });
-          logger.info({ rows, out: flags.out }, 'report written');
+          logger.info(forOperator({ rows, out: flags.out }), 'report written');
         } catch (error) {
           file.destroy();
           await rm(temp, { force: true });
@@ -73,6 +76,18 @@ export function registerReport(program: Command): void {
         }
       });
     });
+}
+
+/**
+ * `--account` must be one this deployment sweeps (SWEEPER_ACCOUNTS) or one some run or
+ * finding names (swept before, by another configuration): anything else is a typo, and a
+ * header-only report would read as "nothing open there".
+ */
+async function assertKnownAccount(pool: Pool, configured: readonly string[], account: string): Promise<void> {
+  if (configured.includes(account) || (await accountIsRecorded(pool, account))) return;
+  throw new UsageError(
+    `--account ${account} is unknown: it is not in SWEEPER_ACCOUNTS (${configured.join(', ')}) and no run or finding names it`,
+  );
 }
 
 /** `--out` names the file to write: a directory there (or a path ending in /) is a usage error, found before any work. */

@@ -10,6 +10,7 @@ import { cliLogger } from '../log-output.js';
 import { installShutdown } from '../shutdown.js';
 import { executeSweep } from './sweep.js';
 import { findingsExitFrom } from '../exit-decision.js';
+import { forOperator } from '../../log.js';
 
 export function registerSchedule(program: Command): void {
   program
@@ -68,7 +69,7 @@ pass --no-expire and run \`sweeper expire\` as the owner elsewhere.`,
           );
           try {
             const code = await executeSweep('run', {}, tick.signal);
-            logger.info({ exit_code: code }, 'scheduled sweep finished');
+            logger.info(forOperator({ exit_code: code }), 'scheduled sweep finished');
           } finally {
             clearTimeout(deadline);
             signal.removeEventListener('abort', stop);
@@ -78,13 +79,13 @@ pass --no-expire and run \`sweeper expire\` as the owner elsewhere.`,
           ? () =>
               withDatabase(async ({ pool }) => {
                 const result = await expirePartitions(pool, { now: new Date(), retentionMs: config.retentionMs });
-                logger.info(result, 'scheduled expiry finished');
+                logger.info(forOperator(result), 'scheduled expiry finished');
               }, config)
           : null,
       });
       await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
       await scheduler.stop();
-      logger.info('scheduler stopped');
+      logger.info(forOperator({}), 'scheduler stopped');
     });
 }
 

@@ -1,4 +1,3 @@
-import { userInfo } from 'node:os';
 import type { Command } from 'commander';
 import { readStatus, resolveFinding, type LiveRun } from '../../sweep/status.js';
 import { redact } from '../../secrets.js';
@@ -6,7 +5,7 @@ import { terminalSafe } from '../../terminal-text.js';
 import { alignColumns } from '../columns.js';
 import { formatClock } from '../progress-format.js';
 import { completenessLine } from '../run-output.js';
-import { UsageError, withDatabase, writeJson } from '../context.js';
+import { osUser, UsageError, withDatabase, writeJson } from '../context.js';
 
 export function registerStatusCommands(program: Command): void {
   program
@@ -65,7 +64,7 @@ export function registerStatusCommands(program: Command): void {
     .option('--actor <name>', 'who is closing it (default: the OS user)')
     .addHelpText(
       'after',
-      '\nExamples:\n  sweeper resolve 42 --note "refunded by hand, ticket PAY-1234"\n' +
+      '\nExample:\n  sweeper resolve 42 --note "refunded by hand, ticket PAY-1234"\n' +
         '  sweeper resolve 43 --not-duplicate --note "two tickets bought on purpose"',
     )
     .action((id: string, flags: { note: string; ignore?: boolean; actor?: string; notDuplicate?: boolean }) => {
@@ -75,7 +74,7 @@ export function registerStatusCommands(program: Command): void {
         const { previous } = await resolveFinding(pool, {
           id: Number(id),
           note: flags.note.trim(),
-          actor: flags.actor ?? safeUser(),
+          actor: flags.actor ?? osUser(),
           now: new Date(),
           state: flags.ignore ? 'ignored' : 'resolved',
           notDuplicate: Boolean(flags.notDuplicate),
@@ -106,14 +105,6 @@ export function openFindingsLines(open: Readonly<Record<string, Readonly<Record<
     Object.entries(byCategory).map(([category, n]) => [account, category, String(n)]),
   );
   return alignColumns(rows, { right: [2] }).map((line) => `  ${line}`);
-}
-
-function safeUser(): string {
-  try {
-    return userInfo().username;
-  } catch {
-    return 'unknown';
-  }
 }
 
 /** The claim library's outcomes per tenant: how often a key was new, replayed, in progress, refused. */

@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
-import { alertConfigFromEnv } from '../../alerts/index.js';
+import { alertConfigFromEnv, type AlertConfig } from '../../alerts/index.js';
 import { loadConfig, requireStripeApiKey, type Config } from '../../config.js';
 import type { Pool } from '../../db/pool.js';
-import type { Logger } from '../../log.js';
+import { forOperator, type Logger } from '../../log.js';
 import {
   metricsConfigFromEnv,
   publishMetrics,
@@ -20,7 +20,7 @@ import { parseDuration } from '../../time/duration.js';
 import { instantProblem, parseInstant } from '../../time/instant.js';
 import { assertBackfillBounds, LARGE_BACKFILL_FLAG } from '../backfill-bounds.js';
 import { ExitCode } from '../exit.js';
-import { findingsExitFrom } from '../exit-decision.js';
+import { findingsExitFrom, type FindingsExit } from '../exit-decision.js';
 import { UsageError, withDatabase } from '../context.js';
 import { createProgressReporter } from '../progress.js';
 import { installShutdown } from '../shutdown.js';
@@ -112,83 +112,111 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
   const shard = flags.shard === undefined ? undefined : parseShardFlag(flags.shard);
   const accounts = selectAccounts(config, flags.account, shard);
   const window = mode === 'backfill' ? backfillWindow(flags, config, now) : undefined;
-  const alertConfig = alertConfigFromEnv();
-  const metricsConfig = metricsConfigFromEnv();
-  const findingsExit = findingsExitFrom(flags.findingsExit);
-  const lockWaitMs = mode === 'backfill' ? parseWaitFlag(flags.wait ?? DEFAULT_BACKFILL_WAIT) : 0;
-  const skipped: string[] = [];
+  const command: SweepCommand = {
+    mode,
+    flags,
+    config,
+    apiKey,
+    shard,
+    accounts,
+    window,
+    signal,
+    alertConfig: alertConfigFromEnv(),
+    metricsConfig: metricsConfigFromEnv(),
+    findingsExit: findingsExitFrom(flags.findingsExit),
+    lockWaitMs: mode === 'backfill' ? parseWaitFlag(flags.wait ?? DEFAULT_BACKFILL_WAIT) : 0,
+  };
+  return withDatabase((ctx) => sweepCommand(command, ctx.pool, ctx.logger), config);
+}
 
-  return withDatabase(async ({ pool, logger }) => {
-    if (accounts.length === 0) {
-      logger.info({ shard: flags.shard }, 'no account falls in this shard; nothing to do');
-      return ExitCode.reconciled;
-    }
-    // One budget for every Stripe request of the process: listing, re-reads and refunds.
-    const provider = createStripeProvider({
-      apiKey,
-      apiBase: config.stripeApiBase,
-      timeoutMs: config.requestDeadlineMs,
-      ratePerSecond: config.stripeRatePerSecond,
-      metadataKeys: config.metadataKeys,
-    });
-    const progress = createProgressReporter({
-      terminal: stderrIsTerminal(),
-      logger,
-      intervalMs: config.progressIntervalMs,
-      accounts,
-    });
-    const deps: SweepDeps = {
-      pool,
-      clock: () => new Date(),
-      logger,
-      ...providerSweepDeps(provider, { pace: true }),
-      faultPoint: crashPointFromEnv(),
-      onProgress: (p) => progress.onProgress(p),
-      onSkipped: (account) => skipped.push(account),
-    };
-    const publish = metricsPublisher({
-      pool,
-      logger,
-      config: metricsConfig,
-      shard,
-      accounts,
-      ...(mode === 'run' ? { skipped } : {}),
-      stripe429s: () => provider.counters.rateLimited,
-    });
-    let reports: SweepReport[] = [];
-    let failure: Error | undefined;
-    try {
-      reports = await sweep(deps, sweepOptionsOf(mode, flags, config, { accounts, shard, window, lockWaitMs, signal }));
-    } catch (error) {
-      progress.stop();
-      if (!(error instanceof SweepFailedError)) {
-        // Not when locked out (75): the run holding the lock publishes for these accounts.
-        if (!flags.dryRun && (error as { exitCode?: number }).exitCode !== ExitCode.locked) await publish(reports);
-        throw withAdvice(mode, error);
-      }
-      reports = error.reports;
-      failure = error;
-    }
+/** A sweep command with its configuration and flags checked, before the database is opened. */
+interface SweepCommand {
+  mode: 'run' | 'backfill';
+  flags: SweepFlags;
+  config: Config;
+  apiKey: string;
+  shard: Shard | undefined;
+  accounts: string[];
+  window: TimeWindow | undefined;
+  signal: AbortSignal | undefined;
+  alertConfig: AlertConfig;
+  metricsConfig: MetricsConfig;
+  findingsExit: FindingsExit;
+  lockWaitMs: number;
+}
+
+async function sweepCommand(command: SweepCommand, pool: Pool, logger: Logger): Promise<number> {
+  const { mode, flags, config, accounts, shard, signal } = command;
+  const skipped: string[] = [];
+  if (accounts.length === 0) {
+    logger.info(forOperator({ shard: flags.shard }), 'no account falls in this shard; nothing to do');
+    return ExitCode.reconciled;
+  }
+  // One budget for every Stripe request of the process: listing, re-reads and refunds.
+  const provider = createStripeProvider({
+    apiKey: command.apiKey,
+    apiBase: config.stripeApiBase,
+    timeoutMs: config.requestDeadlineMs,
+    ratePerSecond: config.stripeRatePerSecond,
+    metadataKeys: config.metadataKeys,
+  });
+  const progress = createProgressReporter({
+    terminal: stderrIsTerminal(),
+    logger,
+    intervalMs: config.progressIntervalMs,
+    accounts,
+  });
+  const deps: SweepDeps = {
+    pool,
+    clock: () => new Date(),
+    logger,
+    ...providerSweepDeps(provider, { pace: true }),
+    faultPoint: crashPointFromEnv(),
+    onProgress: (p) => progress.onProgress(p),
+    onSkipped: (account) => skipped.push(account),
+  };
+  const publish = metricsPublisher({
+    pool,
+    logger,
+    config: command.metricsConfig,
+    shard,
+    accounts,
+    ...(mode === 'run' ? { skipped } : {}),
+    stripe429s: () => provider.counters.rateLimited,
+  });
+  let reports: SweepReport[] = [];
+  let failure: Error | undefined;
+  try {
+    reports = await sweep(deps, sweepOptionsOf(mode, flags, config, command));
+  } catch (error) {
     progress.stop();
-    return finishSweep({
-      mode,
-      json: Boolean(flags.json),
-      dryRun: Boolean(flags.dryRun),
-      pool,
-      logger,
-      config,
-      alertConfig,
-      accounts,
-      reports,
-      skipped,
-      ...(failure ? { failure } : {}),
-      progress,
-      ...(signal ? { signal } : {}),
-      findingsExit,
-      unnamed: reports.reduce((n, r) => n + r.unnamed_charges, 0),
-      publish,
-    });
-  }, config);
+    if (!(error instanceof SweepFailedError)) {
+      // Not when locked out (75): the run holding the lock publishes for these accounts.
+      if (!flags.dryRun && (error as { exitCode?: number }).exitCode !== ExitCode.locked) await publish(reports);
+      throw withAdvice(mode, error);
+    }
+    reports = error.reports;
+    failure = error;
+  }
+  progress.stop();
+  return finishSweep({
+    mode,
+    json: Boolean(flags.json),
+    dryRun: Boolean(flags.dryRun),
+    pool,
+    logger,
+    config,
+    alertConfig: command.alertConfig,
+    accounts,
+    reports,
+    skipped,
+    ...(failure ? { failure } : {}),
+    progress,
+    ...(signal ? { signal } : {}),
+    findingsExit: command.findingsExit,
+    unnamed: reports.reduce((n, r) => n + r.unnamed_charges, 0),
+    publish,
+  });
 }
 
 /** The sweep's options: the configuration, overridden by the command's flags. */

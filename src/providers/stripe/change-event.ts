@@ -15,6 +15,8 @@ export interface ChangeEvent {
   /** The charge it is about: a charge's own id, a dispute's or refund's `charge`, an intent's `latest_charge`. */
   chargeId: string | null;
   paymentIntentId: string | null;
+  /** A refund event's refund: re-read by id, as the charge is (src/sweep/refund-step.ts). */
+  refundId?: string | null;
 }
 
 /** What an event must satisfy to be read: the listing's own request, to check the answer against. */
@@ -49,24 +51,40 @@ export function readChangeEvent(raw: unknown, expected: EventExpectation): ReadE
     ...(pointerMissing ? { pointerMissing } : {}),
   });
   if (id === null) return fail('missing or unusable id');
-  if (typeof event.type !== 'string' || event.type === '') return fail('missing type');
-  if (!expected.types.has(event.type)) return fail(`type ${event.type} was not asked for`);
-  const created = event.created;
-  if (typeof created !== 'number' || !Number.isSafeInteger(created)) return fail('missing created');
-  if (created < expected.gte || (expected.lt !== null && created >= expected.lt))
-    return fail(`created ${created} is outside the range asked for`);
-  // A connected account's events name it; the platform's name none. Absent is taken as the account asked for.
-  const account = event.account ?? null;
-  if (account !== null && account !== expected.account)
-    return fail(`belongs to ${String(account)}, not ${expected.account ?? 'the platform'}`);
+  const envelope = readEnvelope(event, expected);
+  if (typeof envelope === 'string') return fail(envelope);
   const data = event.data as { object?: unknown } | null | undefined;
   const object = typeof data === 'object' && data !== null ? data.object : undefined;
   if (typeof object !== 'object' || object === null || Array.isArray(object))
     return fail('data.object is not an object');
+  const { type, created } = envelope;
   const { chargeId, paymentIntentId } = pointersOf(object as Record<string, unknown>);
-  if (chargeId === null && event.type.startsWith('charge.'))
-    return fail(`a ${event.type} event that names no charge`, true);
-  return { ok: true, event: { id, type: event.type, created, account: expected.account, chargeId, paymentIntentId } };
+  const refundId = refundIdOf(object as Record<string, unknown>);
+  if (chargeId === null && type.startsWith('charge.')) return fail(`a ${type} event that names no charge`, true);
+  return { ok: true, event: { id, type, created, account: expected.account, chargeId, paymentIntentId, refundId } };
+}
+
+/** The event's type and time, checked against what the listing asked for; or what is wrong with them. */
+function readEnvelope(
+  event: Record<string, unknown>,
+  expected: EventExpectation,
+): { type: string; created: number } | string {
+  const { type, created } = event;
+  if (typeof type !== 'string' || type === '') return 'missing type';
+  if (!expected.types.has(type)) return `type ${type} was not asked for`;
+  if (typeof created !== 'number' || !Number.isSafeInteger(created)) return 'missing created';
+  if (created < expected.gte || (expected.lt !== null && created >= expected.lt))
+    return `created ${created} is outside the range asked for`;
+  // A connected account's events name it; the platform's name none. Absent is taken as the account asked for.
+  const account = event.account ?? null;
+  if (account !== null && account !== expected.account)
+    return `belongs to ${String(account)}, not ${expected.account ?? 'the platform'}`;
+  return { type, created };
+}
+
+/** A refund event's own refund id; null for every other object. */
+function refundIdOf(object: Record<string, unknown>): string | null {
+  return object.object === 'refund' ? idOf(object.id) : null;
 }
 
 /** The charge and intent an event's object points at, whatever its kind. */

@@ -1,4 +1,5 @@
 import { describeAccount, describeRange, type UnixRange } from './window.js';
+import { ExitCode } from '../../exit-codes.js';
 
 /**
  * Stripe refused the API key (HTTP 401). Retrying cannot help and nothing about the
@@ -6,7 +7,7 @@ import { describeAccount, describeRange, type UnixRange } from './window.js';
  */
 export class InvalidStripeKeyError extends Error {
   override readonly name = 'InvalidStripeKeyError';
-  readonly exitCode = 64;
+  readonly exitCode = ExitCode.usage;
 
   constructor(
     readonly account: string | null,
@@ -22,7 +23,7 @@ export class InvalidStripeKeyError extends Error {
 /** The key is valid but may not read charges (HTTP 403), e.g. a restricted key without `Charges: Read`. */
 export class MissingStripePermissionError extends Error {
   override readonly name = 'MissingStripePermissionError';
-  readonly exitCode = 64;
+  readonly exitCode = ExitCode.usage;
   readonly permission = 'rak_charge_read';
 
   constructor(
@@ -38,6 +39,86 @@ export class MissingStripePermissionError extends Error {
   }
 }
 
+/** A read permission of a restricted key, as Stripe's dashboard names it. */
+export interface ReadPermission {
+  /** What it reads, in a sentence: `refunds`. */
+  noun: string;
+  /** Stripe's permission id: `rak_refund_read`. */
+  permission: string;
+  /** The dashboard's words: `Refunds: Read`. */
+  grant: string;
+}
+
+export const REFUNDS_READ: ReadPermission = { noun: 'refunds', permission: 'rak_refund_read', grant: 'Refunds: Read' };
+export const PAYOUTS_READ: ReadPermission = { noun: 'payouts', permission: 'rak_payout_read', grant: 'Payouts: Read' };
+export const BALANCE_READ: ReadPermission = {
+  noun: 'balance transactions',
+  permission: 'rak_balance_read',
+  grant: 'Balance: Read',
+};
+
+/**
+ * The key may not read what one step of a run needs (HTTP 403): that step fails with
+ * this one line, and the rest of the run stands (docs/operations.md "The Stripe key").
+ */
+export class MissingReadPermissionError extends Error {
+  override readonly name = 'MissingReadPermissionError';
+  readonly exitCode = ExitCode.failed;
+  readonly permission: string;
+
+  constructor(
+    readonly account: string | null,
+    what: ReadPermission,
+    stripeMessage: string,
+  ) {
+    super(
+      `the Stripe key may not read ${what.noun} of ${describeAccount(account)} (403): it is missing the ` +
+        `${what.grant.replace(/: Read$/, ' read')} permission (${what.permission}). Grant '${what.grant}' to the restricted key` +
+        (account === null ? '' : ' on this connected account') +
+        `. Stripe said: ${stripeMessage}`,
+    );
+    this.permission = what.permission;
+  }
+}
+
+/**
+ * Nothing answers at the Stripe API's address: the connection was refused, or the host
+ * name does not resolve. A wrong or dead STRIPE_API_BASE (a double not started, a typo)
+ * is not worth minutes of retries: the run fails at once, saying where it tried, as
+ * PostgreSQL's connection errors do (src/db/pool.ts). Exit 1: worth a retry later.
+ */
+export class StripeUnreachableError extends Error {
+  override readonly name = 'StripeUnreachableError';
+  readonly exitCode = ExitCode.failed;
+
+  constructor(
+    readonly where: string,
+    readonly code: 'ECONNREFUSED' | 'ENOTFOUND',
+    options?: { cause?: unknown },
+  ) {
+    super(
+      code === 'ECONNREFUSED'
+        ? `cannot connect to Stripe at ${where} (connection refused): check STRIPE_API_BASE (unset: api.stripe.com) and that a server is running there`
+        : `cannot resolve the Stripe host ${where} (not found): check STRIPE_API_BASE (unset: api.stripe.com) and the DNS`,
+      options,
+    );
+  }
+}
+
+/**
+ * A failure of every request the account would make, not of one window: the key, a
+ * permission, the address. Passed on as it is, never wrapped in a window's error.
+ */
+export function failsEveryRequest(
+  error: unknown,
+): error is InvalidStripeKeyError | MissingStripePermissionError | StripeUnreachableError {
+  return (
+    error instanceof InvalidStripeKeyError ||
+    error instanceof MissingStripePermissionError ||
+    error instanceof StripeUnreachableError
+  );
+}
+
 /**
  * Some part of a window could not be listed. Thrown instead of ending the listing,
  * because a partial result is indistinguishable from "Stripe has no more charges"
@@ -45,7 +126,7 @@ export class MissingStripePermissionError extends Error {
  */
 export class IncompleteWindowError extends Error {
   override readonly name = 'IncompleteWindowError';
-  readonly exitCode = 1;
+  readonly exitCode = ExitCode.failed;
 
   constructor(
     readonly account: string | null,

@@ -1,4 +1,5 @@
 import { describeAccount, isoSeconds } from './window.js';
+import { ExitCode } from '../../exit-codes.js';
 
 /** The created range an events listing asked for, unix seconds: `gte <= created < lt` (`lt` null: open). */
 export interface EventRange {
@@ -19,7 +20,7 @@ export function describeEventRange(range: EventRange): string {
  */
 export class IncompleteEventsError extends Error {
   override readonly name = 'IncompleteEventsError';
-  readonly exitCode = 1;
+  readonly exitCode = ExitCode.failed;
 
   constructor(
     readonly account: string | null,
@@ -37,7 +38,7 @@ export class IncompleteEventsError extends Error {
 /** The key may not read events (HTTP 403): a restricted key needs `Events: Read` (rak_event_read). Exit code 64. */
 export class MissingEventsPermissionError extends Error {
   override readonly name = 'MissingEventsPermissionError';
-  readonly exitCode = 64;
+  readonly exitCode = ExitCode.usage;
   readonly permission = 'rak_event_read';
 
   constructor(
@@ -55,7 +56,7 @@ export class MissingEventsPermissionError extends Error {
 /** A charge could not be re-read (a request failed for good, or the answer is not that charge). Exit code 1. */
 export class ChargeRetrievalError extends Error {
   override readonly name = 'ChargeRetrievalError';
-  readonly exitCode = 1;
+  readonly exitCode = ExitCode.failed;
 
   constructor(
     readonly account: string | null,

@@ -28,7 +28,7 @@ import type { RetryPolicy } from './backoff.js';
 import { readChangeEvent, type ChangeEvent, type EventExpectation } from './change-event.js';
 import { StripeListCounters } from './counters.js';
 import { IncompleteEventsError, MissingEventsPermissionError, type EventRange } from './event-errors.js';
-import { InvalidStripeKeyError, MalformedPageError, MissingStripePermissionError, PageFetchError } from './errors.js';
+import { failsEveryRequest, MalformedPageError, MissingStripePermissionError, PageFetchError } from './errors.js';
 import { maxPagesFor } from './list-charges.js';
 import { pageShapeProblem, withRetries } from './page-source.js';
 import { RateBudget, type Sleep } from './rate-budget.js';
@@ -169,6 +169,43 @@ export async function readEvents(
   window: EventWindow,
   options: ReadEventsOptions = {},
 ): Promise<EventListing> {
+  const read = startRead(account, window, options);
+  const { range, events, malformed } = read;
+  for (;;) {
+    const { items, hasMore } = await nextPage(read, fetchPage);
+    takeEvents(read, items);
+    if (!hasMore) break;
+    if (items.length === 0 || !read.lastId)
+      throw read.incomplete('a page says has_more but holds no event to continue after: the cursor cannot advance');
+    read.startingAfter = read.lastId;
+  }
+  const newestCreated = events[0]?.created ?? null;
+  const cursor = range.lt !== null ? range.lt - 1 : Math.max(window.after, newestCreated ?? window.after);
+  return { account, range, events, malformed, pages: read.pages, newestCreated, cursor };
+}
+
+/** One listing of events as it goes: what it asks, and what it has read so far. */
+interface EventRead {
+  account: string | null;
+  range: EventRange;
+  types: string[];
+  limit: number;
+  maxPages: number;
+  counters: StripeListCounters;
+  signal: AbortSignal;
+  expected: EventExpectation;
+  exclusiveAfter: boolean;
+  incomplete: (reason: string, cause?: unknown) => IncompleteEventsError;
+  events: ChangeEvent[];
+  malformed: Array<{ id: string; problem: string }>;
+  seen: Set<string>;
+  lastId: string | undefined;
+  startingAfter: string | undefined;
+  pages: number;
+}
+
+/** The listing's request, checked (types, page size), with nothing read yet. */
+function startRead(account: string | null, window: EventWindow, options: ReadEventsOptions): EventRead {
   const range = eventRange(window);
   const types = [...new Set(options.types ?? CHANGE_EVENT_TYPES)];
   if (types.length < 1 || types.length > MAX_EVENT_TYPES_PER_REQUEST) {
@@ -182,88 +219,96 @@ export async function readEvents(
   const maxPages =
     options.maxPages ??
     maxPagesFor({ gte: range.gte, lt: range.lt ?? Math.max(range.gte + 1, Math.ceil(Date.now() / 1000)) });
-  const counters = options.counters ?? new StripeListCounters();
-  const signal = options.signal ?? new AbortController().signal;
-  const expected: EventExpectation = { account, types: new Set(types), gte: range.gte, lt: range.lt };
-  const exclusiveAfter = (window.overlapSeconds ?? 0) === 0;
-  const incomplete = (reason: string, cause?: unknown) =>
-    new IncompleteEventsError(account, range, reason, cause === undefined ? undefined : { cause });
+  return {
+    account,
+    range,
+    types,
+    limit,
+    maxPages,
+    counters: options.counters ?? new StripeListCounters(),
+    signal: options.signal ?? new AbortController().signal,
+    expected: { account, types: new Set(types), gte: range.gte, lt: range.lt },
+    exclusiveAfter: (window.overlapSeconds ?? 0) === 0,
+    incomplete: (reason, cause) =>
+      new IncompleteEventsError(account, range, reason, cause === undefined ? undefined : { cause }),
+    events: [],
+    malformed: [],
+    seen: new Set<string>(),
+    lastId: undefined,
+    startingAfter: undefined,
+    pages: 0,
+  };
+}
 
-  const events: ChangeEvent[] = [];
-  const malformed: Array<{ id: string; problem: string }> = [];
-  const seen = new Set<string>();
-  let lastId: string | undefined;
-  let startingAfter: string | undefined;
-  let pages = 0;
-  for (;;) {
+/** The next page, counted, with its shape checked; a failure fails the whole listing. */
+async function nextPage(read: EventRead, fetchPage: FetchEventPage): Promise<{ items: unknown[]; hasMore: boolean }> {
+  const { account, types, range, exclusiveAfter, limit, startingAfter, signal } = read;
+  signal.throwIfAborted();
+  if (read.pages >= read.maxPages)
+    throw read.incomplete(`more than ${read.maxPages} pages: the upstream keeps handing out new pages`);
+  let page: unknown;
+  try {
+    page = await fetchPage(
+      { account, types, range, exclusiveAfter, limit, ...(startingAfter ? { startingAfter } : {}) },
+      signal,
+    );
+  } catch (error) {
     signal.throwIfAborted();
-    if (pages >= maxPages) throw incomplete(`more than ${maxPages} pages: the upstream keeps handing out new pages`);
-    let page: unknown;
-    try {
-      page = await fetchPage(
-        { account, types, range, exclusiveAfter, limit, ...(startingAfter ? { startingAfter } : {}) },
-        signal,
-      );
-    } catch (error) {
-      signal.throwIfAborted();
-      throw configurationError(error) ?? incomplete(errorMessage(error), error);
-    }
-    pages += 1;
-    counters.pages += 1;
-    if (typeof page !== 'object' || page === null || Array.isArray(page))
-      throw incomplete('a page is not a list object');
-    const { data, has_more: hasMore } = page as { data?: unknown; has_more?: unknown };
-    const shape = pageShapeProblem(data, hasMore);
-    if (shape) throw incomplete(`a page is malformed: ${shape}`);
-    const items = data as unknown[];
-    if (items.length > limit) throw incomplete(`a page holds ${items.length} events, more than the ${limit} asked for`);
-    for (const raw of items) {
-      const read = readChangeEvent(raw, expected);
-      if (!read.ok) {
-        // One event whose object names no usable charge is one lost pointer, not a broken
-        // listing: reported (the deep re-read is the second line), the rest is read.
-        if (read.id !== null && read.pointerMissing) {
-          if (seen.has(read.id))
-            throw incomplete(
-              `event ${read.id} was listed twice in one listing (a cursor that does not advance, or a broken listing)`,
-            );
-          seen.add(read.id);
-          malformed.push({ id: read.id, problem: read.problem });
-          lastId = read.id;
-          continue;
-        }
-        throw incomplete(read.problem);
-      }
-      const event = read.event;
-      if (seen.has(event.id))
-        throw incomplete(
-          `event ${event.id} was listed twice in one listing (a cursor that does not advance, or a broken listing)`,
-        );
-      const previous = events[events.length - 1];
-      if (previous && event.created > previous.created)
-        throw incomplete(
-          `events out of order: ${event.id} (${event.created}) after ${previous.id} (${previous.created})`,
-        );
-      seen.add(event.id);
-      events.push(event);
-      lastId = event.id;
-    }
-    if (!hasMore) break;
-    if (items.length === 0 || !lastId)
-      throw incomplete('a page says has_more but holds no event to continue after: the cursor cannot advance');
-    startingAfter = lastId;
+    throw configurationError(error) ?? read.incomplete(errorMessage(error), error);
   }
-  const newestCreated = events[0]?.created ?? null;
-  const cursor = range.lt !== null ? range.lt - 1 : Math.max(window.after, newestCreated ?? window.after);
-  return { account, range, events, malformed, pages, newestCreated, cursor };
+  read.pages += 1;
+  read.counters.pages += 1;
+  if (typeof page !== 'object' || page === null || Array.isArray(page))
+    throw read.incomplete('a page is not a list object');
+  const { data, has_more: hasMore } = page as { data?: unknown; has_more?: unknown };
+  const shape = pageShapeProblem(data, hasMore);
+  if (shape) throw read.incomplete(`a page is malformed: ${shape}`);
+  const items = data as unknown[];
+  if (items.length > limit)
+    throw read.incomplete(`a page holds ${items.length} events, more than the ${limit} asked for`);
+  return { items, hasMore: hasMore as boolean };
+}
+
+/** A page's events into the listing: each once, newest first; one naming no usable charge is set aside. */
+function takeEvents(read: EventRead, items: readonly unknown[]): void {
+  const { events, seen, incomplete } = read;
+  const listedTwice = (id: string) =>
+    incomplete(`event ${id} was listed twice in one listing (a cursor that does not advance, or a broken listing)`);
+  for (const raw of items) {
+    const result = readChangeEvent(raw, read.expected);
+    if (!result.ok) {
+      // One event whose object names no usable charge is one lost pointer, not a broken
+      // listing: reported (the deep re-read is the second line), the rest is read.
+      if (result.id !== null && result.pointerMissing) {
+        if (seen.has(result.id)) throw listedTwice(result.id);
+        seen.add(result.id);
+        read.malformed.push({ id: result.id, problem: result.problem });
+        read.lastId = result.id;
+        continue;
+      }
+      throw incomplete(result.problem);
+    }
+    const event = result.event;
+    if (seen.has(event.id)) throw listedTwice(event.id);
+    const previous = events[events.length - 1];
+    if (previous && event.created > previous.created)
+      throw incomplete(
+        `events out of order: ${event.id} (${event.created}) after ${previous.id} (${previous.created})`,
+      );
+    seen.add(event.id);
+    events.push(event);
+    read.lastId = event.id;
+  }
 }
 
 function configurationError(error: unknown): Error | undefined {
-  if (error instanceof InvalidStripeKeyError || error instanceof MissingEventsPermissionError) return error;
+  if (error instanceof MissingEventsPermissionError) return error;
   if (error instanceof PageFetchError && error.cause instanceof MissingEventsPermissionError) return error.cause;
   // Only if a 403 reached withRetries by another way: its error names the charges permission, so say events.
   if (error instanceof MissingStripePermissionError)
     return new MissingEventsPermissionError(error.account, error.message);
+  // The key (401) or the address (nothing listens): every request of the account fails alike.
+  if (failsEveryRequest(error)) return error;
   return undefined;
 }
 
@@ -315,7 +360,13 @@ export function changeSource(reader: EventReader): ChangeSource {
   return async (account, window, signal) => {
     const listing = await reader.read(accountIdOf(account), window, signal ? { signal } : {});
     return [
-      ...listing.events.map((e) => ({ id: e.id, type: e.type, created: e.created, chargeId: e.chargeId })),
+      ...listing.events.map((e) => ({
+        id: e.id,
+        type: e.type,
+        created: e.created,
+        chargeId: e.chargeId,
+        ...(e.refundId ? { refundId: e.refundId } : {}),
+      })),
       ...listing.malformed.map((m) => ({
         id: m.id,
         type: 'malformed',

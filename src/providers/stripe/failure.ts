@@ -11,14 +11,15 @@ export type FailureVerdict =
     }
   | { action: 'give_up'; reason: string; status?: number }
   | { action: 'invalid_key'; message: string }
+  | { action: 'unreachable'; code: 'ECONNREFUSED' | 'ENOTFOUND'; where: string }
   | { action: 'missing_permission'; message: string };
 
 interface ErrorLike {
   statusCode?: unknown;
   headers?: unknown;
   message?: unknown;
-  /** StripeConnectionError: the transport failure, whose code says a timeout. */
-  detail?: { code?: unknown } | null;
+  /** StripeConnectionError: the transport failure, whose code says a timeout or a refusal. */
+  detail?: { code?: unknown; address?: unknown; port?: unknown; hostname?: unknown; message?: unknown } | null;
 }
 
 /**
@@ -26,7 +27,8 @@ interface ErrorLike {
  * listing (each attempt must pass the shared budget and be counted), so this is the
  * one place that decides, following Stripe's advice: `Stripe-Should-Retry` overrides
  * everything; 429, 409 and 5xx are transient; an answer that never came is transient
- * (a GET is safe to repeat); other 4xx are final.
+ * (a GET is safe to repeat), unless nothing listens or the host does not resolve (a
+ * wrong STRIPE_API_BASE: no retry will find it); other 4xx are final.
  */
 export function classifyListFailure(error: unknown, nowMs: number = Date.now()): FailureVerdict {
   const err = (typeof error === 'object' && error !== null ? error : {}) as ErrorLike;
@@ -34,7 +36,19 @@ export function classifyListFailure(error: unknown, nowMs: number = Date.now()):
   const message = describeError(error);
   if (status === 401) return { action: 'invalid_key', message };
   if (status === 403) return { action: 'missing_permission', message };
+  const answered = answeredVerdict(err, status, message, nowMs);
+  if (answered) return answered;
+  if (status === undefined && isStripeError(error)) return unansweredVerdict(err.detail);
+  return { action: 'give_up', reason: describe(status, message), status };
+}
 
+/** What Stripe's answer (its status and headers) says about trying again; undefined when it says nothing. */
+function answeredVerdict(
+  err: ErrorLike,
+  status: number | undefined,
+  message: string,
+  nowMs: number,
+): FailureVerdict | undefined {
   const shouldRetry = header(err.headers, 'stripe-should-retry');
   const retryAfterMs = parseRetryAfter(header(err.headers, 'retry-after'), nowMs);
   const withRetryAfter = retryAfterMs === undefined ? {} : { retryAfterMs };
@@ -45,11 +59,25 @@ export function classifyListFailure(error: unknown, nowMs: number = Date.now()):
   if (status === 409) return { action: 'retry', reason: 'conflict', status, ...withRetryAfter };
   if (status !== undefined && status >= 500)
     return { action: 'retry', reason: 'server_error', status, ...withRetryAfter };
-  if (status === undefined && isStripeError(error)) {
-    const code = typeof err.detail === 'object' && err.detail !== null ? err.detail.code : undefined;
-    return { action: 'retry', reason: code === 'ETIMEDOUT' ? 'deadline' : 'connection' };
-  }
-  return { action: 'give_up', reason: describe(status, message), status };
+  return undefined;
+}
+
+/** No answer came: a GET is safe to repeat, unless nothing listens there or the host does not resolve. */
+function unansweredVerdict(transport: ErrorLike['detail']): FailureVerdict {
+  const detail = typeof transport === 'object' && transport !== null ? transport : {};
+  if (detail.code === 'ECONNREFUSED' || detail.code === 'ENOTFOUND')
+    return { action: 'unreachable', code: detail.code, where: whereOf(detail) };
+  return { action: 'retry', reason: detail.code === 'ETIMEDOUT' ? 'deadline' : 'connection' };
+}
+
+/** `127.0.0.1:12111` for a refused connection, the host name for one that does not resolve. */
+function whereOf(detail: NonNullable<ErrorLike['detail']>): string {
+  if (typeof detail.address === 'string')
+    return typeof detail.port === 'number' ? `${detail.address}:${detail.port}` : detail.address;
+  if (typeof detail.hostname === 'string') return detail.hostname;
+  // Node's own words end with it: `connect ECONNREFUSED 127.0.0.1:443`, `getaddrinfo ENOTFOUND host`.
+  const named = /(?:ECONNREFUSED|ENOTFOUND) (\S+)$/.exec(typeof detail.message === 'string' ? detail.message : '');
+  return named?.[1] ?? 'its address';
 }
 
 function isStripeError(error: unknown): boolean {

@@ -17,7 +17,12 @@ export {
   type MonotonicClock,
 } from './rate-budget.js';
 export { StripeListCounters, type CounterSnapshot } from './counters.js';
-export { IncompleteWindowError, InvalidStripeKeyError, MissingStripePermissionError } from './errors.js';
+export {
+  IncompleteWindowError,
+  InvalidStripeKeyError,
+  MissingStripePermissionError,
+  StripeUnreachableError,
+} from './errors.js';
 export { DEFAULT_RETRY_POLICY, type RetryPolicy } from './backoff.js';
 export { DEFAULT_METADATA_KEYS, normalizeCharge, type MetadataKeys } from './normalize.js';
 export { toUnixRange, type ChargeWindow, type Instant, type UnixRange } from './window.js';

@@ -1,3 +1,5 @@
+import { DAY_MS } from '../../time/units.js';
+
 /**
  * Stripe's own limits that the sweeper's rules follow.
  *
@@ -7,7 +9,7 @@
  * the sweep, and claims are kept at least this long (plus the retry horizon).
  * The claim SQL (migrations/, `sweeper_take_claim`) carries the same 24 hours.
  */
-export const STRIPE_IDEMPOTENCY_WINDOW_MS = 24 * 3_600_000;
+export const STRIPE_IDEMPOTENCY_WINDOW_MS = DAY_MS;
 /** The same, with the name messages give it. */
 export const STRIPE_IDEMPOTENCY_WINDOW = { ms: STRIPE_IDEMPOTENCY_WINDOW_MS, name: "Stripe's 24h idempotency window" };
 

@@ -3,13 +3,7 @@ import type Stripe from 'stripe';
 import { STRIPE_MAX_PAGE_SIZE } from './limits.js';
 import type { RetryPolicy } from './backoff.js';
 import { StripeListCounters } from './counters.js';
-import {
-  describeError,
-  IncompleteWindowError,
-  InvalidStripeKeyError,
-  MalformedPageError,
-  MissingStripePermissionError,
-} from './errors.js';
+import { describeError, failsEveryRequest, IncompleteWindowError, MalformedPageError } from './errors.js';
 import { DEFAULT_METADATA_KEYS, normalizeCharge, pageCursorOf, STRIPE_ID, type MetadataKeys } from './normalize.js';
 import {
   pageShapeProblem,
@@ -80,110 +74,176 @@ export async function* listChargeWindow(
   const range = toUnixRange(window);
   options.signal?.throwIfAborted();
   if (range.gte === range.lt) return;
+  const listing = new WindowListing(fetchPage, account, range, listingSettings(range, options));
+  // The caller stopping (SIGTERM) must not wait for requests still on the wire.
+  const onOuterAbort = () => listing.abort(options.signal?.reason);
+  options.signal?.addEventListener('abort', onOuterAbort, { once: true });
+  try {
+    for (;;) {
+      listing.startReady();
+      const batch = listing.outbox.shift();
+      if (batch) {
+        yield batch;
+        continue;
+      }
+      if (listing.failure) throw listing.failure;
+      if (options.signal?.aborted) throw options.signal.reason;
+      if (listing.done) return;
+      await listing.changed();
+    }
+  } finally {
+    // Also reached when the consumer stops early: cancel the waits of what is still in flight.
+    listing.end();
+    options.signal?.removeEventListener('abort', onOuterAbort);
+  }
+}
+
+/** A listing's options with their defaults, checked. */
+interface ListingSettings {
+  concurrency: number;
+  limit: number;
+  keys: MetadataKeys;
+  counters: StripeListCounters;
+  maxPages: number;
+  now: () => number;
+  spareCapacity: (() => boolean) | undefined;
+}
+
+function listingSettings(range: UnixRange, options: WindowListingOptions): ListingSettings {
   const concurrency = Math.max(1, Math.floor(options.concurrency ?? DEFAULT_CONCURRENCY));
   const limit = options.limit ?? MAX_PAGE_SIZE;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE)
     throw new RangeError(`page size must be 1..${MAX_PAGE_SIZE} (got ${limit})`);
-  const keys = options.metadataKeys ?? DEFAULT_METADATA_KEYS;
-  const counters = options.counters ?? new StripeListCounters();
-  const maxPages = options.maxPages ?? maxPagesFor(range);
-  const now = options.now ?? (() => Math.floor(Date.now() / 1000));
-  // Every charge id of this listing: the sub-windows are disjoint, so a second sighting
-  // means the upstream's pagination is broken (or it is serving two versions of a charge).
-  const seen = new Set<string>();
-  let pagesRead = 0;
-  // Pages waiting for the consumer; a slow consumer stops new requests instead of filling memory.
-  const maxBuffered = concurrency * 2;
+  return {
+    concurrency,
+    limit,
+    keys: options.metadataKeys ?? DEFAULT_METADATA_KEYS,
+    counters: options.counters ?? new StripeListCounters(),
+    maxPages: options.maxPages ?? maxPagesFor(range),
+    now: options.now ?? (() => Math.floor(Date.now() / 1000)),
+    spareCapacity: options.spareCapacity,
+  };
+}
 
-  const controller = new AbortController();
-  // Every in-flight wait (budget, backoff) listens on this signal; that many listeners are expected.
-  setMaxListeners(concurrency * 4 + 10, controller.signal);
-  const ready: SubWindowTask[] = [{ gte: range.gte, lt: range.lt }];
-  const outbox: ChargeBatch[] = [];
-  let running = 0;
-  let failure: Error | undefined;
-  let wake: (() => void) | undefined;
-  const notify = () => {
-    const resume = wake;
-    wake = undefined;
+/**
+ * The sub-windows of one listing in flight: those ready to request, the pages read and
+ * not yet taken by the consumer, and the first failure, which aborts the rest.
+ */
+class WindowListing {
+  readonly controller = new AbortController();
+  readonly ready: SubWindowTask[];
+  readonly outbox: ChargeBatch[] = [];
+  failure: Error | undefined;
+  /**
+   * Every charge id of this listing: the sub-windows are disjoint, so a second sighting
+   * means the upstream's pagination is broken (or it is serving two versions of a charge).
+   */
+  private readonly seen = new Set<string>();
+  private pagesRead = 0;
+  private running = 0;
+  private wake: (() => void) | undefined;
+
+  constructor(
+    private readonly fetchPage: FetchChargePage,
+    private readonly account: string | null,
+    private readonly range: UnixRange,
+    private readonly settings: ListingSettings,
+  ) {
+    // Every in-flight wait (budget, backoff) listens on this signal; that many listeners are expected.
+    setMaxListeners(settings.concurrency * 4 + 10, this.controller.signal);
+    this.ready = [{ gte: range.gte, lt: range.lt }];
+  }
+
+  /** Requests what is ready while fewer than `concurrency` are in flight and the consumer keeps up. */
+  startReady(): void {
+    // Pages waiting for the consumer; a slow consumer stops new requests instead of filling memory.
+    const maxBuffered = this.settings.concurrency * 2;
+    while (
+      !this.failure &&
+      this.running < this.settings.concurrency &&
+      this.ready.length > 0 &&
+      this.outbox.length < maxBuffered
+    ) {
+      this.running += 1;
+      void this.run(this.ready.shift() as SubWindowTask);
+    }
+  }
+
+  get done(): boolean {
+    return this.running === 0 && this.ready.length === 0;
+  }
+
+  /** Resolves when a request ends or the listing is aborted. */
+  changed(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.wake = resolve;
+    });
+  }
+
+  abort(reason: unknown): void {
+    this.controller.abort(reason);
+    this.notify();
+  }
+
+  end(): void {
+    if (!this.controller.signal.aborted) this.controller.abort(new Error('listing ended'));
+  }
+
+  private notify(): void {
+    const resume = this.wake;
+    this.wake = undefined;
     resume?.();
-  };
+  }
 
-  // The caller stopping (SIGTERM) must not wait for requests still on the wire.
-  const onOuterAbort = () => {
-    controller.abort(options.signal?.reason);
-    notify();
-  };
-  options.signal?.addEventListener('abort', onOuterAbort, { once: true });
-
-  const fail = (task: SubWindowTask, error: unknown) => {
-    if (failure) return;
-    if (error instanceof InvalidStripeKeyError || error instanceof MissingStripePermissionError) failure = error;
+  private fail(task: SubWindowTask, error: unknown): void {
+    if (this.failure) return;
+    if (failsEveryRequest(error)) this.failure = error;
     else {
       const reason = describeError(error);
-      failure = new IncompleteWindowError(account, range, { gte: task.gte, lt: task.lt }, reason, { cause: error });
+      this.failure = new IncompleteWindowError(this.account, this.range, { gte: task.gte, lt: task.lt }, reason, {
+        cause: error,
+      });
     }
-    controller.abort(failure);
-  };
+    this.controller.abort(this.failure);
+  }
 
-  const run = async (task: SubWindowTask) => {
+  private async run(task: SubWindowTask): Promise<void> {
+    const { limit, counters } = this.settings;
     try {
-      const page = await fetchPage(
-        { account, gte: task.gte, lt: task.lt, startingAfter: task.startingAfter, limit },
-        controller.signal,
+      const page = await this.fetchPage(
+        { account: this.account, gte: task.gte, lt: task.lt, startingAfter: task.startingAfter, limit },
+        this.controller.signal,
       );
-      if (controller.signal.aborted) return;
+      if (this.controller.signal.aborted) return;
       const problem =
-        pageProblem(page, task, limit, seen) ?? (++pagesRead > maxPages ? tooManyPages(maxPages, range) : null);
+        pageProblem(page, task, limit, this.seen) ??
+        (++this.pagesRead > this.settings.maxPages ? tooManyPages(this.settings.maxPages, this.range) : null);
       if (problem) {
-        fail(task, new MalformedPageError(problem));
+        this.fail(task, new MalformedPageError(problem));
         return;
       }
-      const wantMore = running - 1 + ready.length < concurrency && (options.spareCapacity?.() ?? true);
+      const wantMore =
+        this.running - 1 + this.ready.length < this.settings.concurrency && (this.settings.spareCapacity?.() ?? true);
       const plan = planNext(task, outline(page), { wantMore, limit });
       if (!plan.ok) {
-        fail(task, new MalformedPageError(plan.problem));
+        this.fail(task, new MalformedPageError(plan.problem));
         return;
       }
-      ready.push(...plan.tasks);
-      const batch = toBatch(account, task, page, keys, now());
+      this.ready.push(...plan.tasks);
+      const batch = toBatch(this.account, task, page, this.settings.keys, this.settings.now());
       counters.pages += 1;
       counters.charges += batch.charges.length;
       counters.malformed += batch.malformed.length;
       counters.unnamed += batch.malformed.filter((m) => m.id === null).length;
       if (plan.split) counters.splits += 1;
-      outbox.push(batch);
+      this.outbox.push(batch);
     } catch (error) {
       // Once aborted (a failure elsewhere, the caller's signal, the consumer stopped), later errors are echoes.
-      if (!controller.signal.aborted) fail(task, error);
+      if (!this.controller.signal.aborted) this.fail(task, error);
     } finally {
-      running -= 1;
-      notify();
+      this.running -= 1;
+      this.notify();
     }
-  };
-
-  try {
-    for (;;) {
-      while (!failure && running < concurrency && ready.length > 0 && outbox.length < maxBuffered) {
-        running += 1;
-        void run(ready.shift() as SubWindowTask);
-      }
-      const batch = outbox.shift();
-      if (batch) {
-        yield batch;
-        continue;
-      }
-      if (failure) throw failure;
-      if (options.signal?.aborted) throw options.signal.reason;
-      if (running === 0 && ready.length === 0) return;
-      await new Promise<void>((resolve) => {
-        wake = resolve;
-      });
-    }
-  } finally {
-    // Also reached when the consumer stops early: cancel the waits of what is still in flight.
-    if (!controller.signal.aborted) controller.abort(new Error('listing ended'));
-    options.signal?.removeEventListener('abort', onOuterAbort);
   }
 }
 

@@ -1,4 +1,5 @@
 import type { MalformedCharge, NormalizedCharge } from '../../sweep/provider.js';
+import { DAY_SECONDS } from '../../time/units.js';
 
 /** Metadata names under which the claim library records the claim a charge belongs to. */
 export interface MetadataKeys {
@@ -37,7 +38,7 @@ export const EARLIEST_CREATED = 1_262_304_000;
 /** 3000-01-01T00:00:00Z in seconds: a `created` above this is in milliseconds. */
 export const MILLISECONDS_THRESHOLD = 32_503_680_000;
 /** A charge may be dated this far ahead of our clock (skew), no further. */
-export const MAX_CREATED_AHEAD_SECONDS = 86_400;
+export const MAX_CREATED_AHEAD_SECONDS = DAY_SECONDS;
 
 /**
  * Validates and flattens a charge as Stripe returns it. Anything reconciliation
@@ -58,35 +59,13 @@ export function normalizeCharge(
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     return { ok: false, malformed: { id: null, account, problem: `not an object (${describeType(raw)})` } };
   }
-  const charge = raw as Record<string, unknown>;
+  const fields = raw as Record<string, unknown>;
+  // Every field is read, in this order, so the problem names them all at once.
   const problems: string[] = [];
-  const id = readId(charge, problems);
-  const created = readCreated(charge.created, nowSeconds, problems);
-  const amount = readAmount(charge.amount, problems);
-  const currency = readCurrency(charge.currency, problems);
-  const status = readStatus(charge.status, problems);
-  const captured = readBoolean(charge, 'captured', problems);
-  const refunded = readBoolean(charge, 'refunded', problems);
-  const disputed = readBoolean(charge, 'disputed', problems);
-  const livemode = readBoolean(charge, 'livemode', problems);
-  // Older API versions lack amount_captured; a captured charge captured all of it.
-  const amountCaptured = readPart(
-    charge,
-    'amount_captured',
-    amount,
-    captured && amount !== null ? amount : 0,
-    problems,
-  );
-  const amountRefunded = readPart(charge, 'amount_refunded', amount, 0, problems);
-  const paymentIntent = readReference(charge, 'payment_intent', problems);
-  const customer = readReference(charge, 'customer', problems);
-  const paymentMethod = readReference(charge, 'payment_method', problems);
-  const metadata = readMetadata(charge.metadata, problems);
-  const tenantId = readAttribution(metadata, keys.tenantId, TENANT_ID, problems);
-  const idempotencyKey = readAttribution(metadata, keys.idempotencyKey, IDEMPOTENCY_KEY, problems);
-  const reference = readAttribution(metadata, keys.reference ?? DEFAULT_METADATA_KEYS.reference, TENANT_ID, problems);
-  const cardFingerprint = readCardFingerprint(charge.payment_method_details, problems);
-
+  const core = readCore(fields, nowSeconds, problems);
+  const state = readState(fields, core.amount, problems);
+  const links = readLinks(fields, keys, problems);
+  const { id, created, amount, currency, status } = core;
   if (
     problems.length > 0 ||
     id === null ||
@@ -100,30 +79,75 @@ export function normalizeCharge(
       malformed: { id, account, problem: problems.join(', '), ...(created !== null ? { created } : {}) },
     };
   }
-  return {
-    ok: true,
-    charge: {
-      id,
-      account,
-      created,
-      amount,
-      amountCaptured,
-      amountRefunded,
-      currency,
-      status,
-      captured,
-      refunded,
-      disputed,
-      paymentIntent,
-      customer,
-      paymentMethod,
-      tenantId,
-      idempotencyKey,
-      reference,
-      cardFingerprint,
-      livemode,
-    },
+  const charge: NormalizedCharge = {
+    id,
+    account,
+    created,
+    amount,
+    amountCaptured: state.amountCaptured,
+    amountRefunded: state.amountRefunded,
+    currency,
+    status,
+    captured: state.captured,
+    refunded: state.refunded,
+    disputed: state.disputed,
+    ...links,
+    livemode: state.livemode,
   };
+  return { ok: true, charge };
+}
+
+/** What a charge is: its id, when, how much, in what, and how it ended. */
+function readCore(charge: Record<string, unknown>, nowSeconds: number, problems: string[]) {
+  return {
+    id: readId(charge, problems),
+    created: readCreated(charge.created, nowSeconds, problems),
+    amount: readAmount(charge.amount, problems),
+    currency: readCurrency(charge.currency, problems),
+    status: readStatus(charge.status, problems),
+  };
+}
+
+/** What happened to it since: capture, refunds, a dispute. */
+function readState(
+  charge: Record<string, unknown>,
+  amount: number | null,
+  problems: string[],
+): Pick<NormalizedCharge, 'captured' | 'refunded' | 'disputed' | 'livemode' | 'amountCaptured' | 'amountRefunded'> {
+  const captured = readBoolean(charge, 'captured', problems);
+  const refunded = readBoolean(charge, 'refunded', problems);
+  const disputed = readBoolean(charge, 'disputed', problems);
+  const livemode = readBoolean(charge, 'livemode', problems);
+  // Older API versions lack amount_captured; a captured charge captured all of it.
+  const amountCaptured = readPart(
+    charge,
+    'amount_captured',
+    amount,
+    captured && amount !== null ? amount : 0,
+    problems,
+  );
+  const amountRefunded = readPart(charge, 'amount_refunded', amount, 0, problems);
+  return { captured, refunded, disputed, livemode, amountCaptured, amountRefunded };
+}
+
+/** What it points at: its payment intent, customer and card, and the claim and order its metadata names. */
+function readLinks(
+  charge: Record<string, unknown>,
+  keys: MetadataKeys,
+  problems: string[],
+): Pick<
+  NormalizedCharge,
+  'paymentIntent' | 'customer' | 'paymentMethod' | 'tenantId' | 'idempotencyKey' | 'reference' | 'cardFingerprint'
+> {
+  const paymentIntent = readReference(charge, 'payment_intent', problems);
+  const customer = readReference(charge, 'customer', problems);
+  const paymentMethod = readReference(charge, 'payment_method', problems);
+  const metadata = readMetadata(charge.metadata, problems);
+  const tenantId = readAttribution(metadata, keys.tenantId, TENANT_ID, problems);
+  const idempotencyKey = readAttribution(metadata, keys.idempotencyKey, IDEMPOTENCY_KEY, problems);
+  const reference = readAttribution(metadata, keys.reference ?? DEFAULT_METADATA_KEYS.reference, TENANT_ID, problems);
+  const cardFingerprint = readCardFingerprint(charge.payment_method_details, problems);
+  return { paymentIntent, customer, paymentMethod, tenantId, idempotencyKey, reference, cardFingerprint };
 }
 
 /** The last item of a page, read defensively: the lister pages from it even when it is malformed. */

@@ -7,6 +7,7 @@ import {
   MalformedPageError,
   MissingStripePermissionError,
   PageFetchError,
+  StripeUnreachableError,
 } from './errors.js';
 import { classifyListFailure } from './failure.js';
 import { realSleep, RateBudget, type Sleep } from './rate-budget.js';
@@ -127,8 +128,11 @@ export function withRetries<Q extends { account: string | null }, R>(
       countFailure(
         counters,
         error,
-        verdict.action === 'retry' && (verdict.reason === 'connection' || verdict.reason === 'deadline'),
+        verdict.action === 'unreachable' ||
+          (verdict.action === 'retry' && (verdict.reason === 'connection' || verdict.reason === 'deadline')),
       );
+      if (verdict.action === 'unreachable')
+        throw new StripeUnreachableError(verdict.where, verdict.code, { cause: error });
       if (verdict.action === 'give_up') {
         throw new PageFetchError(`${verdict.reason} (attempt ${attempt}, not retryable)`, attempt, { cause: error });
       }

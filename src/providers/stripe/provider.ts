@@ -1,3 +1,4 @@
+import { createStripeRefunds } from './refunds.js';
 import type Stripe from 'stripe';
 import { accountIdOf } from '../../domain/identity.js';
 import { requestsPerLatency, type PaymentProvider, type ProviderFacts } from '../../sweep/provider.js';
@@ -68,6 +69,7 @@ export function createStripeProvider(options: StripeProviderOptions): StripeProv
   );
   const lister = createChargeLister({ stripe, budget, counters, gate, metadataKeys: options.metadataKeys });
   let listings = 0;
+  const refunds = createStripeRefunds({ stripe, budget, counters, metadataKeys: options.metadataKeys });
   return {
     name: 'stripe',
     facts,
@@ -86,7 +88,11 @@ export function createStripeProvider(options: StripeProviderOptions): StripeProv
         }
       })(),
     listChanges: changeSource(createEventReader({ stripe, budget, counters })),
-    evidence: createStripeEvidence({ stripe, budget, counters, metadataKeys: options.metadataKeys }),
+    listRefunds: refunds.listRefunds,
+    evidence: {
+      ...createStripeEvidence({ stripe, budget, counters, metadataKeys: options.metadataKeys }),
+      refundsById: refunds.refundsById,
+    },
     pace: () => ({ ratePerSecond: facts.ratePerSecond, meanLatencyMs: counters.meanLatencyMs() }),
   };
 }

@@ -10,7 +10,7 @@ import { setMaxListeners } from 'node:events';
 import Stripe from 'stripe';
 import { StripeListCounters } from './counters.js';
 import { ChargeRetrievalError } from './event-errors.js';
-import { InvalidStripeKeyError, MissingStripePermissionError } from './errors.js';
+import { failsEveryRequest } from './errors.js';
 import { withRetries, type RetryDeps } from './page-source.js';
 import { RateBudget } from './rate-budget.js';
 import { errorMessage } from '../../errors.js';
@@ -87,10 +87,9 @@ export function createChargeRetriever(deps: ChargeRetrieverDeps): ChargeRetrieve
           } catch (error) {
             // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- another worker sets it across the await
             if (failure !== undefined || controller.signal.aborted) return;
-            failure =
-              error instanceof InvalidStripeKeyError || error instanceof MissingStripePermissionError
-                ? error
-                : new ChargeRetrievalError(account, id, errorMessage(error), { cause: error });
+            failure = failsEveryRequest(error)
+              ? error
+              : new ChargeRetrievalError(account, id, errorMessage(error), { cause: error });
             controller.abort(failure);
           }
         }

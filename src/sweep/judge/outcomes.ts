@@ -73,6 +73,7 @@ export function judgeReference(group: ReferenceGroup, verdicts: Verdicts, ctx: O
         extras: duplicates.flatMap((c) => c.slice(1).map((x) => x.id)),
         groups: duplicates.map((c) => ({ kept: c[0]!.id, extras: c.slice(1).map((x) => x.id) })),
         charges: duplicates.flat().map(chargeSummary),
+        count: ids.length,
       },
       covers: {},
     }),
@@ -117,7 +118,7 @@ export function judgeSuspects(
         reason:
           'payments without a reference by one customer or card, for the same amount, moments apart, under different keys: ' +
           'perhaps one purchase paid twice, perhaps two purchases. Refund, or resolve it --not-duplicate',
-        details: { kept: kept.id, extras: ids.slice(1), charges: set.map(chargeSummary) },
+        details: { kept: kept.id, extras: ids.slice(1), charges: set.map(chargeSummary), count: ids.length },
         covers: {},
       }),
     );

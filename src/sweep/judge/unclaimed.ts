@@ -23,6 +23,9 @@ export function judgeUnclaimed(scope: IdentityScope): void {
       `metadata names a claim of account ${facts.claimAccount}, but the charge is in ${facts.account}`,
     );
   }
+  if (facts.claimIsRefund) {
+    return untrusted(scope, "metadata names a key whose claim is a refund's, not a charge's: a person decides");
+  }
   if (!facts.tenantKnown) {
     return untrusted(
       scope,
