@@ -79,7 +79,7 @@ export async function sweepPayouts(
   // An account's payouts change a few times a day: a scheduled run lists them once
   // SWEEPER_PAYOUT_EVERY has passed since the last listing, and sends no request before.
   const scheduled = ctx.run.mode === 'run';
-  if (scheduled && state && ctx.readUntil.getTime() - state.listedAt.getTime() < options.payoutEveryMs) {
+  if (scheduled && listedRecently(step, state)) {
     step.report.skipped = true;
     await judgeUnpaidPayments(step);
     return step.report;
@@ -102,6 +102,10 @@ export async function sweepPayouts(
   }
   await judgeUnpaidPayments(step);
   return step.report;
+}
+
+function listedRecently(step: PayoutStep, state: PayoutAccountState | null): boolean {
+  return state !== null && step.ctx.readUntil.getTime() - state.listedAt.getTime() < step.options.payoutEveryMs;
 }
 
 /**

@@ -73,41 +73,48 @@ export function normalizePayout(raw: unknown, account: string | null): Normalize
   };
 }
 
-/** A balance transaction as the sweep reads it (its source expanded or not); throws naming what cannot be read. */
-export function normalizeBalanceTransaction(raw: unknown): NormalizedBalanceTransaction {
-  const r = objectOf(raw);
+/** No rate (not converted), or a positive number. */
+function readableRate(rate: unknown): boolean {
+  return rate === null || rate === undefined || (typeof rate === 'number' && Number.isFinite(rate) && rate > 0);
+}
+
+/** What in a balance transaction cannot be read; empty when it all can. */
+function transactionProblems(r: Raw): string[] {
   const problems: string[] = [];
-  const id = idOf(r.id);
-  if (id === null) problems.push('id is missing or not readable');
+  if (idOf(r.id) === null) problems.push('id is missing or not readable');
   for (const field of ['amount', 'net'] as const) if (!integer(r[field])) problems.push(`${field} is not an integer`);
   if (!whole(r.fee)) problems.push('fee is not a whole number of minor units');
   if (!whole(r.created)) problems.push('created is not a whole number of seconds');
   if (typeof r.currency !== 'string' || !CURRENCY.test(r.currency))
     problems.push('currency is missing or not readable');
-  if (typeof r.type !== 'string' || r.type === '') problems.push('type is missing');
-  if (typeof r.reporting_category !== 'string' || r.reporting_category === '')
-    problems.push('reporting_category is missing');
-  const rate = r.exchange_rate;
-  if (rate !== null && rate !== undefined && !(typeof rate === 'number' && Number.isFinite(rate) && rate > 0))
-    problems.push('exchange_rate is not a positive number');
+  for (const field of ['type', 'reporting_category'] as const)
+    if (typeof r[field] !== 'string' || r[field] === '') problems.push(`${field} is missing`);
+  if (!readableRate(r.exchange_rate)) problems.push('exchange_rate is not a positive number');
   if (problems.length === 0 && (r.amount as number) - (r.fee as number) !== r.net)
     problems.push(`net ${String(r.net)} is not amount ${String(r.amount)} less fee ${String(r.fee)}`);
+  return problems;
+}
+
+/** A balance transaction as the sweep reads it (its source expanded or not); throws naming what cannot be read. */
+export function normalizeBalanceTransaction(raw: unknown): NormalizedBalanceTransaction {
+  const r = objectOf(raw);
+  const problems = transactionProblems(r);
   if (problems.length > 0)
     throw new Error(
-      `Stripe returned balance transaction ${id ?? '(no id)'} without what the sweep needs: ${problems.join(', ')}`,
+      `Stripe returned balance transaction ${idOf(r.id) ?? '(no id)'} without what the sweep needs: ${problems.join(', ')}`,
     );
   const source = typeof r.source === 'object' && r.source !== null ? (r.source as Raw) : null;
   // A refund's and a dispute's object name their charge; a charge names itself.
   const sourceChargeId = source && source.object !== 'charge' ? idOf(source.charge) : null;
   return {
-    id: id as string,
+    id: idOf(r.id) as string,
     type: r.type as string,
     reportingCategory: r.reporting_category as string,
     amount: r.amount as number,
     fee: r.fee as number,
     net: r.net as number,
     currency: (r.currency as string).toLowerCase(),
-    exchangeRate: typeof rate === 'number' ? rate : null,
+    exchangeRate: typeof r.exchange_rate === 'number' ? r.exchange_rate : null,
     created: r.created as number,
     sourceId: idOf(r.source),
     sourceChargeId,
