@@ -37,7 +37,7 @@ let double: StripeDouble;
 let base: TestDatabase;
 const ids: Record<string, string> = {};
 
-function env(db: TestDatabase, key: string): Record<string, string> {
+function env(db: TestDatabase, key: string, extra: Record<string, string> = {}): Record<string, string> {
   return cliEnv(
     { db, stripe: double.url, key },
     {
@@ -49,12 +49,13 @@ function env(db: TestDatabase, key: string): Record<string, string> {
       SWEEPER_EVENTS_LAG: '1s',
       SWEEPER_PAYOUT_GRACE: '1h',
       SWEEPER_PAYOUT_EVERY: '1s',
+      ...extra,
     },
   );
 }
 
-async function run(db: TestDatabase, key = FULL_KEY) {
-  const result = await runCli(['run', '--json'], env(db, key));
+async function run(db: TestDatabase, key = FULL_KEY, extra: Record<string, string> = {}) {
+  const result = await runCli(['run', '--json'], env(db, key, extra));
   const line = result.stdout.trim().split('\n')[0];
   return { ...result, report: line ? JSON.parse(line) : null };
 }
@@ -287,6 +288,27 @@ describe('payouts and fees, through `sweeper run` and `sweeper report payouts`',
       reason: expect.stringContaining('failed after it was paid (account_closed)'),
     });
     expect((await run(db)).report.payouts.found).toEqual({});
+  });
+
+  it('lists payouts once per SWEEPER_PAYOUT_EVERY: the runs between send no payout request', async () => {
+    const db = await clone();
+    const hourly = { SWEEPER_PAYOUT_EVERY: '1h' };
+    const requests = () => ({
+      payouts: double.counters.get('GET /v1/payouts'),
+      balance: double.counters.get('GET /v1/balance_transactions'),
+    });
+    const before = requests();
+    const first = await run(db, FULL_KEY, hourly);
+    expect(first.report.payouts).toMatchObject({ skipped: false });
+    expect(first.report.payouts.reconciled).toBeGreaterThanOrEqual(3);
+    const afterFirst = requests();
+    // One listing page; then one page of transactions for each payout reconciled.
+    expect(afterFirst.payouts - before.payouts).toBe(1);
+    expect(afterFirst.balance - before.balance).toBe(first.report.payouts.reconciled);
+    const second = await run(db, FULL_KEY, hourly);
+    expect(second.code, second.stderr).toBe(3);
+    expect(second.report.payouts).toMatchObject({ skipped: true, listed: 0 });
+    expect(requests()).toEqual(afterFirst);
   });
 
   it('without Payouts read: one line naming the permission, exit 1, and the rest of the run stands', async () => {
