@@ -311,6 +311,36 @@ describe('payouts and fees, through `sweeper run` and `sweeper report payouts`',
     expect(requests()).toEqual(afterFirst);
   });
 
+  it("a connected account's payouts are read with its Stripe-Account, in its settlement currency", async () => {
+    const db = await clone();
+    const account = 'acct_1PayoutsEur';
+    double.addAccount({ id: account, defaultCurrency: 'eur' });
+    double.configureAccount(account, { payoutDelayDays: 0 });
+    const charge = double.createCharge(account, { amount: 3000, currency: 'usd' });
+    await db.pool.query(
+      `INSERT INTO payments (charge_id, account_id, amount, currency, status, created_at, updated_at)
+       VALUES ($1, $2, 3000, 'usd', 'succeeded', now(), now())`,
+      [charge.id, account],
+    );
+    const payout = double.runPayout(account);
+    const platformListings = double.counters.account(null, 'GET /v1/payouts');
+    const result = await run(db, FULL_KEY, { SWEEPER_ACCOUNTS: account });
+    expect(result.report.payouts).toMatchObject({ listed: 1, reconciled: 1, linked: 1, fees: 1, found: {} });
+    expect(double.counters.account(account, 'GET /v1/payouts')).toBe(1);
+    expect(double.counters.account(null, 'GET /v1/payouts')).toBe(platformListings);
+    const rate = double.exchangeRate('usd', 'eur') as number;
+    expect(
+      await rows(db, `SELECT settlement_currency, exchange_rate::float8 AS rate FROM payments WHERE charge_id = $1`, [
+        charge.id,
+      ]),
+    ).toEqual([{ settlement_currency: 'eur', rate }]);
+    expect(
+      await rows(db, `SELECT account, currency, residual::int, charges::int FROM recon_payouts WHERE payout_id = $1`, [
+        payout.id,
+      ]),
+    ).toEqual([{ account, currency: 'eur', residual: 0, charges: Math.round(3000 * rate) }]);
+  });
+
   it('without Payouts read: one line naming the permission, exit 1, and the rest of the run stands', async () => {
     const db = await clone();
     const result = await run(db, NO_PAYOUTS_KEY);
