@@ -84,7 +84,7 @@ export async function sweepPayouts(
     await judgeUnpaidPayments(step);
     return step.report;
   }
-  const window = listingWindow(step, awaited);
+  const window = listingWindow(step, awaited, state);
   const listed: PayoutFact[] = [];
   for await (const page of source.listPayouts(account, window, options.signal))
     listed.push(...page.map((p) => payoutFact(p, account)));
@@ -93,8 +93,9 @@ export async function sweepPayouts(
     account,
     since: state?.since ?? window.from,
     unpaidJudgedTo: state?.unpaidJudgedTo ?? window.from,
-    // A backfill's listing of its range is not the recent one a scheduled run waits on.
-    listedAt: scheduled ? ctx.readUntil : (state?.listedAt ?? new Date(0)),
+    // Payouts are listed without a gap up to here (a backfill: to its end, when it reaches
+    // past the last listing); the next scheduled listing starts here at the latest.
+    listedAt: scheduled || !state || window.from <= state.listedAt ? window.to : state.listedAt,
   });
   for (const payout of toReconcile) {
     options.signal?.throwIfAborted();
@@ -110,14 +111,16 @@ function listedRecently(step: PayoutStep, state: PayoutAccountState | null): boo
 
 /**
  * Scheduled runs list the payouts created in the last SWEEPER_PAYOUT_GRACE, reaching back to
- * the oldest one still awaited; a backfill lists those created in its range.
+ * the oldest one still awaited and to the end of the last listing (so listings leave no
+ * gap, after a pause longer than the grace too); a backfill lists those created in its range.
  */
-function listingWindow(step: PayoutStep, awaited: Date | null): TimeWindow {
+function listingWindow(step: PayoutStep, awaited: Date | null, state: PayoutAccountState | null): TimeWindow {
   const { ctx, options } = step;
   if (ctx.run.mode !== 'run') return { from: ctx.run.window.from, to: ctx.run.window.to };
-  const recent = ctx.readUntil.getTime() - options.payoutGraceMs;
-  const from = awaited === null ? recent : Math.min(recent, awaited.getTime());
-  return { from: new Date(from), to: ctx.readUntil };
+  const starts = [ctx.readUntil.getTime() - options.payoutGraceMs];
+  if (awaited) starts.push(awaited.getTime());
+  if (state) starts.push(state.listedAt.getTime());
+  return { from: new Date(Math.min(...starts)), to: ctx.readUntil };
 }
 
 /** The listed payouts mirrored, their returns judged, manual ones recorded; returns those to reconcile now. */
@@ -186,7 +189,9 @@ async function judgeUnpaidPayments(step: PayoutStep): Promise<void> {
     const state = await readPayoutAccount(client, account);
     if (!state) return;
     const now = deps.clock();
-    const to = new Date(Math.max(state.unpaidJudgedTo.getTime(), ctx.readUntil.getTime() - options.payoutGraceMs));
+    // Judged only where the payouts that would hold them were listed: up to the last listing, less the grace.
+    const listedTo = Math.min(ctx.readUntil.getTime(), state.listedAt.getTime());
+    const to = new Date(Math.max(state.unpaidJudgedTo.getTime(), listedTo - options.payoutGraceMs));
     const open = await openUnpaidSubjects(client, account);
     const payments = await loadUnpaidPayments(client, {
       account,
