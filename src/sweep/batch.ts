@@ -143,8 +143,10 @@ export async function judgeBatch(
   // stands (its savepoint released): a batch that fails leaves nothing, as a real run's
   // rolled-back transaction does.
   let overlay: OverlayRecord | null = null;
+  let planned: (() => void) | null = null;
   const ingestAndJudge = async (client: PoolClient) => {
     overlay = null;
+    planned = null;
     await prepare(client, days);
     for (let i = 0; i < batch.charges.length; i += INGEST_BATCH) {
       // A charge the database refuses (one the normaliser did not know to refuse) becomes
@@ -167,7 +169,7 @@ export async function judgeBatch(
     await fault('ingested');
     first = await judge(client);
     if (!needsStripe(first.judgement))
-      ({ intents: refundIntents, overlay } = await finish(deps, options, ctx, batch, client, first, []));
+      ({ intents: refundIntents, overlay, planned } = await finish(deps, options, ctx, batch, client, first, []));
   };
   try {
     await ctx.inTransaction(ingestAndJudge);
@@ -180,7 +182,7 @@ export async function judgeBatch(
     guarded = true; // the refusal came while landing, before anything was judged
     await ctx.inTransaction(ingestAndJudge);
   }
-  layOver(ctx, overlay);
+  layOver(ctx, overlay, planned);
   const pending = first as { facts: SliceFacts; judgement: Judgement } | null;
   if (!pending || !needsStripe(pending.judgement)) {
     await fault('committed');
@@ -202,7 +204,11 @@ export async function judgeBatch(
     await prepare(client, spanOf(found));
     await upsertCharges(client, found, deps.clock());
     const second = await judge(client);
-    ({ intents: refundIntents, overlay } = await finish(
+    ({
+      intents: refundIntents,
+      overlay,
+      planned,
+    } = await finish(
       deps,
       options,
       ctx,
@@ -212,7 +218,7 @@ export async function judgeBatch(
       found.map((c) => c.id),
     ));
   });
-  layOver(ctx, overlay);
+  layOver(ctx, overlay, planned);
   await fault('committed');
   return { refundIntents };
 }
@@ -220,8 +226,9 @@ export async function judgeBatch(
 /** What a dry run's batch would have written, for the overlay (dry-run-overlay.ts). */
 type OverlayRecord = Parameters<DryRunOverlay['record']>;
 
-function layOver(ctx: RunContext, record: OverlayRecord | null): void {
+function layOver(ctx: RunContext, record: OverlayRecord | null, planned: (() => void) | null): void {
   if (record) ctx.overlay?.record(...record);
+  planned?.();
 }
 
 function needsStripe(judgement: Judgement): boolean {
@@ -248,7 +255,7 @@ async function finish(
   { facts, judgement }: { facts: SliceFacts; judgement: Judgement },
   /** Charges Stripe's own word returned readable for this batch, besides the batch's own. */
   reread: readonly string[],
-): Promise<{ intents: number; overlay: OverlayRecord | null }> {
+): Promise<{ intents: number; overlay: OverlayRecord | null; planned: (() => void) | null }> {
   const { run, report } = ctx;
   const fault = async (phase: string) => deps.faultPoint?.(`${batch.name}:${phase}`);
   const now = deps.clock();
@@ -288,11 +295,16 @@ async function finish(
   const lostToWriter = findings.filter((f) => f.repair && !repairs.has(f) && !isRefund(f)).map((f) => f.subject);
   const refunds = recorded.filter(isRefund);
   let overlay: OverlayRecord | null = null;
+  let planned: (() => void) | null = null;
   if (ctx.overlay) {
     // Released too: ROLLBACK TO keeps the savepoint, and every batch of a long dry run
     // would nest one subtransaction deeper in its one transaction.
     await client.query('ROLLBACK TO SAVEPOINT dry_run_batch; RELEASE SAVEPOINT dry_run_batch');
     overlay = [repairs, refunds, now, run.account];
+    // A plan run reads here what its steps read: the rows as judged, the repairs undone.
+    planned =
+      (await ctx.writes.planner?.read(client, { account: run.account, name: batch.name, facts, repairs, refunds })) ??
+      null;
   }
   const rows = await recordFindings(client, { account: run.account, runId: run.id, now, findings: recorded, repairs });
   await closeHealedFindings(client, {
@@ -352,7 +364,7 @@ async function finish(
     for (const [f, r] of repairs)
       ctx.log.info({ category: f.category, subject: f.subject, action: r.action }, 'dry run: would repair');
   }
-  return { intents, overlay };
+  return { intents, overlay, planned };
 }
 
 /**
