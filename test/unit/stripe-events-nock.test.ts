@@ -129,6 +129,7 @@ describe('reading events through the SDK', () => {
         account: 'acct_42',
         chargeId: 'ch_4',
         paymentIntentId: 'pi_4',
+        refundId: null,
       },
       {
         id: 'evt_3',
@@ -137,6 +138,7 @@ describe('reading events through the SDK', () => {
         account: 'acct_42',
         chargeId: 'ch_3',
         paymentIntentId: 'pi_3',
+        refundId: null,
       },
       {
         id: 'evt_2',
@@ -145,6 +147,7 @@ describe('reading events through the SDK', () => {
         account: 'acct_42',
         chargeId: 'ch_2',
         paymentIntentId: null,
+        refundId: 're_1',
       },
       {
         id: 'evt_1',
@@ -153,6 +156,7 @@ describe('reading events through the SDK', () => {
         account: 'acct_42',
         chargeId: 'ch_1',
         paymentIntentId: 'pi_1',
+        refundId: null,
       },
     ]);
     expect(listing).toMatchObject({
