@@ -1,5 +1,6 @@
 import { userInfo } from 'node:os';
 import { loadConfig, loadReviewSettings, requireDatabaseUrl, type Config } from '../config.js';
+import { createStripeProvider, type StripeProvider } from '../providers/stripe/provider.js';
 import { personName } from '../serve/names.js';
 import { assertSchemaCurrent } from '../db/migrate.js';
 import { checkConnection, createPool, type Pool } from '../db/pool.js';
@@ -69,4 +70,15 @@ export function actorName(by: string | undefined, flag = '--by'): string {
     );
   }
   return checked.name;
+}
+
+/** The Stripe provider of a command, from the configuration (one rate budget for all its requests). */
+export function stripeProviderFor(config: Config, apiKey: string): StripeProvider {
+  return createStripeProvider({
+    apiKey,
+    apiBase: config.stripeApiBase,
+    timeoutMs: config.requestDeadlineMs,
+    ratePerSecond: config.stripeRatePerSecond,
+    metadataKeys: config.metadataKeys,
+  });
 }

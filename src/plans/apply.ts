@@ -1,5 +1,4 @@
 import { inTransaction, type Pool, type PoolClient, type Queryable } from '../db/pool.js';
-import { claimKey } from '../domain/identity.js';
 import { ExitCode } from '../exit-codes.js';
 import type { Logger } from '../log.js';
 import { recordFindings } from '../sweep/findings-store.js';
@@ -37,8 +36,8 @@ export interface ApplyDeps {
   logger: Logger;
   /**
    * Stripe's own word: the plan's charges re-read by id, a release's key searched, the
-   * refunds made. Null (the review page without STRIPE_API_KEY): the database's word only,
-   * and refunds left in the outbox for the next run to make.
+   * refunds made. Null (the review page without STRIPE_API_KEY): the database's word only
+   * (the mirror for charges), and releases and refunds wait for an apply with Stripe's word.
    */
   evidence: ProviderEvidence | null;
   signal?: AbortSignal;
@@ -230,7 +229,7 @@ async function applyInTransaction(
       stripes_word: word !== null,
       applied: result.report.applied.map((s) => s.step),
       refused: result.report.refused.map((s) => ({ step: s.step, reason: s.reason })),
-      pending: result.report.pending.map((s) => s.step),
+      pending: result.report.pending.map((s) => ({ step: s.step, reason: s.reason })),
     },
   });
   return result;
@@ -340,12 +339,13 @@ async function currentView(
     current.set(objectKey('refund_intent', k), v);
   const charges = word ? stripeCharges(word, ids('charge')) : await mirrorCharges(tx, plan, ids('charge'));
   for (const [k, v] of charges) current.set(objectKey('charge', k), v);
-  const naming = word ? word.naming : await mirrorNaming(tx, open);
+  const naming = word?.naming ?? new Map<number, string[]>();
   return {
     now,
     planId: plan.id,
     author: plan.author,
     approved: plan.approvedBy !== null,
+    stripesWord: word !== null,
     stateOf: (n) => states.get(n) ?? 'planned',
     current: (e) => current.get(entryKey(e)),
     namingNow: (step) => naming.get(step.step) ?? [],
@@ -373,29 +373,6 @@ async function mirrorCharges(
   const out = new Map<string, string | null>();
   for (const [id, m] of mirrored) if (m.fetchedAt > plan.createdAt) out.set(id, chargeVersion(m.charge));
   return out;
-}
-
-/** Without Stripe's word, a release's key is looked up in the mirror's index of charges by key. */
-async function mirrorNaming(db: Queryable, steps: readonly PlanStep[]): Promise<Map<number, string[]>> {
-  const releases = steps.flatMap((s) => {
-    const claim = s.evidence.find((e) => e.object === 'claim');
-    return s.kind === 'release_claim' && claim?.tenant_id !== undefined && claim.key !== undefined
-      ? [{ step: s.step, account: s.account, tenantId: claim.tenant_id, key: claim.key }]
-      : [];
-  });
-  if (releases.length === 0) return new Map();
-  const { rows } = await db.query<{ account: string; tenant_id: string; idempotency_key: string; charge_id: string }>(
-    `SELECT ck.account, ck.tenant_id, ck.idempotency_key, ck.charge_id
-       FROM unnest($1::text[], $2::text[], $3::text[]) AS r(account, tenant_id, key)
-       JOIN stripe_charge_keys ck ON ck.account = r.account AND ck.tenant_id = r.tenant_id AND ck.idempotency_key = r.key`,
-    [releases.map((r) => r.account), releases.map((r) => r.tenantId), releases.map((r) => r.key)],
-  );
-  const byKey = new Map<string, string[]>();
-  for (const r of rows) {
-    const k = `${r.account}\u001f${claimKey(r.tenant_id, r.idempotency_key)}`;
-    byKey.set(k, [...(byKey.get(k) ?? []), r.charge_id]);
-  }
-  return new Map(releases.map((r) => [r.step, byKey.get(`${r.account}\u001f${claimKey(r.tenantId, r.key)}`) ?? []]));
 }
 
 /**

@@ -17,6 +17,8 @@ export interface StepView {
   planId: string;
   author: string;
   approved: boolean;
+  /** Whether charges are judged on Stripe's own word now (else on the mirror's: a step that needs Stripe waits). */
+  stripesWord: boolean;
   /** A step's state so far, with what this apply already decided. */
   stateOf(step: number): StepState;
   /**
@@ -45,6 +47,14 @@ export function stepVerdict(step: PlanStep, view: StepView): Verdict {
         `(sweeper approve ${view.planId} --by NAME)`,
     };
   }
+  if (needsStripe(step) && !view.stripesWord) {
+    return {
+      kind: 'pending',
+      reason:
+        "a release or a refund is applied only on Stripe's own word, read as it is applied: " +
+        'sweeper apply FILE, or the review page with STRIPE_API_KEY',
+    };
+  }
   const waiting = dependencies(step, view);
   if (waiting) return waiting;
   if (step.release_by !== undefined && view.now.getTime() >= Date.parse(step.release_by)) {
@@ -63,6 +73,11 @@ export function stepVerdict(step: PlanStep, view: StepView): Verdict {
   if (naming.length > 0) moved.push(`${naming.join(', ')} now name${naming.length === 1 ? 's' : ''} the key at Stripe`);
   if (moved.length > 0) return { kind: 'refuse', reason: `its evidence moved since the plan: ${moved.join('; ')}` };
   return { kind: 'apply' };
+}
+
+/** Before a step that can move money (a release, a refund) the evidence is re-read from Stripe (DESIGN.md §3). */
+function needsStripe(step: PlanStep): boolean {
+  return step.moves_money || step.kind === 'release_claim';
 }
 
 /** A step that read what an earlier step writes waits for it, and is refused with it. */

@@ -30,6 +30,7 @@ export {
   loadPlan,
   planEvents,
   planOfFile,
+  PLAN_ID_PATTERN,
   requirePlan,
   type PlanEvent,
   type PlanSummary,

@@ -35,6 +35,9 @@ export interface StoredPlan {
   steps: Map<number, StoredStep>;
 }
 
+/** What a plan id looks like (newPlanId): checked before a database is asked about one. */
+export const PLAN_ID_PATTERN = /^plan_[0-9A-Za-z_]{1,80}$/;
+
 export function newPlanId(now: Date): string {
   const stamp = now
     .toISOString()

@@ -6,14 +6,14 @@ import {
   applyPlan,
   approvePlan,
   planOfFile,
+  PLAN_ID_PATTERN,
   readPlanFile,
   type ApplyReport,
   type StepReport,
 } from '../../plans/index.js';
-import { createStripeProvider } from '../../providers/stripe/provider.js';
 import { redact } from '../../secrets.js';
 import { terminalSafe } from '../../terminal-text.js';
-import { actorName, UsageError, withDatabase, writeJson } from '../context.js';
+import { actorName, stripeProviderFor, UsageError, withDatabase, writeJson } from '../context.js';
 import { writeErrorLine } from '../exit.js';
 
 /**
@@ -48,13 +48,7 @@ Exit codes: 0 every step applied, 3 a step refused or waiting or findings open,
       });
       const parsed = readPlanFile(text, file);
       const config = loadConfig();
-      const provider = createStripeProvider({
-        apiKey: requireStripeApiKey(config),
-        apiBase: config.stripeApiBase,
-        timeoutMs: config.requestDeadlineMs,
-        ratePerSecond: config.stripeRatePerSecond,
-        metadataKeys: config.metadataKeys,
-      });
+      const provider = stripeProviderFor(config, requireStripeApiKey(config));
       process.exitCode = await withDatabase(async ({ pool, logger }) => {
         const plan = await planOfFile(pool, parsed, file);
         const report = await applyPlan(
@@ -83,7 +77,7 @@ Exit codes: 0 approved (or approved already), 65 no such plan in this database,
 77 the approver is the plan's author, 64 bad usage.`,
     )
     .action(async (planId: string, flags: { by?: string }) => {
-      if (!/^plan_[A-Za-z0-9_]{1,80}$/.test(planId))
+      if (!PLAN_ID_PATTERN.test(planId))
         throw new UsageError(`${planId}: expected a plan id such as plan_20261201T041500Z_3fa9c2d1`);
       const actor = actorName(flags.by);
       await withDatabase(async ({ pool, logger }) => {
