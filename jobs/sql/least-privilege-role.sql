@@ -18,9 +18,9 @@ END $$;
 REVOKE CREATE ON SCHEMA public FROM sweeper_runtime;
 GRANT USAGE ON SCHEMA public TO sweeper_runtime;
 
-GRANT SELECT, INSERT, UPDATE ON idempotency_keys, payments, payment_refunds, stripe_charges,
-      recon_runs, recon_watermarks, recon_findings, recon_refunds, recon_event_cursors, recon_deep_reads,
-      alert_state TO sweeper_runtime;
+GRANT SELECT, INSERT, UPDATE ON idempotency_keys, payments, payment_refunds, stripe_charges, stripe_refunds,
+      recon_runs, recon_watermarks, recon_findings, recon_refunds, recon_event_cursors, recon_refund_cursors,
+      recon_deep_reads, alert_state TO sweeper_runtime;
 -- The audit is append-only: insert and read, never change.
 GRANT SELECT, INSERT ON recon_repairs TO sweeper_runtime;
 -- Saved plans (docs/plans.md): made, approved and applied; their audit appended only.

@@ -5,10 +5,12 @@ import { recordFindings } from '../sweep/findings-store.js';
 import type { Finding } from '../sweep/judge/index.js';
 import type { ProviderEvidence } from '../sweep/provider.js';
 import { recordRefundIntents, settleRefundIntents, type RefundFinding } from '../sweep/refunds.js';
+import { refundFact } from '../sweep/refund-facts.js';
+import { executeRefundRepairs } from '../sweep/refund-repairs.js';
 import { executeRepairs } from '../sweep/repairs.js';
 import { countOpenFindings } from '../sweep/runs-store.js';
 import { entryKey, stepVerdict, UNREADABLE, type StepView, type Verdict } from './decide.js';
-import { chargeVersion, objectKey } from './evidence.js';
+import { chargeVersion, objectKey, refundVersion } from './evidence.js';
 import { findingFromJson, type EvidenceEntry, type PlanStep } from './format.js';
 import {
   decideSteps,
@@ -19,7 +21,7 @@ import {
   type StepState,
   type StoredPlan,
 } from './store.js';
-import { claimVersions, intentVersions, mirroredCharges, paymentVersions } from './versions.js';
+import { claimVersions, intentVersions, mirroredCharges, paymentVersions, refundRowVersions } from './versions.js';
 
 /**
  * `sweeper apply` and the review page's Apply (docs/plans.md): each step still planned
@@ -130,6 +132,8 @@ function assertNoBrake(plan: StoredPlan): void {
 /** What Stripe says now: each open step's charges by id, and each release's key searched. */
 interface StripesWord {
   charges: Map<string, string>;
+  /** Refunds re-read by id (absent: Stripe has none); null when the provider cannot read refunds by id. */
+  refunds: Map<string, string> | null;
   naming: Map<number, string[]>;
 }
 
@@ -153,7 +157,33 @@ async function readStripesWord(
     });
     for (const c of found) charges.set(c.id, chargeVersion(c));
   }
-  return { charges, naming: await searchReleases(evidence, steps, signal) };
+  return {
+    charges,
+    refunds: await readRefunds(evidence, steps, signal),
+    naming: await searchReleases(evidence, steps, signal),
+  };
+}
+
+/** The refunds the open steps read, re-read by id from Stripe (GET /v1/refunds/:id). */
+async function readRefunds(
+  evidence: ProviderEvidence,
+  steps: readonly PlanStep[],
+  signal: AbortSignal | undefined,
+): Promise<Map<string, string> | null> {
+  if (!evidence.refundsById) return null;
+  const byAccount = new Map<string, Set<string>>();
+  for (const step of steps)
+    for (const e of step.evidence)
+      if (e.object === 'refund' && e.after_step === undefined)
+        byAccount.set(step.account, (byAccount.get(step.account) ?? new Set()).add(e.id));
+  const refunds = new Map<string, string>();
+  for (const [account, ids] of byAccount) {
+    const found = await evidence.refundsById(account, [...ids], signal, (bad) => {
+      if (bad.id !== null) refunds.set(bad.id, UNREADABLE);
+    });
+    for (const r of found) refunds.set(r.id, refundVersion(refundFact(r)));
+  }
+  return refunds;
 }
 
 /** Each release's key searched at Stripe: a charge naming it now (or one Stripe returns unreadable) stops the release. */
@@ -288,7 +318,10 @@ async function applyGroup(
   const account = chosen[0]?.account ?? '';
   const findings = new Map(chosen.map((s) => [s.step, findingFromJson<Finding>(s.finding)]));
   const repairs = chosen.filter((s) => !s.moves_money).map((s) => findings.get(s.step) as Finding);
-  const done = await executeRepairs(tx, repairs, { now });
+  const done = new Map([
+    ...(await executeRefundRepairs(tx, account, repairs, now)),
+    ...(await executeRepairs(tx, repairs, { now })),
+  ]);
   const kept = chosen.filter((s) => s.moves_money || done.has(findings.get(s.step) as Finding));
   const recorded = await recordFindings(tx, {
     account,
@@ -337,8 +370,16 @@ async function currentView(
     ids('refund_intent').map((e) => e.id),
   ))
     current.set(objectKey('refund_intent', k), v);
+  for (const [k, v] of await refundRowVersions(
+    tx,
+    ids('payment_refund').map((e) => e.id),
+  ))
+    current.set(objectKey('payment_refund', k), v);
   const charges = word ? stripeCharges(word, ids('charge')) : await mirrorCharges(tx, plan, ids('charge'));
   for (const [k, v] of charges) current.set(objectKey('charge', k), v);
+  // A refund at Stripe: as Stripe says now; without its word, nothing newer than the plan's read is known.
+  if (word?.refunds)
+    for (const e of ids('refund')) current.set(objectKey('refund', e.id), word.refunds.get(e.id) ?? null);
   const naming = word?.naming ?? new Map<number, string[]>();
   return {
     now,

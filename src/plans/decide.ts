@@ -99,12 +99,15 @@ export function movement(entry: EvidenceEntry, now: string | null): string {
     payment: `the payment row of ${entry.id}`,
     charge: `charge ${entry.id}`,
     refund_intent: `the refund outbox row of ${entry.id}`,
+    payment_refund: `the refund row of ${entry.id}`,
+    refund: `refund ${entry.id}`,
   }[entry.object];
+  const atStripe = entry.object === 'charge' || entry.object === 'refund';
   const before = entry.version ?? null;
   if (now === UNREADABLE) return `${what} cannot be read at Stripe now`;
   if (before === null) return `${what} exists now`;
-  if (now === null) return entry.object === 'charge' ? `${what} is no longer at Stripe` : `${what} is gone`;
-  return entry.object === 'charge' ? `${what} changed at Stripe` : `${what} changed`;
+  if (now === null) return atStripe ? `${what} is no longer at Stripe` : `${what} is gone`;
+  return atStripe ? `${what} changed at Stripe` : `${what} changed`;
 }
 
 /** The key of an entry's object in the maps of current versions (evidence.ts `objectKey`). */

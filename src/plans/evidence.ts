@@ -1,6 +1,7 @@
 import { accountName, claimKey, identityKey } from '../domain/identity.js';
 import type { ChargeFact, IdentityFacts, SliceFacts } from '../sweep/facts.js';
 import type { Finding, RepairPlan } from '../sweep/judge/index.js';
+import type { StripeRefundFact } from '../sweep/judge/refunds.js';
 import type { NormalizedCharge } from '../sweep/provider.js';
 import { canonicalJson, sha256Hex, type EvidenceObject } from './format.js';
 
@@ -23,6 +24,10 @@ export interface EvidenceRefs {
   charges: ChargeFact[];
   /** Refund outbox rows (recon_refunds), by the charge refunded. */
   intents: string[];
+  /** The application's refund rows (payment_refunds), by refund id. */
+  refundRows: string[];
+  /** Refunds at Stripe, as the judgement read them. */
+  refunds: StripeRefundFact[];
 }
 
 /** An object as one string, for maps: `claim:tenant␟key`, `payment:ch_…`. */
@@ -61,6 +66,23 @@ export function chargeVersion(charge: ChargeFact | NormalizedCharge): string {
   );
 }
 
+/** The fields of a refund at Stripe the refund judgement reads: a refund's version is their hash. */
+export function refundVersion(refund: StripeRefundFact): string {
+  return sha256Hex(
+    canonicalJson([
+      refund.id,
+      refund.chargeId,
+      Math.floor(refund.created.getTime() / 1000),
+      refund.amount,
+      refund.currency,
+      refund.status,
+      refund.failureReason,
+      refund.tenantId,
+      refund.key,
+    ]),
+  );
+}
+
 /** The identities of a batch's facts, by `identityKey()`. */
 export function identitiesOf(facts: SliceFacts): Map<string, IdentityFacts> {
   return new Map(facts.identities.map((i) => [identityKey(i.account, i.tenantId, i.key), i]));
@@ -75,24 +97,29 @@ function keyOf(finding: Finding): { tenantId: string; key: string } | null {
       return { tenantId: repair.claim.tenantId, key: repair.claim.key };
     case 'recreate_claim':
       return { tenantId: repair.tenantId, key: repair.key };
+    case 'record_refund':
+      if (repair.claim) return { tenantId: repair.claim.tenantId, key: repair.claim.key };
+      break;
     default:
-      return finding.tenantId !== null && finding.idempotencyKey !== null
-        ? { tenantId: finding.tenantId, key: finding.idempotencyKey }
-        : null;
+      break;
   }
+  return finding.tenantId !== null && finding.idempotencyKey !== null
+    ? { tenantId: finding.tenantId, key: finding.idempotencyKey }
+    : null;
 }
 
 /**
  * What a step read: the claim of its key (or its absence), every payment row and charge the
  * judgement had for the key, and the objects its repair names (the charge it copies, the
- * payment row it inserts or updates, the charges it refunds and their outbox rows).
+ * payment row it inserts or updates, the charges it refunds and their outbox rows, the
+ * refund it records and the application's row of it).
  */
 export function evidenceOf(
   finding: Finding & { repair: RepairPlan },
   account: string,
   identities: ReadonlyMap<string, IdentityFacts>,
 ): EvidenceRefs {
-  const refs: EvidenceRefs = { claims: [], payments: [], charges: [], intents: [] };
+  const refs: EvidenceRefs = { claims: [], payments: [], charges: [], intents: [], refundRows: [], refunds: [] };
   const key = keyOf(finding);
   if (key) {
     refs.claims.push(key);
@@ -119,6 +146,13 @@ export function evidenceOf(
       refs.charges.push(repair.keep, ...repair.refund);
       refs.intents.push(...repair.refund.map((c) => c.id));
       break;
+    case 'record_refund':
+      refs.refundRows.push(repair.refund.id);
+      refs.refunds.push(repair.refund);
+      break;
+    case 'update_refund':
+      refs.refundRows.push(repair.refundId);
+      break;
   }
   return dedupe(refs);
 }
@@ -130,6 +164,8 @@ function dedupe(refs: EvidenceRefs): EvidenceRefs {
     payments: [...new Set(refs.payments)],
     charges: [...new Map(refs.charges.map((c) => [c.id, c])).values()],
     intents: [...new Set(refs.intents)],
+    refundRows: [...new Set(refs.refundRows)],
+    refunds: [...new Map(refs.refunds.map((r) => [r.id, r])).values()],
   };
 }
 
@@ -152,6 +188,13 @@ export function writesOf(repair: RepairPlan): string[] {
       return [objectKey('payment', repair.effect.chargeId)];
     case 'refund_duplicates':
       return repair.refund.flatMap((c) => [objectKey('charge', c.id), objectKey('refund_intent', c.id)]);
+    case 'record_refund':
+      return [
+        ...(repair.claim ? [objectKey('claim', claimKey(repair.claim.tenantId, repair.claim.key))] : []),
+        objectKey('payment_refund', repair.refund.id),
+      ];
+    case 'update_refund':
+      return [objectKey('payment_refund', repair.refundId)];
   }
 }
 
@@ -164,6 +207,8 @@ export function movesMoney(repair: RepairPlan): boolean {
     case 'release_claim':
     case 'recreate_claim':
     case 'update_effect':
+    case 'record_refund':
+    case 'update_refund':
       return false;
   }
 }

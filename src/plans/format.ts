@@ -10,8 +10,11 @@ import type { SweepReport } from '../sweep/types.js';
  */
 export const PLAN_FORMAT = 'sweeper-plan/1';
 
-/** What a piece of evidence is: a claim, a payment row, a charge at Stripe, the refund outbox's row of a charge. */
-export type EvidenceObject = 'claim' | 'payment' | 'charge' | 'refund_intent';
+/**
+ * What a piece of evidence is: a claim, a payment row, a charge at Stripe, the refund
+ * outbox's row of a charge, the application's refund row (payment_refunds), a refund at Stripe.
+ */
+export type EvidenceObject = 'claim' | 'payment' | 'charge' | 'refund_intent' | 'payment_refund' | 'refund';
 
 /**
  * One object a step read, and its version then: the SHA-256 of the content the sweep
@@ -21,7 +24,7 @@ export type EvidenceObject = 'claim' | 'payment' | 'charge' | 'refund_intent';
  */
 export interface EvidenceEntry {
   object: EvidenceObject;
-  /** A claim: its tenant and key joined by `/` for people (tenant_id and key say it exactly); the others: the charge id. */
+  /** A claim: its tenant and key joined by `/` for people (tenant_id and key say it exactly); refunds and their rows: the refund id; the others: the charge id. */
   id: string;
   tenant_id?: string;
   key?: string;

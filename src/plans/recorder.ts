@@ -7,6 +7,7 @@ import type { BatchPlanner, PlannedBatch } from '../sweep/run-mode.js';
 import {
   chargeVersion,
   claimObjectId,
+  refundVersion,
   evidenceOf,
   identitiesOf,
   movesMoney,
@@ -15,7 +16,7 @@ import {
   type EvidenceRefs,
 } from './evidence.js';
 import { findingToJson, type EvidenceEntry, type PlannedRefund, type PlanStep } from './format.js';
-import { claimVersions, intentVersions, paymentVersions } from './versions.js';
+import { claimVersions, intentVersions, paymentVersions, refundRowVersions } from './versions.js';
 
 type Step = Finding & { repair: RepairPlan };
 
@@ -39,7 +40,7 @@ export class PlanRecorder implements BatchPlanner {
   async read(db: Queryable, batch: PlannedBatch): Promise<() => void> {
     const steps = [...new Set([...batch.repairs.keys(), ...batch.refunds])].filter((f): f is Step => f.repair !== null);
     if (steps.length === 0) return () => undefined;
-    const identities = identitiesOf(batch.facts);
+    const identities = batch.facts ? identitiesOf(batch.facts) : new Map<string, IdentityFacts>();
     const refs = steps.map((f) => evidenceOf(f, batch.account, identities));
     const versions = await this.readVersions(db, refs);
     return () => {
@@ -56,9 +57,9 @@ export class PlanRecorder implements BatchPlanner {
     };
   }
 
-  /** The rows' versions as judged, of every object no earlier step writes: three statements for the batch. */
+  /** The rows' versions as judged, of every object no earlier step writes: four statements for the batch. */
   private async readVersions(db: Queryable, refs: EvidenceRefs[]): Promise<Versions> {
-    const fresh = (object: 'claim' | 'payment' | 'refund_intent', id: string) =>
+    const fresh = (object: 'claim' | 'payment' | 'refund_intent' | 'payment_refund', id: string) =>
       !this.writtenBy.has(objectKey(object, id));
     const claims = refs.flatMap((r) => r.claims).filter((c) => fresh('claim', claimKey(c.tenantId, c.key)));
     // One connection (the batch's transaction): one statement after the other.
@@ -71,7 +72,11 @@ export class PlanRecorder implements BatchPlanner {
       db,
       refs.flatMap((r) => r.intents).filter((id) => fresh('refund_intent', id)),
     );
-    return { claim, payment, intent };
+    const refundRow = await refundRowVersions(
+      db,
+      refs.flatMap((r) => r.refundRows).filter((id) => fresh('payment_refund', id)),
+    );
+    return { claim, payment, intent, refundRow };
   }
 
   /**
@@ -124,6 +129,17 @@ export class PlanRecorder implements BatchPlanner {
         id,
         ...entry('refund_intent', id, versions.intent.get(id)),
       })),
+      ...refs.refundRows.map((id) => ({
+        object: 'payment_refund' as const,
+        id,
+        ...entry('payment_refund', id, versions.refundRow.get(id)),
+      })),
+      ...refs.refunds.map((r) => ({
+        object: 'refund' as const,
+        id: r.id,
+        account: batch.account,
+        ...entry('refund', r.id, refundVersion(r)),
+      })),
     ];
     const outcome = batch.repairs.get(finding);
     const releaseBy = this.releaseBy(finding, batch, identities);
@@ -149,6 +165,7 @@ interface Versions {
   claim: Map<string, string | null>;
   payment: Map<string, string | null>;
   intent: Map<string, string | null>;
+  refundRow: Map<string, string | null>;
 }
 
 /** The refunds of a duplicate: every extra but the kept charge, for what is left of it, with its key. */

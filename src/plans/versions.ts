@@ -77,6 +77,23 @@ export async function intentVersions(db: Queryable, chargeIds: readonly string[]
   return new Map(rows.map((r) => [r.id, versionOf(r.content)]));
 }
 
+const REFUND_ROW_CONTENT = `jsonb_build_array(r.refund_id, r.charge_id, r.tenant_id, r.idempotency_key, r.account_id,
+  r.amount::text, r.currency, r.status, ${utc('r.created_at')})`;
+
+/** Each application refund row's version (null: none), by refund id. */
+export async function refundRowVersions(
+  db: Queryable,
+  refundIds: readonly string[],
+): Promise<Map<string, string | null>> {
+  if (refundIds.length === 0) return new Map();
+  const { rows } = await db.query<{ id: string; content: unknown }>(
+    `SELECT i.id, CASE WHEN r.refund_id IS NOT NULL THEN ${REFUND_ROW_CONTENT} END AS content
+       FROM unnest($1::text[]) AS i(id) LEFT JOIN payment_refunds r ON r.refund_id = i.id`,
+    [[...new Set(refundIds)]],
+  );
+  return new Map(rows.map((r) => [r.id, versionOf(r.content)]));
+}
+
 /**
  * Charges as the mirror last read them, with when (for an apply without Stripe's own word:
  * apply.ts). By id in each account; a charge's id is unique, its day unknown here, so

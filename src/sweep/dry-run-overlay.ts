@@ -134,6 +134,8 @@ export class DryRunOverlay {
         });
         return;
       case 'refund_duplicates':
+      case 'record_refund':
+      case 'update_refund':
         return;
     }
   }

@@ -38,7 +38,7 @@ export async function recordFindings(
     idempotency_key: f.idempotencyKey,
     reference: f.reference ?? null,
     members: f.members ?? null,
-    state: args.repairs.has(f) ? 'repaired' : 'open',
+    state: args.repairs.has(f) && !f.keepOpen ? 'repaired' : 'open',
     details: { ...f.details, ...(f.reason ? { reason: f.reason } : {}) },
     repair: args.repairs.get(f) ?? null,
   }));
@@ -110,6 +110,8 @@ export async function closeHealedFindings(
     findings: Finding[];
     /** Charges read from Stripe for this batch: an unreadable charge's finding heals only once one reads well. */
     freshlyRead?: readonly string[];
+    /** Categories whose findings only a person closes, found again or not. */
+    keepCategories?: readonly string[];
   },
 ): Promise<number> {
   if (args.judgedSubjects.length === 0) return 0;
@@ -131,8 +133,17 @@ export async function closeHealedFindings(
         AND f.state = 'open'
         AND NOT (f.category || chr(31) || f.subject = ANY($3::text[]))
         -- Judged from the mirror's older read, a charge Stripe returned unreadable has not healed.
-        AND NOT (f.details ? 'malformed' AND NOT f.subject = ANY($6::text[]))`,
-    [args.account, [...new Set(args.judgedSubjects)], stillFound, args.now, args.runId, args.freshlyRead ?? []],
+        AND NOT (f.details ? 'malformed' AND NOT f.subject = ANY($6::text[]))
+        AND NOT f.category = ANY($7::text[])`,
+    [
+      args.account,
+      [...new Set(args.judgedSubjects)],
+      stillFound,
+      args.now,
+      args.runId,
+      args.freshlyRead ?? [],
+      args.keepCategories ?? [],
+    ],
   );
   return result.rowCount ?? 0;
 }

@@ -55,9 +55,10 @@ export interface BatchPlanner {
 /** One batch of a plan run, as `finish` (batch.ts) knows it. */
 export interface PlannedBatch {
   account: string;
-  /** `slice:3`, `slice:3.1`, `changes:0`. */
+  /** `slice:3`, `slice:3.1`, `changes:0`, `refunds`. */
   name: string;
-  facts: SliceFacts;
+  /** The batch's facts about charges, claims and payment rows; none for a batch of refunds. */
+  facts?: SliceFacts;
   /** The repairs it would make (executed in a savepoint rolled back, or laid over by the overlay). */
   repairs: ReadonlyMap<Finding, RepairOutcome>;
   refunds: readonly Finding[];
