@@ -125,3 +125,19 @@ CREATE TABLE stripe_refunds (
 CREATE INDEX stripe_refunds_account_created ON stripe_refunds (account, created);
 CREATE INDEX stripe_refunds_key ON stripe_refunds (account, tenant_id, idempotency_key)
   WHERE idempotency_key IS NOT NULL;
+
+-- Disputes as the account's events last told of them (docs/judgement.md "Disputes"): a
+-- dispute's status is not on its charge, so the dispute events' own object is the evidence.
+-- A status from an older event never replaces one from a newer event.
+CREATE TABLE stripe_disputes (
+  account     text        NOT NULL,   -- 'platform' or acct_…
+  dispute_id  text        PRIMARY KEY,
+  charge_id   text        NOT NULL,
+  status      text        NOT NULL,
+  -- The event it was read from: its time; two events of one second are ordered by how far
+  -- along the dispute's life their status is (stage), then by id.
+  as_of       timestamptz NOT NULL,
+  stage       smallint    NOT NULL,
+  event_id    text        NOT NULL
+);
+CREATE INDEX stripe_disputes_charge ON stripe_disputes (charge_id);

@@ -640,6 +640,16 @@ CREATE TABLE public.stripe_charges (
 )
 PARTITION BY RANGE (created);
 
+CREATE TABLE public.stripe_disputes (
+    account text NOT NULL,
+    dispute_id text NOT NULL,
+    charge_id text NOT NULL,
+    status text NOT NULL,
+    as_of timestamp with time zone NOT NULL,
+    stage smallint NOT NULL,
+    event_id text NOT NULL
+);
+
 CREATE TABLE public.stripe_refunds (
     account text NOT NULL,
     refund_id text NOT NULL,
@@ -736,6 +746,9 @@ ALTER TABLE ONLY public.stripe_charge_references
 ALTER TABLE ONLY public.stripe_charges
     ADD CONSTRAINT stripe_charges_pkey PRIMARY KEY (charge_id, created);
 
+ALTER TABLE ONLY public.stripe_disputes
+    ADD CONSTRAINT stripe_disputes_pkey PRIMARY KEY (dispute_id);
+
 ALTER TABLE ONLY public.stripe_refunds
     ADD CONSTRAINT stripe_refunds_pkey PRIMARY KEY (refund_id);
 
@@ -795,6 +808,8 @@ CREATE INDEX stripe_charge_keys_created ON public.stripe_charge_keys USING btree
 CREATE INDEX stripe_charge_references_created ON public.stripe_charge_references USING btree (created);
 
 CREATE INDEX stripe_charges_account_created ON ONLY public.stripe_charges USING btree (account, created);
+
+CREATE INDEX stripe_disputes_charge ON public.stripe_disputes USING btree (charge_id);
 
 CREATE INDEX stripe_refunds_account_created ON public.stripe_refunds USING btree (account, created);
 

@@ -170,6 +170,8 @@ export interface PaymentEffect {
   status: 'succeeded' | 'failed' | 'pending';
   amountRefunded: number;
   disputed: boolean;
+  /** Where the charge's dispute stands (Stripe's dispute status); null or absent: none known. */
+  disputeStatus?: string | null;
   createdAt: Date;
   /** The business reference (an order, an invoice) the payment is for, when its writer knew it. */
   reference?: string | null;

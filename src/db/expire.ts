@@ -95,6 +95,8 @@ export async function expirePartitions(
         await client.query(`DELETE FROM stripe_charge_references WHERE created < ${cut}`, [keptFrom]);
         // The refunds mirror is one table (refunds are few): its old rows go with the charges'.
         await client.query(`DELETE FROM stripe_refunds WHERE created < ${cut}`, [keptFrom]);
+        // A dispute's last status is on its payment row; the event it came from is as old as the events kept.
+        await client.query(`DELETE FROM stripe_disputes WHERE as_of < ${cut}`, [keptFrom]);
         await client.query(`DELETE FROM idempotency_key_directory WHERE created_at < ${cut}`, [keptFrom]);
         // The claim library's counts are kept as long as the claims; its quota only for the minute it counts.
         await client.query(`DELETE FROM claim_outcomes WHERE day < $1::date`, [keptFrom]);

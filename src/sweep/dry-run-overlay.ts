@@ -131,6 +131,7 @@ export class DryRunOverlay {
           status: repair.charge.status,
           amountRefunded: repair.charge.amountRefunded,
           disputed: repair.charge.disputed,
+          disputeStatus: repair.charge.disputeStatus ?? repair.effect.disputeStatus ?? null,
         });
         return;
       case 'refund_duplicates':

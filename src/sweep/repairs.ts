@@ -306,18 +306,22 @@ async function updateEffects(
     status: charge.status,
     amount_refunded: charge.amountRefunded,
     disputed: charge.disputed,
+    dispute_status: charge.disputeStatus ?? null,
     // The compare-and-swap: only the version the sweep judged is overwritten.
     old_status: effect.status,
     old_amount_refunded: effect.amountRefunded,
     old_disputed: effect.disputed,
+    old_dispute_status: effect.disputeStatus ?? null,
   }));
   const { rows } = await db.query<{ charge_id: string }>(
     `UPDATE payments p
-        SET status = plan.status, amount_refunded = plan.amount_refunded, disputed = plan.disputed, updated_at = $2
+        SET status = plan.status, amount_refunded = plan.amount_refunded, disputed = plan.disputed,
+            dispute_status = coalesce(plan.dispute_status, p.dispute_status), updated_at = $2
        FROM jsonb_to_recordset($1::jsonb) AS plan(charge_id text, status text, amount_refunded bigint, disputed boolean,
-            old_status text, old_amount_refunded bigint, old_disputed boolean)
+            dispute_status text, old_status text, old_amount_refunded bigint, old_disputed boolean, old_dispute_status text)
       WHERE p.charge_id = plan.charge_id AND p.status = plan.old_status
         AND p.amount_refunded = plan.old_amount_refunded AND p.disputed = plan.old_disputed
+        AND p.dispute_status IS NOT DISTINCT FROM plan.old_dispute_status
      RETURNING p.charge_id`,
     [JSON.stringify(plan), now],
   );
@@ -328,8 +332,18 @@ async function updateEffects(
     done.set(finding, {
       finding,
       action: 'update_effect_from_stripe',
-      before: { status: effect.status, amount_refunded: effect.amountRefunded, disputed: effect.disputed },
-      after: { status: charge.status, amount_refunded: charge.amountRefunded, disputed: charge.disputed },
+      before: {
+        status: effect.status,
+        amount_refunded: effect.amountRefunded,
+        disputed: effect.disputed,
+        dispute_status: effect.disputeStatus ?? null,
+      },
+      after: {
+        status: charge.status,
+        amount_refunded: charge.amountRefunded,
+        disputed: charge.disputed,
+        dispute_status: charge.disputeStatus ?? effect.disputeStatus ?? null,
+      },
     });
   }
 }

@@ -322,7 +322,8 @@ async function sweepLateChanges(a: AccountSweep): Promise<void> {
 async function sweepAppRefunds(a: AccountSweep): Promise<Error | undefined> {
   const { ctx } = a;
   try {
-    await sweepRefundWindow(a.deps, a.options, ctx, { from: a.window.start, to: a.window.full.to });
+    // The whole window, a resumed backfill's too: the refunds step ran after the slices, so the run that stopped did not judge them.
+    await sweepRefundWindow(a.deps, a.options, ctx, a.window.full);
     return undefined;
   } catch (error) {
     if (a.options.signal?.aborted || a.writes.broken) throw error;

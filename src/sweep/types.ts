@@ -168,6 +168,8 @@ export interface ChangesReport {
   repaired: Partial<Record<Category, number>>;
   /** Events whose object named no usable charge: logged, left to the deep re-read. */
   malformed_events: number;
+  /** Dispute statuses the events told of (recorded in stripe_disputes; absent when none). */
+  disputes?: number;
   /** Events up to here are read; null before the first read. */
   cursor: string | null;
   cursor_lag_seconds: number | null;

@@ -224,3 +224,44 @@ describe('refunds the application makes, through `sweeper run`', () => {
     ]);
   });
 });
+
+describe('disputes: the payment row follows the dispute through its events', () => {
+  it('needs_response when opened, then won when closed, each by status_drift; a rerun changes nothing', async () => {
+    const db = await clone();
+    const dated = () => ({ created: new Date(Date.now() - 66_000) });
+    expect((await run(db)).code).toBe(3);
+    const status = async () =>
+      (await rows(db, `SELECT dispute_status, disputed FROM payments WHERE charge_id = $1`, [ids.a]))[0];
+
+    double.openDispute(ids.a!, { events: dated() });
+    await db.pool.query(`UPDATE recon_event_cursors SET cursor = cursor - interval '2 minutes'`);
+    const opened = await run(db);
+    expect(opened.code, opened.stderr).toBe(3);
+    expect(opened.report.changes).toMatchObject({ disputes: 1 });
+    expect(await status()).toEqual({ dispute_status: 'needs_response', disputed: true });
+
+    double.closeDispute(ids.a!, 'won', dated());
+    await db.pool.query(`UPDATE recon_event_cursors SET cursor = cursor - interval '2 minutes'`);
+    const closed = await run(db);
+    expect(closed.code, closed.stderr).toBe(3);
+    expect(closed.report.changes.repaired).toMatchObject({ status_drift: 1 });
+    expect(await status()).toEqual({ dispute_status: 'won', disputed: true });
+    const audit = await rows(
+      db,
+      `SELECT r.before->>'dispute_status' AS before, r.after->>'dispute_status' AS after
+         FROM recon_repairs r JOIN recon_findings f ON f.id = r.finding_id
+        WHERE f.subject = $1 ORDER BY r.id`,
+      [ids.a],
+    );
+    expect(audit).toEqual([
+      { before: null, after: 'needs_response' },
+      { before: 'needs_response', after: 'won' },
+    ]);
+
+    // The events read again (an overlap, a retry) change nothing: the newest status stands.
+    await db.pool.query(`UPDATE recon_event_cursors SET cursor = cursor - interval '2 minutes'`);
+    const again = await run(db);
+    expect(again.report.changes.repaired).toEqual({});
+    expect(await status()).toEqual({ dispute_status: 'won', disputed: true });
+  });
+});

@@ -99,6 +99,7 @@ describe('reading events through the SDK', () => {
           object: 'dispute',
           charge: 'ch_3',
           payment_intent: 'pi_3',
+          status: 'needs_response',
         }),
         event('evt_2', AFTER + 20, 'refund.created', {
           id: 're_1',
@@ -130,6 +131,7 @@ describe('reading events through the SDK', () => {
         chargeId: 'ch_4',
         paymentIntentId: 'pi_4',
         refundId: null,
+        dispute: null,
       },
       {
         id: 'evt_3',
@@ -139,6 +141,7 @@ describe('reading events through the SDK', () => {
         chargeId: 'ch_3',
         paymentIntentId: 'pi_3',
         refundId: null,
+        dispute: { id: 'dp_1', status: 'needs_response' },
       },
       {
         id: 'evt_2',
@@ -148,6 +151,7 @@ describe('reading events through the SDK', () => {
         chargeId: 'ch_2',
         paymentIntentId: null,
         refundId: 're_1',
+        dispute: null,
       },
       {
         id: 'evt_1',
@@ -157,6 +161,7 @@ describe('reading events through the SDK', () => {
         chargeId: 'ch_1',
         paymentIntentId: 'pi_1',
         refundId: null,
+        dispute: null,
       },
     ]);
     expect(listing).toMatchObject({
