@@ -11,7 +11,7 @@ export function registerServe(program: Command): void {
   program
     .command('serve')
     .description(
-      'the review page: open findings with their evidence and audit trail, resolve / ignore / not a duplicate, runs and charts',
+      'the review page: open findings with their evidence and audit trail, resolve / ignore / not a duplicate, saved plans, runs and charts',
     )
     .option('--host <address>', 'the address to listen on', '127.0.0.1')
     .option('--port <n>', 'the port to listen on (0: any free port)', '8080')
