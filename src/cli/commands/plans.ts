@@ -84,9 +84,11 @@ Exit codes: 0 approved (or approved already), 65 no such plan in this database,
         const approval = await approvePlan(pool, { planId, actor, now: new Date() });
         logger.info({ plan: planId, actor, outcome: approval.outcome }, 'plan approval');
         process.stdout.write(
-          approval.outcome === 'approved'
-            ? `plan ${planId} approved by ${actor}: its ${approval.moneySteps} step(s) moving money are applied by the next sweeper apply\n`
-            : `plan ${planId} was already approved by ${approval.approvedBy} at ${approval.approvedAt.toISOString()}\n`,
+          approval.outcome !== 'approved'
+            ? `plan ${planId} was already approved by ${approval.approvedBy} at ${approval.approvedAt.toISOString()}\n`
+            : approval.moneySteps === 0
+              ? `plan ${planId} approved by ${actor}; no step of it moves money, so it needed no approval\n`
+              : `plan ${planId} approved by ${actor}: its ${approval.moneySteps} step(s) moving money are applied by the next sweeper apply\n`,
         );
       });
     });
