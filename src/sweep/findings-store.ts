@@ -121,15 +121,16 @@ export async function closeHealedFindings(
   // never by reading every open finding of the account: their number grows
   // with the history, the subjects of a batch do not. `f.state` is stated again on the row
   // updated: a finding a person closed meanwhile is rechecked there and stays as they left it
-  // (account, category and subject never change).
+  // (account, category and subject never change). `= ANY(ARRAY(…))` makes the probes one
+  // initplan: as `IN (…)`, a planner with an empty table's statistics re-ran them per open finding.
   const result = await db.query(
     `UPDATE recon_findings f
         SET state = 'resolved', closed_at = $4, closed_by = 'sweeper', last_seen_run = $5,
             note = 'no longer found by run ' || $5
-      WHERE f.id IN (SELECT o.id FROM unnest($2::text[]) AS j(subject)
-                      CROSS JOIN LATERAL (SELECT x.id FROM recon_findings x
-                                           WHERE x.account = $1 AND x.state = 'open' AND x.subject = j.subject
-                                          OFFSET 0) o)
+      WHERE f.id = ANY(ARRAY(SELECT o.id FROM unnest($2::text[]) AS j(subject)
+                              CROSS JOIN LATERAL (SELECT x.id FROM recon_findings x
+                                                   WHERE x.account = $1 AND x.state = 'open' AND x.subject = j.subject
+                                                  OFFSET 0) o))
         AND f.state = 'open'
         AND NOT (f.category || chr(31) || f.subject = ANY($3::text[]))
         -- Judged from the mirror's older read, a charge Stripe returned unreadable has not healed.
