@@ -2,7 +2,7 @@ import type { Queryable } from '../db/pool.js';
 import { refundResponse } from '../claims/claim-store.js';
 import { accountIdOf } from '../domain/identity.js';
 import type { Finding, RepairPlan } from './judge/index.js';
-import type { RepairOutcome } from './repairs.js';
+import { COMPLETE_CLAIMS_SQL, type RepairOutcome } from './repairs.js';
 
 /**
  * The refund judgement's repairs, one set-based statement per kind, inside the step's
@@ -45,7 +45,7 @@ async function recordRefunds(
     return {
       tenant_id: tenantId,
       key: idempotencyKey,
-      keep: claim === null,
+      keep_answer: claim === null,
       attempt: claim?.attempt ?? null,
       status: claim?.status ?? null,
       response_status: response.status,
@@ -61,22 +61,14 @@ async function recordRefunds(
   });
   const { rows } = await db.query<{ refund_id: string; inserted: boolean }>(
     `WITH plan AS (
-       SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(tenant_id text, key text, keep boolean, attempt int, status text,
+       SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(tenant_id text, key text, keep_answer boolean, attempt int, status text,
               response_status int, response_body jsonb, response_outcome text, refund_id text, charge_id text,
               amount bigint, currency text, refund_status text, created_at timestamptz)
-     ), completed AS (
-       UPDATE idempotency_keys k
-          SET status = 'completed', locked_until = NULL, completed_at = coalesce(k.completed_at, $2), updated_at = $2,
-              response_status = plan.response_status, response_body = plan.response_body,
-              response_outcome = plan.response_outcome
-         FROM plan
-        WHERE NOT plan.keep AND k.tenant_id = plan.tenant_id AND k.key = plan.key
-          AND k.attempt = plan.attempt AND k.status = plan.status
-          AND (k.status <> 'in_flight' OR k.locked_until <= $2)
+     ), completed AS (${COMPLETE_CLAIMS_SQL}
        RETURNING k.tenant_id, k.key
      ), kept AS (
        SELECT k.tenant_id, k.key FROM idempotency_keys k JOIN plan ON k.tenant_id = plan.tenant_id AND k.key = plan.key
-        WHERE plan.keep AND k.status = 'completed' FOR SHARE OF k
+        WHERE plan.keep_answer AND k.status = 'completed' FOR SHARE OF k
      ), rows AS (
        INSERT INTO payment_refunds (refund_id, charge_id, tenant_id, idempotency_key, account_id, amount, currency,
                                     status, created_at, updated_at)

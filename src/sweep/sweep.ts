@@ -47,7 +47,7 @@ export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<Swe
   // (run-mode.ts).
   let writes: RunWrites | null = null;
   try {
-    writes = options.dryRun ? await dryRunWrites(deps.pool) : realRunWrites(deps.pool);
+    writes = options.dryRun ? await dryRunWrites(deps.pool, deps.planner ?? null) : realRunWrites(deps.pool);
     const reports: SweepReport[] = [];
     const failures: Error[] = [];
     for (const account of lock.skipped) {
