@@ -134,8 +134,9 @@ function judgeRecorded(out: RefundJudgement, refund: StripeRefundFact, row: Refu
 
 /** A refund at Stripe without a local row: recorded when it names a refund claim here. */
 function judgeUnrecorded(out: RefundJudgement, refund: StripeRefundFact, claim: RefundClaimFact | undefined): void {
-  // A refund naming no refund claim here (made in the dashboard, or by other code) is
-  // left to the payouts: its balance transaction has no local row there.
+  // A refund naming no refund claim here (made in the dashboard, or by other code) is its
+  // charge's business: the payment row follows amount_refunded (status_drift), and a payout
+  // links its balance transaction to that row.
   if (!claim) return;
   const details = { refund: refundSummary(refund), claim: claimSummary(claim) };
   const about = { chargeId: refund.chargeId, tenantId: claim.tenantId, key: claim.key };
