@@ -190,7 +190,19 @@ describe('Ctrl-C', () => {
       child.on('error', reject);
       child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
     });
-    return { ctrlC: () => process.kill(-child.pid!, 'SIGINT'), done };
+    /** Resolves once stderr holds `text` (a log line the job wrote). */
+    const said = (text: string) =>
+      new Promise<void>((resolve, reject) => {
+        const check = () => {
+          if (!stderr.includes(text)) return;
+          child.stderr.off('data', check);
+          resolve();
+        };
+        child.stderr.on('data', check);
+        child.on('close', () => reject(new Error(`the job ended without saying ${text}`)));
+        check();
+      });
+    return { ctrlC: () => process.kill(-child.pid!, 'SIGINT'), done, said };
   }
   const node = (args: string[]) => [process.execPath, SWEEPER_BIN, ...args];
   // npx and npm run start the command through `sh -c`, and the shell gets the Ctrl-C too.
@@ -209,8 +221,10 @@ describe('Ctrl-C', () => {
     const db = await database();
     const valve = await startValveProxy(double.url, (path) => (listedFrom(path) ?? 0) >= (base + 75 * MIN) / 1000);
     try {
-      const job = startJob(command(backfill), env(db, { STRIPE_API_BASE: valve.url }));
+      const job = startJob(command(backfill), env(db, { STRIPE_API_BASE: valve.url, SWEEPER_PROGRESS_INTERVAL: '1s' }));
       await valve.held;
+      // Slice 1 committed too, however slowly the machine judges it: then the job waits on the valve alone.
+      await job.said('"slices_done":2');
       job.ctrlC();
       const stopped = await job.done;
       // The slice in progress rolled back, the committed ones stand, the run says so.
