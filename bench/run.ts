@@ -17,6 +17,8 @@ const benches = [
   // The headline: end to end through the CLI (issue 12).
   'bench/e2e-rate-limited.ts',
   'bench/e2e-unthrottled.ts',
+  // Business references, 1% of the charges paid twice (issue 25).
+  'bench/e2e-references.ts',
   'bench/claims.ts',
   // Components.
   'bench/sweep.ts',
