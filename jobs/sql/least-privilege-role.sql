@@ -20,7 +20,7 @@ GRANT USAGE ON SCHEMA public TO sweeper_runtime;
 
 GRANT SELECT, INSERT, UPDATE ON idempotency_keys, payments, payment_refunds, stripe_charges,
       recon_runs, recon_watermarks, recon_findings, recon_refunds, recon_event_cursors, recon_deep_reads,
-      alert_state TO sweeper_runtime;
+      recon_accounts, alert_state TO sweeper_runtime;
 -- The audit is append-only: insert and read, never change.
 GRANT SELECT, INSERT ON recon_repairs TO sweeper_runtime;
 -- Written by the mirror's own trigger (as the owner); the sweep only reads it.

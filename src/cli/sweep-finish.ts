@@ -4,7 +4,7 @@ import type { Pool } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import { listOpenFindings, type OpenFindingBrief } from '../report/open-list.js';
 import { redact } from '../secrets.js';
-import { readCompleteness, type AccountCompleteness } from '../sweep/completeness.js';
+import { readCompletenessOf, type AccountCompleteness } from '../sweep/completeness.js';
 import type { SweepReport } from '../sweep/types.js';
 import { terminalSafe } from '../terminal-text.js';
 import { writeJson } from './context.js';
@@ -134,21 +134,19 @@ function reasonOf(signal: AbortSignal): string {
   return reason instanceof Error ? reason.message : typeof reason === 'string' ? reason : 'stopped';
 }
 
-/** Read after the run; a failure to read it is logged and leaves it out, never hides the run's results. */
+/** Read after the run, every account in one statement; a failure to read it is logged and leaves it out, never hides the run's results. */
 async function readAllCompleteness(input: FinishInput): Promise<Map<string, AccountCompleteness>> {
-  const out = new Map<string, AccountCompleteness>();
   const options = { now: new Date(), days: input.config.deepReadDays, maxLagMs: input.config.maxLagMs };
-  for (const account of input.accounts) {
-    try {
-      out.set(account, await readCompleteness(input.pool, account, options));
-    } catch (error) {
-      input.logger.warn(
-        { account, error: errorMessage(error) },
-        'could not read how complete reconciliation is; left out of the output',
-      );
-    }
+  try {
+    const all = await readCompletenessOf(input.pool, input.accounts, options);
+    return new Map(all.map((c) => [c.account, c]));
+  } catch (error) {
+    input.logger.warn(
+      { accounts: input.accounts.length, error: errorMessage(error) },
+      'could not read how complete reconciliation is; left out of the output',
+    );
+    return new Map();
   }
-  return out;
 }
 
 async function openFindings(
