@@ -124,17 +124,28 @@ async function produceAndSweep(run: AccountRun, groups: string[][]): Promise<voi
   const concurrency = options.dryRun ? 1 : Math.max(1, options.accountConcurrency ?? 1);
   const queue = new WorkQueue<{ account: string; prepared?: Prepared }>();
   const workers = Array.from({ length: concurrency }, () => worker(run, queue));
+  const failed = (error: unknown) => {
+    run.stop.error ??= error instanceof Error ? error : new Error(String(error));
+  };
+  // Two groups settle at once: the next group's requests queue while the last of this
+  // one's are answered, so the rate budgets never idle between groups.
+  let settling: Promise<void> = Promise.resolve();
   try {
     for (const [i, group] of groups.entries()) {
       if (options.signal?.aborted || run.stop.error || run.stop.brokenBy) break;
       const held = i === 0 ? { accounts: run.lock.accounts, skipped: run.lock.skipped } : await takeGroup(run, group);
       for (const account of held.skipped) skipped(run, account, 'backfill_in_progress');
-      for (const item of await settleGroup(run, held.accounts)) queue.push(item);
+      const next = settleGroup(run, held.accounts).then((items) => {
+        for (const item of items) queue.push(item);
+      }, failed);
+      await settling;
+      settling = next;
       await queue.below(concurrency * 2);
     }
   } catch (error) {
-    run.stop.error ??= error instanceof Error ? error : new Error(String(error));
+    failed(error);
   } finally {
+    await settling;
     queue.close();
     await Promise.all(workers);
   }
