@@ -34,6 +34,8 @@ export interface FinishInput {
   accounts: readonly string[];
   reports: SweepReport[];
   skipped: readonly string[];
+  /** Connected accounts that answered 403 (access revoked): marked inactive, not swept, not a failure. */
+  revoked?: readonly string[];
   /** The sweep failed for an account (`SweepFailedError`). */
   failure?: Error;
   progress: ProgressReporter;
@@ -92,6 +94,13 @@ async function printResults(
   for (const account of input.skipped) {
     if (input.json) writeJson({ mode, account, status: 'skipped', reason: 'backfill_in_progress' });
     else process.stdout.write(`${mode}  account ${account}  skipped: backfill in progress; the next run sweeps it\n\n`);
+  }
+  for (const account of input.revoked ?? []) {
+    if (input.json) writeJson({ mode, account, status: 'skipped', reason: 'account_revoked' });
+    else
+      process.stdout.write(
+        `${mode}  account ${account}  skipped: Stripe refused access (403); marked inactive until Stripe lists it again\n\n`,
+      );
   }
 }
 

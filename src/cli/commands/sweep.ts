@@ -150,6 +150,7 @@ interface SweepCommand {
 async function sweepCommand(command: SweepCommand, pool: Pool, logger: Logger): Promise<number> {
   const { mode, flags, config, shard, signal } = command;
   const skipped: string[] = [];
+  const revoked: string[] = [];
   // Stripe's two limits as budgets every request of the process draws from (a shard takes its share of the key's).
   const provider = createStripeProvider({
     apiKey: command.apiKey,
@@ -179,9 +180,7 @@ async function sweepCommand(command: SweepCommand, pool: Pool, logger: Logger): 
     ...providerSweepDeps(provider, { pace: true }),
     faultPoint: crashPointFromEnv(),
     onProgress: (p) => progress.onProgress(p),
-    onSkipped: (account, reason) => {
-      if (reason === 'backfill_in_progress') skipped.push(account);
-    },
+    onSkipped: (account, reason) => (reason === 'backfill_in_progress' ? skipped : revoked).push(account),
   };
   const publish = metricsPublisher({
     pool,
@@ -218,6 +217,7 @@ async function sweepCommand(command: SweepCommand, pool: Pool, logger: Logger): 
     accounts,
     reports,
     skipped,
+    revoked,
     ...(failure ? { failure } : {}),
     progress,
     ...(signal ? { signal } : {}),
