@@ -176,11 +176,15 @@ export interface SeededSet {
   amount: Float64Array;
   from: Date;
   to: Date;
+  /** The tenant of charge `index` (default: `tenantOf`), for its claim and payment row. */
+  tenantOf?: (index: number) => string;
+  /** The business reference of charge `index`, stored on its claim and payment row (default: none). */
+  referenceOf?: (index: number) => string | null;
 }
 
 const TENANTS = 53;
-const tenantOf = (index: number) => `tenant_${(index * 7919) % TENANTS}`;
-const keyOf = (tag: string, index: number) => `${tag}-order-${index}`;
+export const tenantOf = (index: number) => `tenant_${(index * 7919) % TENANTS}`;
+export const keyOf = (tag: string, index: number) => `${tag}-order-${index}`;
 
 /** `n` realistic (about 2 KB) charges on the platform account, spread over `[from, to)`, attributed per the mix. */
 export function seedStripe(
@@ -238,6 +242,8 @@ export async function seedLocal(dbUrl: string, set: SeededSet): Promise<{ claims
   try {
     await ensureDayPartitions(client, { from: utcDay(new Date(set.from.getTime() - DAY_MS)), to: utcDay(set.to) });
     await client.query('SET session_replication_role = replica');
+    // Only a set with references names the column (a schema from before it can be seeded too).
+    const references = set.referenceOf !== undefined;
     const CHUNK = 20_000;
     for (let first = 0; first < set.n; first += CHUNK) {
       const c = {
@@ -247,6 +253,7 @@ export async function seedLocal(dbUrl: string, set: SeededSet): Promise<{ claims
         created: [] as number[],
         amount: [] as number[],
         done: [] as boolean[],
+        reference: [] as Array<string | null>,
       };
       const p = {
         tenant: [] as string[],
@@ -255,15 +262,18 @@ export async function seedLocal(dbUrl: string, set: SeededSet): Promise<{ claims
         created: [] as number[],
         amount: [] as number[],
         disputed: [] as boolean[],
+        reference: [] as Array<string | null>,
       };
+      const tenant = set.tenantOf ?? tenantOf;
       for (let i = first; i < Math.min(set.n, first + CHUNK); i += 1) {
         const kind = kindOf(i);
         const base = {
-          tenant: tenantOf(i),
+          tenant: tenant(i),
           key: keyOf(set.tag, i),
           charge: set.ids[i] as string,
           created: set.created[i] as number,
           amount: set.amount[i] as number,
+          reference: set.referenceOf?.(i) ?? null,
         };
         if (
           kind === 'matched' ||
@@ -277,6 +287,7 @@ export async function seedLocal(dbUrl: string, set: SeededSet): Promise<{ claims
           c.created.push(base.created);
           c.amount.push(base.amount);
           c.done.push(kind !== 'claim_without_effect');
+          c.reference.push(base.reference);
         }
         if (
           kind === 'matched' ||
@@ -290,6 +301,7 @@ export async function seedLocal(dbUrl: string, set: SeededSet): Promise<{ claims
           p.created.push(base.created);
           p.amount.push(kind === 'amount_mismatch' ? base.amount + 1 : base.amount);
           p.disputed.push(kind === 'status_drift');
+          p.reference.push(base.reference);
         }
       }
       if (c.key.length > 0) {
@@ -300,7 +312,8 @@ export async function seedLocal(dbUrl: string, set: SeededSet): Promise<{ claims
                FROM unnest($1::text[], $2::text[], $4::float8[]) AS r(tenant, key, created)
            )
            INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, locked_until, attempt, downstream_key, account_id,
-                                         response_status, response_body, response_outcome, amount, currency, created_at, completed_at, updated_at)
+                                         response_status, response_body, response_outcome, amount, currency, created_at, completed_at, updated_at
+                                         ${references ? ', reference' : ''})
            SELECT r.tenant, r.key, md5(r.key || ':request'),
                   CASE WHEN r.done THEN 'completed' ELSE 'in_flight' END,
                   CASE WHEN r.done THEN NULL ELSE to_timestamp(r.created - 2) + interval '2 minutes' END,
@@ -312,18 +325,22 @@ export async function seedLocal(dbUrl: string, set: SeededSet): Promise<{ claims
                   r.amount, 'usd', to_timestamp(r.created - 2),
                   CASE WHEN r.done THEN to_timestamp(r.created + 1) END,
                   CASE WHEN r.done THEN to_timestamp(r.created + 1) ELSE to_timestamp(r.created - 2) END
-             FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::bigint[], $6::bool[]) AS r(tenant, key, charge, created, amount, done)`,
-          [c.tenant, c.key, c.charge, c.created, c.amount, c.done],
+                  ${references ? ', r.reference' : ''}
+             FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::bigint[], $6::bool[], $7::text[])
+                  AS r(tenant, key, charge, created, amount, done, reference)`,
+          [c.tenant, c.key, c.charge, c.created, c.amount, c.done, c.reference],
         );
         claims += r.rowCount ?? 0;
       }
       if (p.key.length > 0) {
         const r = await client.query(
           `INSERT INTO payments (charge_id, tenant_id, idempotency_key, payment_intent_id, account_id, amount, currency, status,
-                                 amount_refunded, disputed, created_at, updated_at)
+                                 amount_refunded, disputed, created_at, updated_at${references ? ', reference' : ''})
            SELECT r.charge, r.tenant, r.key, NULL, NULL, r.amount, 'usd', 'succeeded', 0, r.disputed, to_timestamp(r.created), to_timestamp(r.created + 1)
-             FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::bigint[], $6::bool[]) AS r(tenant, key, charge, created, amount, disputed)`,
-          [p.tenant, p.key, p.charge, p.created, p.amount, p.disputed],
+                  ${references ? ', r.reference' : ''}
+             FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::bigint[], $6::bool[], $7::text[])
+                  AS r(tenant, key, charge, created, amount, disputed, reference)`,
+          [p.tenant, p.key, p.charge, p.created, p.amount, p.disputed, p.reference],
         );
         payments += r.rowCount ?? 0;
       }
@@ -526,7 +543,9 @@ export function perPage(s: StatementCounts, pages: number, charges: number) {
     per_100_charges_top_level: round((s.top_level / charges) * 100, 2),
     per_100_charges_all: round((s.all / charges) * 100, 2),
     evicted_entries: s.evicted,
+    top_level_exec_s: round(s.top_level_ms / 1000, 2),
     most_called: s.top,
+    most_time: s.most_time,
   };
 }
 

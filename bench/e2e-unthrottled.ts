@@ -374,6 +374,12 @@ function mirrorRow(
         return metadata.tenant_id ?? null;
       case 'idempotency_key':
         return metadata.idempotency_key ?? null;
+      case 'reference':
+        return metadata[process.env.SWEEPER_METADATA_REFERENCE_KEY ?? 'order_id'] ?? null;
+      case 'card_fingerprint': {
+        const details = c.payment_method_details as { card?: { fingerprint?: string } } | null | undefined;
+        return details?.card?.fingerprint ?? null;
+      }
       case 'fetched_at':
         return fetchedAt;
       default:

@@ -127,6 +127,42 @@ export interface StatementCounts {
   evicted: number;
   /** The most frequent statements (all levels), for whoever optimises them. */
   top: Array<{ calls: number; toplevel: boolean; ms: number; query: string }>;
+  /** Execution time of the top-level statements (a nested statement's is inside its caller's). */
+  top_level_ms: number;
+  /** The statements that took the most execution time (all levels: a trigger's own statements appear beside the one that fired it). */
+  most_time: Array<{ calls: number; toplevel: boolean; ms: number; rows: number; query: string }>;
+}
+
+/** Calls and execution time of the statements whose text matches each pattern (SQL LIKE, on the normalised text). */
+export async function readStatementsMatching(
+  serverUrl: string,
+  database: string,
+  patterns: Record<string, string>,
+): Promise<Record<string, { calls: number; ms: number; rows: number; statements: number }>> {
+  const c = new pg.Client({ connectionString: serverUrl });
+  await c.connect();
+  try {
+    const out: Record<string, { calls: number; ms: number; rows: number; statements: number }> = {};
+    for (const [label, like] of Object.entries(patterns)) {
+      const { rows } = await c.query<{ calls: string; ms: number; rows: string; statements: number }>(
+        `SELECT coalesce(sum(s.calls), 0)::bigint AS calls, coalesce(round(sum(s.total_exec_time)), 0)::float8 AS ms,
+                coalesce(sum(s.rows), 0)::bigint AS rows, count(*)::int AS statements
+           FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+          WHERE d.datname = $1 AND regexp_replace(s.query, '\\s+', ' ', 'g') LIKE $2`,
+        [database, like],
+      );
+      const r = rows[0];
+      out[label] = {
+        calls: Number(r?.calls ?? 0),
+        ms: Number(r?.ms ?? 0),
+        rows: Number(r?.rows ?? 0),
+        statements: Number(r?.statements ?? 0),
+      };
+    }
+    return out;
+  } finally {
+    await c.end();
+  }
 }
 
 export async function resetStatements(serverUrl: string): Promise<void> {
@@ -155,6 +191,19 @@ export async function readStatements(serverUrl: string, database: string): Promi
         WHERE d.datname = $1 ORDER BY s.calls DESC LIMIT 25`,
       [database],
     );
+    const time = await c.query<{ calls: string; toplevel: boolean; ms: number; rows: string; query: string }>(
+      `SELECT s.calls::bigint AS calls, s.toplevel, round(s.total_exec_time)::float8 AS ms, s.rows::bigint AS rows,
+              left(regexp_replace(s.query, '\\s+', ' ', 'g'), 240) AS query
+         FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+        WHERE d.datname = $1 ORDER BY s.total_exec_time DESC LIMIT 15`,
+      [database],
+    );
+    const topLevelMs = await c.query<{ ms: number }>(
+      `SELECT coalesce(round(sum(s.total_exec_time)), 0)::float8 AS ms
+         FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+        WHERE d.datname = $1 AND s.toplevel`,
+      [database],
+    );
     const info = await c.query<{ dealloc: string }>('SELECT dealloc::bigint AS dealloc FROM pg_stat_statements_info');
     const topLevel = Number(sums.rows.find((r) => r.toplevel)?.calls ?? 0);
     const nested = Number(sums.rows.find((r) => !r.toplevel)?.calls ?? 0);
@@ -163,6 +212,14 @@ export async function readStatements(serverUrl: string, database: string): Promi
       all: topLevel + nested,
       evicted: Number(info.rows[0]?.dealloc ?? 0),
       top: top.rows.map((r) => ({ calls: Number(r.calls), toplevel: r.toplevel, ms: r.ms, query: r.query })),
+      top_level_ms: Number(topLevelMs.rows[0]?.ms ?? 0),
+      most_time: time.rows.map((r) => ({
+        calls: Number(r.calls),
+        toplevel: r.toplevel,
+        ms: r.ms,
+        rows: Number(r.rows),
+        query: r.query,
+      })),
     };
   } finally {
     await c.end();

@@ -1,6 +1,7 @@
 /**
  * Writes bench/RESULTS.md from the JSON results of the end-to-end benchmarks
- * (bench/results/e2e-rate-limited.json, e2e-unthrottled.json, claims.json) and the
+ * (bench/results/e2e-rate-limited.json, e2e-unthrottled.json, e2e-references.json,
+ * claims.json) and the
  * component benchmarks: the machine, the settings, and every ratio of issue 12 with
  * its goal beside it. `npm run bench` runs it last; `npm run bench -- table` alone
  * rewrites the file from the results already there.
@@ -22,7 +23,8 @@ function load(name: string): Json | null {
 const rl = load('e2e-rate-limited');
 const un = load('e2e-unthrottled');
 const claims = load('claims');
-const headline = [rl, un, claims].filter((r): r is Json => r !== null);
+const refs = load('e2e-references');
+const headline = [rl, un, refs, claims].filter((r): r is Json => r !== null);
 if (headline.length === 0) {
   process.stderr.write('no end-to-end results in bench/results: run `npm run bench` first\n');
   process.exit(1);
@@ -159,6 +161,75 @@ if (claims) {
   ]);
 }
 
+/** Issue 25: the same workload with business references, 1% of the charges paid twice. */
+const refRows: string[][] = [];
+if (refs) {
+  const set = refs.settings as Json;
+  const med = refs.medians as Record<string, Json>;
+  const runs = refs.runs as Record<string, Json[]>;
+  const dups = runs.duplicates ?? [];
+  const found = dups.map((r) => (r.findings as Json).duplicate_effect ?? 0);
+  const wanted = dups.map((r) => (r.expected as Json).duplicate_effect ?? 0);
+  const n = `${chargesLabel(set.charges)} charges`;
+  const walls = (v: string) => (runs[v] ?? []).map((r) => fmt(r.wall_s)).join(', ');
+  refRows.push([
+    `${n}, every one naming its order (\`${set.reference_key}\`), ${set.duplicates_per_100}% a second payment for another's order (same tenant, reference, amount; its own key, claim and payment row): \`duplicate_effect\` findings, report and database, in each of ${set.rounds} runs`,
+    `**${found.map((x) => fmt(x, 0)).join(', ')}** of ${wanted.map((x) => fmt(x, 0)).join(', ')}`,
+    'exactly one per pair, every other count as expected',
+    met(refs.ok === true),
+    refs.ok
+      ? 'every count of every run as expected'
+      : `${(refs.failures as string[]).length} problem(s): ${(refs.failures as string[]).slice(0, 3).join('; ')}`,
+  ]);
+  const raw = (v: string) =>
+    `${fmt(med[v]?.wall_s)} s (${walls(v)}), CPU ${fmt(med[v]?.sweep_cpu_s)} s + ${fmt(med[v]?.postgres_cpu_s)} s`;
+  const ratios = (r: Json) => `${fmt(r.wall)}× / ${fmt(r.sweep_cpu)}× / ${fmt(r.postgres_cpu)}×`;
+  refRows.push([
+    `${n}: every charge naming its order and 1% duplicates vs the same run with no reference at all (\`SWEEPER_SUSPECT_WINDOW=0\`), wall / CPU of the sweep / CPU of PostgreSQL (medians of ${set.rounds}, in turns)`,
+    `**${ratios(refs.duplicates_over_none as Json)}**`,
+    '—',
+    '—',
+    `duplicates ${raw('duplicates')}; none ${raw('none')}`,
+  ]);
+  refRows.push([
+    `${n}: the same, every reference unique (no duplicate) vs no reference`,
+    ratios(refs.unique_over_none as Json),
+    '—',
+    '—',
+    `unique ${raw('unique')}`,
+  ]);
+  refRows.push([
+    `${n}: 1% duplicates vs every reference unique`,
+    ratios(refs.duplicates_over_unique as Json),
+    '—',
+    '—',
+    `what ${fmt(set.charges / 100, 0)} \`duplicate_effect\` findings add: their rows, the charges they name, the closing of healed ones`,
+  ]);
+  /** The statement that took the most time in each run of a variant (the same one, or each named). */
+  const costliest = (v: string) => {
+    const tops = (runs[v] ?? []).map((r) => (r.statements as Json | null)?.most_time?.[0] as Json | undefined);
+    const text = (t: Json | undefined) => (t ? `\`${(t.query as string).slice(0, 48)}…\`` : '?');
+    const time = (t: Json | undefined) => `${fmt((t?.ms ?? 0) / 1000, 1)} s`;
+    if (new Set(tops.map(text)).size === 1) return `${text(tops[0])} ${tops.map(time).join(', ')}`;
+    return tops.map((t) => `${text(t)} ${time(t)}`).join(', ');
+  };
+  for (const v of ['none', 'unique', 'duplicates']) {
+    const m = med[v];
+    if (!m || m.sql_per_page_top_level === null) continue;
+    refRows.push([
+      `SQL statements per page, ${v === 'none' ? 'no reference' : v === 'unique' ? 'every reference unique' : '1% duplicates'} (median of ${set.rounds})`,
+      `**${fmt(m.sql_per_page_top_level)}** top level, **${fmt(m.sql_per_page_all)}** in all`,
+      '≤ 2 top level, ≤ 5 in all',
+      met(m.sql_per_page_top_level <= 2 && m.sql_per_page_all <= 5),
+      `statement time at top level ${fmt(m.top_level_exec_s)} s; statements by their text (settings), calls / ms: ${Object.entries(
+        m.path_statements_calls as Record<string, number | null>,
+      )
+        .map(([k, calls]) => `${k.replace(/_/g, ' ')} ${fmt(calls, 0)} / ${fmt((m.path_statements_ms as Json)[k], 0)}`)
+        .join(', ')}; the costliest statement of each run: ${costliest(v)}`,
+    ]);
+  }
+}
+
 const platform = load('e2e-platform');
 const platformRows: string[][] = [];
 if (platform) {
@@ -211,6 +282,13 @@ if (scales.some((s) => s !== 1))
     `**BENCH_SCALE ${scales.join(', ')}**: not the issue's sizes; the ratios are not comparable with its goals.`,
   );
 
+/** The processor, or each benchmark's when they differ (a machine's results can span hosts). */
+function cpuModels(): string {
+  const each = headline.map((r) => ({ name: r.benchmark as string, cpu: r.machine.cpu_model as string }));
+  if (new Set(each.map((e) => e.cpu)).size === 1) return each[0]?.cpu ?? (base.machine.cpu_model as string);
+  return each.map((e) => `${e.name}: ${e.cpu}`).join('; ');
+}
+
 /** One commit, or each benchmark's when they differ (results from several invocations). */
 function codeMeasured(): string {
   const describe = (c: Json) =>
@@ -232,7 +310,7 @@ const lines: string[] = [
   '',
   '## Machine',
   '',
-  `- ${m.cores} cores (${m.cpu_model}), ${m.memory_gb} GB, ${m.os}; load average (1, 5, 15 min) ${headline
+  `- ${m.cores} cores (${cpuModels()}), ${m.memory_gb} GB, ${m.os}; load average (1, 5, 15 min) ${headline
     .map(
       (r) =>
         `${r.benchmark}: ${(r.machine.load_average_at_start as number[]).join(' / ')} at the start, ${((r.load_average_at_end ?? []) as number[]).join(' / ')} at the end`,
@@ -249,6 +327,16 @@ const lines: string[] = [
   '| measure | this run | goal | met | raw figures |',
   '|---|---|---|---|---|',
   ...rows.map((r) => `| ${r.join(' | ')} |`),
+  ...(refRows.length
+    ? [
+        '',
+        '## Issue 25, business references, end to end through the CLI',
+        '',
+        '| measure | this run | goal | met | raw figures |',
+        '|---|---|---|---|---|',
+        ...refRows.map((r) => `| ${r.join(' | ')} |`),
+      ]
+    : []),
   '',
   ...(platformRows.length
     ? [
@@ -279,6 +367,17 @@ if (un) {
     `- **Scheduled run**: after the backfill, a first \`sweeper run\` (watermark, events cursor, daily deep re-read); then ${set.scheduled_repeats} times, on a copy of that database (\`CREATE DATABASE … TEMPLATE\`) and a double of its own: ${fmt(set.new_charges_per_scheduled_run, 0)} new charges (with their claims and payment rows) inside the next run's window (its overlap), and the timed \`sweeper run\`, which judges exactly those; the median counts.`,
     `- **Peak RSS**: ${(un.sizes as Json[])[0]?.rss_method}. SQL statements: \`pg_stat_statements\` reset before the run, summed over the sweep's database, \`toplevel\` true vs all; pages = \`GET /v1/charges\` answers with 200.`,
     `- **CPU by party** (bench/cpu-parties.ts, Linux): the sweep's user + system time (/usr/bin/time); PostgreSQL's, the CPU of every server process that exited during the run (its backends, autovacuum workers: the postmaster's reaped children); the Stripe double's, the benchmark process's own (it only serves the double while it waits); the machine's busy and idle time from /proc/stat.`,
+  );
+}
+if (refs) {
+  const set = refs.settings as Json;
+  const index = ((refs.runs as Record<string, Json[]>).duplicates ?? [])[0]?.references_index as Json | undefined;
+  lines.push(
+    `- **References** (bench/e2e-references.ts): \`sweeper backfill\` of ${fmt(set.charges, 0)} realistic charges over ${set.window.from} .. ${set.window.to}, no latency, no limit, \`SWEEPER_STRIPE_RATE=${set.sweeper_stripe_rate}\`, the workload above, in three variants run in turns, ${set.rounds} rounds: \`none\` (no charge names a reference; \`SWEEPER_SUSPECT_WINDOW=0\`), \`unique\` (every charge, the unattributed ones too, names its own \`${set.reference_key}\`), \`duplicates\` (as \`unique\`, but in every 100 charges slots 0 and 1 name one reference: the same tenant, amount ${fmt(set.pair_amount, 0)} and currency, keys of their own, both matched). The pairs' charges are seeded as one batch of fixed amount in every variant, so the variants differ only in the references the charges, claims and payment rows name.${index ? ` stripe_charge_references after the run: ${fmt(index.rows, 0)} rows, ${fmt(index.mb, 1)} MB.` : ''} The statements counted by their text (the duplicate path's, and the closing of healed findings for comparison): ${Object.entries(
+      set.path_statements as Record<string, string>,
+    )
+      .map(([k, like]) => `${k.replace(/_/g, ' ')} \`${like}\``)
+      .join(', ')}.`,
   );
 }
 if (platform) {

@@ -104,3 +104,40 @@ CREATE TRIGGER stripe_charges_references_updated
   AFTER UPDATE ON stripe_charges REFERENCING NEW TABLE AS landed
   FOR EACH STATEMENT EXECUTE FUNCTION sweeper_note_charge_references();
 REVOKE ALL ON FUNCTION sweeper_note_charge_references() FROM PUBLIC;
+
+-- Stripe's refunds as the sweep last read them (docs/judgement.md "Refunds the application
+-- makes"). Few beside charges, so one table: the sweep reads a window's rows by
+-- (account, created), a refund by id, and a refund claim's by the key its metadata names.
+CREATE TABLE stripe_refunds (
+  account         text        NOT NULL,   -- 'platform' or acct_…
+  refund_id       text        PRIMARY KEY,
+  charge_id       text        NOT NULL,
+  created         timestamptz NOT NULL,
+  amount          bigint      NOT NULL,
+  currency        char(3)     NOT NULL,
+  status          text        NOT NULL,
+  failure_reason  text,
+  tenant_id       text,
+  idempotency_key text,
+  -- When this version was read from Stripe: an older read never overwrites a newer one.
+  fetched_at      timestamptz NOT NULL
+);
+CREATE INDEX stripe_refunds_account_created ON stripe_refunds (account, created);
+CREATE INDEX stripe_refunds_key ON stripe_refunds (account, tenant_id, idempotency_key)
+  WHERE idempotency_key IS NOT NULL;
+
+-- Disputes as the account's events last told of them (docs/judgement.md "Disputes"): a
+-- dispute's status is not on its charge, so the dispute events' own object is the evidence.
+-- A status from an older event never replaces one from a newer event.
+CREATE TABLE stripe_disputes (
+  account     text        NOT NULL,   -- 'platform' or acct_…
+  dispute_id  text        PRIMARY KEY,
+  charge_id   text        NOT NULL,
+  status      text        NOT NULL,
+  -- The event it was read from: its time; two events of one second are ordered by how far
+  -- along the dispute's life their status is (stage), then by id.
+  as_of       timestamptz NOT NULL,
+  stage       smallint    NOT NULL,
+  event_id    text        NOT NULL
+);
+CREATE INDEX stripe_disputes_charge ON stripe_disputes (charge_id);

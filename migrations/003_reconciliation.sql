@@ -157,6 +157,16 @@ CREATE TABLE recon_event_cursors (
   updated_at  timestamptz NOT NULL
 );
 
+-- How far a scheduled run has listed the account's refunds (docs/judgement.md "Refunds the
+-- application makes"): its own cursor, so a run whose refunds step failed (a key without
+-- Refunds read) lists them again next time, whatever its charge watermark did.
+CREATE TABLE recon_refund_cursors (
+  account     text        PRIMARY KEY,
+  cursor      timestamptz NOT NULL,
+  run_id      text        NOT NULL,
+  updated_at  timestamptz NOT NULL
+);
+
 -- When the periodic deep re-read last compared the mirror with Stripe.
 CREATE TABLE recon_deep_reads (
   account       text        PRIMARY KEY,

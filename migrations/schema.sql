@@ -481,6 +481,13 @@ ALTER TABLE public.recon_findings ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTI
     CACHE 1
 );
 
+CREATE TABLE public.recon_refund_cursors (
+    account text NOT NULL,
+    cursor timestamp with time zone NOT NULL,
+    run_id text NOT NULL,
+    updated_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE public.recon_refunds (
     charge_id text NOT NULL,
     account text NOT NULL,
@@ -591,6 +598,30 @@ CREATE TABLE public.stripe_charges (
 )
 PARTITION BY RANGE (created);
 
+CREATE TABLE public.stripe_disputes (
+    account text NOT NULL,
+    dispute_id text NOT NULL,
+    charge_id text NOT NULL,
+    status text NOT NULL,
+    as_of timestamp with time zone NOT NULL,
+    stage smallint NOT NULL,
+    event_id text NOT NULL
+);
+
+CREATE TABLE public.stripe_refunds (
+    account text NOT NULL,
+    refund_id text NOT NULL,
+    charge_id text NOT NULL,
+    created timestamp with time zone NOT NULL,
+    amount bigint NOT NULL,
+    currency character(3) NOT NULL,
+    status text NOT NULL,
+    failure_reason text,
+    tenant_id text,
+    idempotency_key text,
+    fetched_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE public.sweeper_migrations (
     id integer NOT NULL,
     name text NOT NULL,
@@ -643,6 +674,9 @@ ALTER TABLE ONLY public.recon_findings
 ALTER TABLE ONLY public.recon_findings
     ADD CONSTRAINT recon_findings_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY public.recon_refund_cursors
+    ADD CONSTRAINT recon_refund_cursors_pkey PRIMARY KEY (account);
+
 ALTER TABLE ONLY public.recon_refunds
     ADD CONSTRAINT recon_refunds_pkey PRIMARY KEY (charge_id);
 
@@ -664,6 +698,12 @@ ALTER TABLE ONLY public.stripe_charge_references
 ALTER TABLE ONLY public.stripe_charges
     ADD CONSTRAINT stripe_charges_pkey PRIMARY KEY (charge_id, created);
 
+ALTER TABLE ONLY public.stripe_disputes
+    ADD CONSTRAINT stripe_disputes_pkey PRIMARY KEY (dispute_id);
+
+ALTER TABLE ONLY public.stripe_refunds
+    ADD CONSTRAINT stripe_refunds_pkey PRIMARY KEY (refund_id);
+
 ALTER TABLE ONLY public.sweeper_migrations
     ADD CONSTRAINT sweeper_migrations_pkey PRIMARY KEY (id);
 
@@ -674,6 +714,8 @@ CREATE INDEX idempotency_keys_account_updated_at ON ONLY public.idempotency_keys
 CREATE INDEX idempotency_keys_answer_charge ON ONLY public.idempotency_keys USING btree (public.sweeper_answer_charge(response_body)) WHERE (public.sweeper_answer_charge(response_body) IS NOT NULL);
 
 CREATE INDEX idempotency_keys_in_flight ON ONLY public.idempotency_keys USING btree (locked_until) WHERE (status = 'in_flight'::text);
+
+CREATE INDEX idempotency_keys_refund_claims ON ONLY public.idempotency_keys USING btree (account, updated_at) WHERE public.sweeper_claim_is_refund(operation, response_body);
 
 CREATE INDEX idempotency_keys_tenant_account ON ONLY public.idempotency_keys USING btree (tenant_id, account_id);
 
@@ -716,6 +758,12 @@ CREATE INDEX stripe_charge_keys_created ON public.stripe_charge_keys USING btree
 CREATE INDEX stripe_charge_references_created ON public.stripe_charge_references USING btree (created);
 
 CREATE INDEX stripe_charges_account_created ON ONLY public.stripe_charges USING btree (account, created);
+
+CREATE INDEX stripe_disputes_charge ON public.stripe_disputes USING btree (charge_id);
+
+CREATE INDEX stripe_refunds_account_created ON public.stripe_refunds USING btree (account, created);
+
+CREATE INDEX stripe_refunds_key ON public.stripe_refunds USING btree (account, tenant_id, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 
 CREATE TRIGGER idempotency_keys_deleted AFTER DELETE ON public.idempotency_keys REFERENCING OLD TABLE AS old_claims FOR EACH STATEMENT EXECUTE FUNCTION public.sweeper_forget_claim_keys();
 

@@ -209,6 +209,17 @@ export async function buildScenario(pool: Pool, double: StripeDouble, base: Date
   double.refund(refunded, 400);
   double.dispute(disputed);
   tell('a partial refund and a dispute made at Stripe');
+  // The application refunds ok-5 through the claim library; the bank then returns the refund.
+  at(32);
+  const refund = await claims.refundOnce({
+    tenantId: 'acme',
+    key: 'refund-ok-5',
+    request: { chargeId: await chargeIdOf('ok-5') },
+  });
+  if (refund.outcome !== 'refunded') throw new Error(`the demo's refund was not made: ${refund.outcome}`);
+  at(33);
+  double.failRefund((refund.body as { id: string }).id, 'expired_or_canceled_card');
+  tell('a refund made through the claim library (refund-ok-5) that failed at the bank after it was recorded');
 
   // Local records lost or wrong.
   const claimLost = await chargeIdOf('ok-3');
@@ -266,6 +277,8 @@ export async function buildScenario(pool: Pool, double: StripeDouble, base: Date
         // order-777 paid twice; kiosk's keys are never retried (no replay in its claim outcomes)
         duplicate_effect: 1,
         unstable_keys: 1,
+        // refund-ok-5: the row takes Stripe's failed state and stays open (the customer was not refunded)
+        refund_status_drift: 1,
       },
       repaired: {
         claim_without_effect: 2,
@@ -273,8 +286,9 @@ export async function buildScenario(pool: Pool, double: StripeDouble, base: Date
         effect_without_claim: 1,
         orphan_charge: 1,
         status_drift: 2,
+        refund_status_drift: 1,
       },
-      unreconciled: 7,
+      unreconciled: 8,
     },
   };
 }

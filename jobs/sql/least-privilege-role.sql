@@ -18,9 +18,10 @@ END $$;
 REVOKE CREATE ON SCHEMA public FROM sweeper_runtime;
 GRANT USAGE ON SCHEMA public TO sweeper_runtime;
 
-GRANT SELECT, INSERT, UPDATE ON idempotency_keys, payments, payment_refunds, stripe_charges,
-      recon_runs, recon_watermarks, recon_findings, recon_refunds, recon_event_cursors, recon_deep_reads,
-      recon_accounts, alert_state TO sweeper_runtime;
+GRANT SELECT, INSERT, UPDATE ON idempotency_keys, payments, payment_refunds, stripe_charges, stripe_refunds,
+      stripe_disputes,
+      recon_runs, recon_watermarks, recon_findings, recon_refunds, recon_event_cursors, recon_refund_cursors,
+      recon_deep_reads, recon_accounts, alert_state TO sweeper_runtime;
 -- The audit is append-only: insert and read, never change.
 GRANT SELECT, INSERT ON recon_repairs TO sweeper_runtime;
 -- Written by the mirror's own trigger (as the owner); the sweep only reads it.

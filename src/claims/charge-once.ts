@@ -4,6 +4,7 @@ import { silentLogger, type Logger } from '../log.js';
 import { stripeCreateCharge } from '../providers/stripe/create-charge.js';
 import {
   chargeResultBody,
+  refundResponse,
   completeClaim,
   releaseClaim,
   takeClaim,
@@ -256,10 +257,7 @@ export function createClaimClient(deps: ClaimClientDeps): ClaimClient {
       return finish(claim, { status, body, outcome }, null, outcome);
     }
     const { refund } = result;
-    const pending = refund.status === 'requires_action';
-    const body = refundAnswer(refund);
-    const row = refundRowOf(claim, request, refund);
-    return finish(claim, { status: 200, body, outcome: pending ? 'pending_action' : 'success' }, null, 'refunded', row);
+    return finish(claim, refundResponse(refund), null, 'refunded', refundRowOf(claim, request, refund));
   }
 
   async function drive(claim: HeldClaim, request: ChargeRequest): Promise<ChargeResult> {
@@ -407,17 +405,6 @@ interface ClaimSpec {
 }
 
 /** The answer a refund's claim stores and replays: Stripe's Refund object, in the fields the sweep reads. */
-function refundAnswer(refund: CreatedRefund) {
-  return {
-    object: 'refund',
-    id: refund.id,
-    status: refund.status,
-    amount: refund.amount,
-    currency: refund.currency,
-    charge: refund.chargeId,
-  };
-}
-
 function refundRowOf(claim: HeldClaim, request: RefundRequest, refund: CreatedRefund): RefundEffect {
   return {
     refundId: refund.id,

@@ -115,6 +115,32 @@ export interface ChargeResponseBody {
   currency: string;
 }
 
+/**
+ * The answer a refund claim stores and replays: Stripe's Refund shape, trimmed to what the
+ * caller and the sweep read (`object: 'refund'` marks the claim a refund claim). One home
+ * for the claim library's completion and the sweep's repair.
+ */
+export function refundResponse(refund: {
+  id: string;
+  chargeId: string;
+  amount: number;
+  currency: string;
+  status: string;
+}): { status: number; body: Record<string, unknown>; outcome: ResponseOutcome } {
+  return {
+    status: 200,
+    body: {
+      object: 'refund',
+      id: refund.id,
+      status: refund.status,
+      amount: refund.amount,
+      currency: refund.currency,
+      charge: refund.chargeId,
+    },
+    outcome: refund.status === 'requires_action' ? 'pending_action' : 'success',
+  };
+}
+
 export function chargeResultBody(result: {
   paymentIntent: string | null;
   charge: string | null;
@@ -144,6 +170,8 @@ export interface PaymentEffect {
   status: 'succeeded' | 'failed' | 'pending';
   amountRefunded: number;
   disputed: boolean;
+  /** Where the charge's dispute stands (Stripe's dispute status); null or absent: none known. */
+  disputeStatus?: string | null;
   createdAt: Date;
   /** The business reference (an order, an invoice) the payment is for, when its writer knew it. */
   reference?: string | null;

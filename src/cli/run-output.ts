@@ -2,7 +2,7 @@ import type { OpenFindingBrief } from '../report/open-list.js';
 import { CATEGORIES } from '../sweep/categories.js';
 import type { AccountCompleteness } from '../sweep/completeness.js';
 import type { DeepReadResult } from '../sweep/deep-read.js';
-import type { ChangesReport, SweepProgress, SweepReport } from '../sweep/types.js';
+import type { ChangesReport, RefundsReport, SweepProgress, SweepReport } from '../sweep/types.js';
 import { alignColumns } from './columns.js';
 import { formatClock } from './progress-format.js';
 
@@ -42,6 +42,8 @@ function headLines(r: SweepReport, extras: SummaryExtras): string[] {
       ? `charges scanned before it stopped ${r.charges_scanned}`
       : `charges scanned ${r.charges_scanned}`;
   lines.push(`window ${r.window ? `${r.window.from} → ${r.window.to}` : '(nothing settled yet)'}   ${scanned}`);
+  const refunds = r.refunds ? refundsLine(r.refunds) : null;
+  if (refunds) lines.push(refunds);
   if (r.changes) lines.push(...changesLines(r.changes));
   return lines;
 }
@@ -136,6 +138,14 @@ export function changesLines(c: ChangesReport): string[] {
   lines.push(`late changes: ${c.events} events, ${c.charges} charges re-read and judged${left}${stepText(c)}`);
   if (c.deep_read) lines.push(`deep re-read: ${relistText(c.deep_read)}`);
   return lines;
+}
+
+/** The refunds step: what it listed and read by id, or why it could not run; null when it had nothing to do. */
+export function refundsLine(r: RefundsReport): string | null {
+  if (r.error) return `refunds: not judged (${r.error})`;
+  if (r.days_listed === 0 && r.read_by_id === 0 && Object.keys(r.found).length === 0) return null;
+  const byId = r.read_by_id > 0 ? `, ${r.read_by_id} read by id (${r.missing} not at Stripe)` : '';
+  return `refunds: ${r.listed} listed over ${r.days_listed} days${byId}${stepText(r)}`;
 }
 
 function relistText(d: DeepReadResult): string {

@@ -86,13 +86,17 @@ export async function expirePartitions(
           if (mirror) await client.query('SELECT pg_advisory_unlock($1, $2)', [LOCK_CLASS, LockObject.partitions]);
         }
       }
-      // The mirror's key and reference indexes and the claims' directory are not
+      // The mirror's key and reference indexes, its refunds and the claims' directory are not
       // partitioned: their entries of the dropped days go too.
       if (!options.dryRun) {
         // The day's first instant in UTC, as the partitions are cut: not the session's time zone.
         const cut = `($1::date)::timestamp AT TIME ZONE 'UTC'`;
         await client.query(`DELETE FROM stripe_charge_keys WHERE created < ${cut}`, [keptFrom]);
         await client.query(`DELETE FROM stripe_charge_references WHERE created < ${cut}`, [keptFrom]);
+        // The refunds mirror is one table (refunds are few): its old rows go with the charges'.
+        await client.query(`DELETE FROM stripe_refunds WHERE created < ${cut}`, [keptFrom]);
+        // A dispute's last status is on its payment row; the event it came from is as old as the events kept.
+        await client.query(`DELETE FROM stripe_disputes WHERE as_of < ${cut}`, [keptFrom]);
         await client.query(`DELETE FROM idempotency_key_directory WHERE created_at < ${cut}`, [keptFrom]);
         // The claim library's counts are kept as long as the claims; its quota only for the minute it counts.
         await client.query(`DELETE FROM claim_outcomes WHERE day < $1::date`, [keptFrom]);

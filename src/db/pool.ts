@@ -69,9 +69,10 @@ export function createPool(connectionString: string, options: PoolOptions = {}):
     // No parallel workers: every sweeper statement reads a slice's few thousand rows by
     // index, but the planner misjudges some (a slice's charges without metadata against
     // every claim partition) as large, and starting a worker costs more than the whole
-    // statement (docs/performance.md, "No parallel workers"). An `options` in DATABASE_URL
-    // replaces this one.
-    options: '-c max_parallel_workers_per_gather=0',
+    // statement (docs/performance.md, "No parallel workers"). No JIT either, for the same
+    // misjudged statements: compiling their many partitions costs more than running them.
+    // An `options` in DATABASE_URL replaces this one.
+    options: '-c max_parallel_workers_per_gather=0 -c jit=off',
     types,
   });
   // An idle client losing its connection must not crash the process; the next

@@ -65,6 +65,8 @@ export interface RunContext {
   writes: RunWrites;
   /** What the run judged and repaired so far, for the repair brake (brake.ts). */
   brake: BrakeState;
+  /** False once the refunds step failed (a key without Refunds read): events' refunds are not read either. */
+  refundsReadable: boolean;
 }
 
 export interface Batch {

@@ -254,6 +254,52 @@ export const FINDING_CATEGORY_DEFINITIONS = {
       'changes on redelivery), so retries charge again instead of replaying. *Derive the key from the order ' +
       'and the attempt it stands for, so a retry sends the same one.*',
   },
+  refund_without_effect: {
+    about: 'a refund at Stripe that names a refund claim here, and no refund row',
+    repairs: 'inserts the refund row, completes the claim',
+    staysOpen: 'when the claim stores a refusal, or an answer naming another refund',
+    severity: 'warning',
+    runbook: {
+      means: 'Stripe made a refund the application asked for, but its refund row was never committed (a crash)',
+      sweeper: 'recorded the refund from Stripe and completed its claim, so a retry replays it',
+      person: 'nothing',
+    },
+    guide:
+      "a worker died between Stripe's refund and the local commit. The sweeper inserted the `payment_refunds` " +
+      'row from Stripe and completed the refund claim, so a retry replays the refund instead of asking again. ' +
+      '*Nothing to do.* Open when the claim stores a refusal or another refund: *decide which holds.*',
+  },
+  refund_effect_without_refund: {
+    about: 'a refund row whose refund Stripe (asked by id, in its account) does not have',
+    repairs: '—',
+    staysOpen: 'yes',
+    severity: 'critical',
+    runbook: {
+      means: 'a refund row for a refund Stripe never made: a customer was told of money that never moved',
+      sweeper: 'nothing it can safely do',
+      person: 'refund the customer for real (or correct the row), and find the code path that wrote it',
+    },
+    guide:
+      "a `payment_refunds` row names a refund Stripe (asked by id, in the row's account) does not have: the " +
+      'customer was told of a refund that never happened. *Refund for real or correct the row; find the code ' +
+      'path.* It closes by itself if Stripe later has the refund.',
+  },
+  refund_status_drift: {
+    about: 'a refund whose state changed at Stripe after the application recorded it',
+    repairs: "the row takes Stripe's state",
+    staysOpen: 'when the refund failed or was canceled: the customer was not refunded',
+    severity: 'critical',
+    runbook: {
+      means: 'a refund changed state at Stripe after it was recorded; failed or canceled: the money did not go back',
+      sweeper: 'copied Stripe\u2019s state onto the refund row',
+      person: 'for a failed or canceled refund: refund the customer another way, then resolve the finding',
+    },
+    guide:
+      "a refund's state changed at Stripe after the application recorded it. The row takes Stripe's state. " +
+      'From pending to succeeded it is closed at once. A refund that **failed or was canceled** after it was ' +
+      'recorded stays open: the customer was told of a refund they did not get (the failure reason is in ' +
+      'the finding). *Refund them another way (or tell them), then `sweeper resolve ID`.*',
+  },
 } satisfies Record<string, FindingCategoryDefinition>;
 
 export type FindingCategory = keyof typeof FINDING_CATEGORY_DEFINITIONS;

@@ -3,6 +3,8 @@ import { judgeBatch, type RunContext } from './batch.js';
 import { isCovered, readCoverage } from './coverage.js';
 import { advanceEventCursor, readDeepRead, readEventCursor, recordDeepRead } from './changes-store.js';
 import { deepRead, stepCounter } from './deep-read.js';
+import { judgeRefundsById } from './refund-step.js';
+import { recordDisputes } from './disputes.js';
 import { loadChangedFacts } from './facts-sql.js';
 import type { ChangesReport, SweepDeps, SweepOptions } from './types.js';
 import { DAY_MS } from '../time/units.js';
@@ -141,6 +143,15 @@ async function judgeEventsChunk(
     );
   }
   await deps.faultPoint?.(`changes:${n}:listed`);
+  // Refunds first, in their own transaction: judged again harmlessly if this day is read again.
+  if (ctx.refundsReadable) {
+    const refunds = pointers.filter((p) => p.refundId);
+    const since = new Date(Math.min(...refunds.map((p) => p.created * 1000)));
+    await judgeRefundsById(deps, options, ctx, [...new Set(refunds.map((p) => p.refundId as string))], since);
+  }
+  // Disputes as their events tell (disputes.ts): recorded before the charges are judged with them.
+  const disputes = await ctx.inTransaction((client) => recordDisputes(client, account, pointers));
+  if (disputes > 0) report.disputes = (report.disputes ?? 0) + disputes;
   const fetchedAt = deps.clock();
   const { answered, read } = await rereadCharges(step, ids);
   // Only charges created where some run has judged (a first run: its lookback); older ones wait for a backfill.

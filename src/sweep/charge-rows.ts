@@ -5,7 +5,9 @@ import type { ChargeFact } from './facts.js';
 
 export const CHARGE_COLUMNS = `sc.account, sc.charge_id, sc.created, sc.amount, sc.amount_captured, sc.amount_refunded, sc.currency,
   sc.status, sc.captured, sc.refunded, sc.disputed, sc.payment_intent_id, sc.customer, sc.payment_method, sc.tenant_id,
-  sc.idempotency_key, sc.reference, sc.card_fingerprint`;
+  sc.idempotency_key, sc.reference, sc.card_fingerprint,
+  (SELECT d.status FROM stripe_disputes d WHERE d.charge_id = sc.charge_id
+    ORDER BY d.as_of DESC, d.stage DESC, d.event_id DESC LIMIT 1) AS dispute_status`;
 
 type Row = Record<string, unknown>;
 
@@ -38,6 +40,7 @@ export function chargeFact(r: Row): ChargeFact {
     idempotencyKey: textOrNull(r.idempotency_key),
     reference: textOrNull(r.reference),
     cardFingerprint: textOrNull(r.card_fingerprint),
+    disputeStatus: textOrNull(r.dispute_status),
     recordedIn: paymentAccount !== null && paymentAccount !== account ? paymentAccount : null,
   };
 }

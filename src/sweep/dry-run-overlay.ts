@@ -131,9 +131,12 @@ export class DryRunOverlay {
           status: repair.charge.status,
           amountRefunded: repair.charge.amountRefunded,
           disputed: repair.charge.disputed,
+          disputeStatus: repair.charge.disputeStatus ?? repair.effect.disputeStatus ?? null,
         });
         return;
       case 'refund_duplicates':
+      case 'record_refund':
+      case 'update_refund':
         return;
     }
   }

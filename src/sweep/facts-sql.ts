@@ -101,7 +101,8 @@ SELECT k.tenant_id, k.key, c.key AS claim_key, c.account_id, c.status, c.attempt
 
 const EFFECT_COLUMNS = `p.charge_id AS p_charge_id, p.tenant_id AS p_tenant_id, p.idempotency_key AS p_idempotency_key,
   p.payment_intent_id AS p_payment_intent_id, p.account_id AS p_account_id, p.amount AS p_amount, p.currency AS p_currency,
-  p.status AS p_status, p.amount_refunded AS p_amount_refunded, p.disputed AS p_disputed, p.created_at AS p_created_at`;
+  p.status AS p_status, p.amount_refunded AS p_amount_refunded, p.disputed AS p_disputed, p.dispute_status AS p_dispute_status,
+  p.created_at AS p_created_at`;
 
 /**
  * The keys' charges in this account by metadata, each with its payment row if any (any
@@ -391,6 +392,7 @@ function effectFact(r: Row): EffectFact {
     status: r.p_status as EffectFact['status'],
     amountRefunded: Number(r.p_amount_refunded),
     disputed: Boolean(r.p_disputed),
+    disputeStatus: textOrNull(r.p_dispute_status),
     createdAt: date(r.p_created_at),
   };
 }

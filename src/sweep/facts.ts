@@ -39,6 +39,8 @@ export type ChargeFact = Omit<NormalizedCharge, 'created' | 'account' | 'livemod
    * (charge ids are unique, so no row can be added here): that account's name.
    */
   recordedIn?: string | null;
+  /** Where its dispute stands, as the newest dispute event told (stripe_disputes); null: no dispute event seen. */
+  disputeStatus?: string | null;
 };
 
 /** A payment row as the sweep reads it: the same shape the claim library writes. */

@@ -30,7 +30,7 @@ export async function recordFindings(
     idempotency_key: f.idempotencyKey,
     reference: f.reference ?? null,
     members: f.members ?? null,
-    state: args.repairs.has(f) ? 'repaired' : 'open',
+    state: args.repairs.has(f) && !f.keepOpen ? 'repaired' : 'open',
     details: { ...f.details, ...(f.reason ? { reason: f.reason } : {}) },
     repair: args.repairs.get(f) ?? null,
   }));
@@ -101,6 +101,8 @@ export async function closeHealedFindings(
     findings: Finding[];
     /** Charges read from Stripe for this batch: an unreadable charge's finding heals only once one reads well. */
     freshlyRead?: readonly string[];
+    /** Categories whose findings only a person closes, found again or not. */
+    keepCategories?: readonly string[];
   },
 ): Promise<number> {
   if (args.judgedSubjects.length === 0) return 0;
@@ -110,20 +112,30 @@ export async function closeHealedFindings(
   // never by reading every open finding of the account: their number grows
   // with the history, the subjects of a batch do not. `f.state` is stated again on the row
   // updated: a finding a person closed meanwhile is rechecked there and stays as they left it
-  // (account, category and subject never change).
+  // (account, category and subject never change). `= ANY(ARRAY(…))` makes the probes one
+  // initplan: as `IN (…)`, a planner with an empty table's statistics re-ran them per open finding.
   const result = await db.query(
     `UPDATE recon_findings f
         SET state = 'resolved', closed_at = $4, closed_by = 'sweeper', last_seen_run = $5,
             note = 'no longer found by run ' || $5
-      WHERE f.id IN (SELECT o.id FROM unnest($2::text[]) AS j(subject)
-                      CROSS JOIN LATERAL (SELECT x.id FROM recon_findings x
-                                           WHERE x.account = $1 AND x.state = 'open' AND x.subject = j.subject
-                                          OFFSET 0) o)
+      WHERE f.id = ANY(ARRAY(SELECT o.id FROM unnest($2::text[]) AS j(subject)
+                              CROSS JOIN LATERAL (SELECT x.id FROM recon_findings x
+                                                   WHERE x.account = $1 AND x.state = 'open' AND x.subject = j.subject
+                                                  OFFSET 0) o))
         AND f.state = 'open'
         AND NOT (f.category || chr(31) || f.subject = ANY($3::text[]))
         -- Judged from the mirror's older read, a charge Stripe returned unreadable has not healed.
-        AND NOT (f.details ? 'malformed' AND NOT f.subject = ANY($6::text[]))`,
-    [args.account, [...new Set(args.judgedSubjects)], stillFound, args.now, args.runId, args.freshlyRead ?? []],
+        AND NOT (f.details ? 'malformed' AND NOT f.subject = ANY($6::text[]))
+        AND NOT f.category = ANY($7::text[])`,
+    [
+      args.account,
+      [...new Set(args.judgedSubjects)],
+      stillFound,
+      args.now,
+      args.runId,
+      args.freshlyRead ?? [],
+      args.keepCategories ?? [],
+    ],
   );
   return result.rowCount ?? 0;
 }

@@ -77,6 +77,8 @@ export interface ChangePointer {
   chargeId: string | null;
   /** A refund event's refund (its status may have changed: failed, canceled). */
   refundId?: string;
+  /** A dispute event's dispute, with its status at the event (docs/judgement.md "Disputes"). */
+  dispute?: { id: string; status: string };
   /** Set when the event could not be read as a pointer (its object names no usable charge). */
   problem?: string;
 }

@@ -13,6 +13,20 @@ import type { ChargeFact } from './facts.js';
 import type { Finding, RepairPlan } from './judge/index.js';
 
 /**
+ * Completes each planned claim (`plan`: tenant_id, key, attempt, status, keep_answer and the
+ * response columns; $2 the time) as a compare-and-swap on the version judged: a claim that
+ * moved meanwhile, or whose lease is live, is left to its writer. Charges' and refunds' repairs.
+ */
+export const COMPLETE_CLAIMS_SQL = `
+       UPDATE idempotency_keys k
+          SET status = 'completed', locked_until = NULL, completed_at = coalesce(k.completed_at, $2), updated_at = $2,
+              response_status = plan.response_status, response_body = plan.response_body,
+              response_outcome = plan.response_outcome
+         FROM plan
+        WHERE NOT plan.keep_answer AND k.tenant_id = plan.tenant_id AND k.key = plan.key
+          AND k.attempt = plan.attempt AND k.status = plan.status
+          AND (k.status <> 'in_flight' OR k.locked_until <= $2)`;
+/**
  * Claims are fenced on (tenant, key, attempt, status), never on created_at: a
  * JavaScript Date keeps milliseconds, and a claim written by another client may
  * carry microseconds, which would make every compare-and-swap miss silently.
@@ -130,15 +144,7 @@ async function completeClaims(
     `WITH plan AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(tenant_id text, key text, attempt int, status text,
               keep_answer boolean, response_status int, response_body jsonb, response_outcome text, effect jsonb)
-     ), completed AS (
-       UPDATE idempotency_keys k
-          SET status = 'completed', locked_until = NULL, completed_at = coalesce(k.completed_at, $2), updated_at = $2,
-              response_status = plan.response_status, response_body = plan.response_body,
-              response_outcome = plan.response_outcome
-         FROM plan
-        WHERE NOT plan.keep_answer AND k.tenant_id = plan.tenant_id AND k.key = plan.key
-          AND k.attempt = plan.attempt AND k.status = plan.status
-          AND (k.status <> 'in_flight' OR k.locked_until <= $2)
+     ), completed AS (${COMPLETE_CLAIMS_SQL}
        RETURNING k.tenant_id, k.key, k.response_status
      ), kept AS (
        -- A stored success is not written at all (not even its updated_at): the claim is
@@ -306,18 +312,22 @@ async function updateEffects(
     status: charge.status,
     amount_refunded: charge.amountRefunded,
     disputed: charge.disputed,
+    dispute_status: charge.disputeStatus ?? null,
     // The compare-and-swap: only the version the sweep judged is overwritten.
     old_status: effect.status,
     old_amount_refunded: effect.amountRefunded,
     old_disputed: effect.disputed,
+    old_dispute_status: effect.disputeStatus ?? null,
   }));
   const { rows } = await db.query<{ charge_id: string }>(
     `UPDATE payments p
-        SET status = plan.status, amount_refunded = plan.amount_refunded, disputed = plan.disputed, updated_at = $2
+        SET status = plan.status, amount_refunded = plan.amount_refunded, disputed = plan.disputed,
+            dispute_status = coalesce(plan.dispute_status, p.dispute_status), updated_at = $2
        FROM jsonb_to_recordset($1::jsonb) AS plan(charge_id text, status text, amount_refunded bigint, disputed boolean,
-            old_status text, old_amount_refunded bigint, old_disputed boolean)
+            dispute_status text, old_status text, old_amount_refunded bigint, old_disputed boolean, old_dispute_status text)
       WHERE p.charge_id = plan.charge_id AND p.status = plan.old_status
         AND p.amount_refunded = plan.old_amount_refunded AND p.disputed = plan.old_disputed
+        AND p.dispute_status IS NOT DISTINCT FROM plan.old_dispute_status
      RETURNING p.charge_id`,
     [JSON.stringify(plan), now],
   );
@@ -328,8 +338,18 @@ async function updateEffects(
     done.set(finding, {
       finding,
       action: 'update_effect_from_stripe',
-      before: { status: effect.status, amount_refunded: effect.amountRefunded, disputed: effect.disputed },
-      after: { status: charge.status, amount_refunded: charge.amountRefunded, disputed: charge.disputed },
+      before: {
+        status: effect.status,
+        amount_refunded: effect.amountRefunded,
+        disputed: effect.disputed,
+        dispute_status: effect.disputeStatus ?? null,
+      },
+      after: {
+        status: charge.status,
+        amount_refunded: charge.amountRefunded,
+        disputed: charge.disputed,
+        dispute_status: charge.disputeStatus ?? effect.disputeStatus ?? null,
+      },
     });
   }
 }

@@ -9,6 +9,7 @@ import { sweepSlice, type SliceContext } from './slice.js';
 import { nothingVerifiedYet } from './verify.js';
 import { newBrakeState } from './brake.js';
 import { judgeUnstableKeys } from './unstable-keys.js';
+import { emptyRefundsReport, sweepRefundWindow } from './refund-step.js';
 import { SlicePrefetcher } from './prefetch.js';
 import type { SweepDeps, SweepOptions, SweepReport } from './types.js';
 import { formatShard, scheduledWindow, type TimeWindow } from './window.js';
@@ -108,8 +109,12 @@ async function sweepAccount(
     await listWindow(a, prepared?.peek);
     await startRun(a);
     await sweepSlices(a);
-    if (report.status !== 'interrupted' && !options.signal?.aborted) await sweepLateChanges(a);
-    if (report.status !== 'interrupted' && !options.signal?.aborted) await judgeTenantKeys(a);
+    const going = () => report.status !== 'interrupted' && !options.signal?.aborted;
+    const refundsFailure = going() ? await sweepAppRefunds(a) : undefined;
+    if (going()) await sweepLateChanges(a);
+    if (going()) await judgeTenantKeys(a);
+    // The rest of the run stands; the account fails for its refunds step (a missing permission, Stripe down).
+    if (refundsFailure) throw refundsFailure;
     await finishAccountRun(a);
   } catch (error) {
     return await stoppedOrFailed(a, error);
@@ -148,6 +153,7 @@ function runContext(
     overlay: writes.overlay,
     writes,
     brake: newBrakeState(),
+    refundsReadable: true,
   };
 }
 
@@ -248,6 +254,27 @@ async function sweepLateChanges(a: AccountSweep): Promise<void> {
     report.changes = changes;
     await a.writes.recordChanges(a.ctx.run.id, changes);
     await settleRefunds(a);
+  }
+}
+
+/**
+ * Refunds the application made, over the run's window (refund-step.ts). A failure here
+ * (a key without Refunds read, Stripe down) is logged and held: the rest of the run goes
+ * on, and the account fails at the end with it.
+ */
+async function sweepAppRefunds(a: AccountSweep): Promise<Error | undefined> {
+  const { ctx } = a;
+  try {
+    // The whole window, a resumed backfill's too: the refunds step ran after the slices, so the run that stopped did not judge them.
+    await sweepRefundWindow(a.deps, a.options, ctx, a.window.full);
+    return undefined;
+  } catch (error) {
+    if (a.options.signal?.aborted || a.writes.broken) throw error;
+    const failure = error instanceof Error ? error : new Error(String(error));
+    ctx.refundsReadable = false;
+    (ctx.report.refunds ??= emptyRefundsReport()).error = failure.message;
+    ctx.log.error({ err: { message: failure.message } }, 'the refunds step failed; the rest of the run goes on');
+    return failure;
   }
 }
 

@@ -137,11 +137,32 @@ export interface SweepReport {
   resumed_from?: string;
   /** Scheduled runs: the late-changes step (docs/judgement.md "Late changes"). */
   changes?: ChangesReport;
+  /** The refunds step (docs/judgement.md "Refunds the application makes"), when refunds are listed. */
+  refunds?: RefundsReport;
   /**
    * The repair brake's bound was passed (brake.ts): by a dry run (a real run would stop
    * there) or by a run with --allow-mass-repair (`allowed`). A real run without it fails.
    */
   mass_repair?: BrakeTrip & { allowed: boolean };
+}
+
+export interface RefundsReport {
+  /** Refunds created in the window, as listed; read by id (rows' and answers' refunds not listed); of those, not at Stripe. */
+  listed: number;
+  read_by_id: number;
+  missing: number;
+  /** Refunds Stripe returned that cannot be read (each an open finding when it has an id). */
+  malformed: number;
+  /** Days of the window listed, and days not listed because nothing local could have a refund in them. */
+  days_listed: number;
+  days_quiet: number;
+  /** Listed up to here (scheduled runs keep it as the refunds cursor). */
+  cursor: string | null;
+  /** What the step found and repaired (non-zero categories; also counted in the run's totals). */
+  found: Partial<Record<Category, number>>;
+  repaired: Partial<Record<Category, number>>;
+  /** The step could not run (a key without Refunds read): the rest of the run stands, and the run fails. */
+  error?: string;
 }
 
 export interface ChangesReport {
@@ -158,6 +179,8 @@ export interface ChangesReport {
   repaired: Partial<Record<Category, number>>;
   /** Events whose object named no usable charge: logged, left to the deep re-read. */
   malformed_events: number;
+  /** Dispute statuses the events told of (recorded in stripe_disputes; absent when none). */
+  disputes?: number;
   /** Events up to here are read; null before the first read. */
   cursor: string | null;
   cursor_lag_seconds: number | null;

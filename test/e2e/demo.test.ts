@@ -24,7 +24,7 @@ describe('sweeper demo', () => {
     expect(unattributed?.[2]).not.toBe(unattributed?.[1]);
     expect(out).toMatch(/"event": "findings.open"/);
     expect(out).toMatch(/Exit code: 3 \(unreconciled findings are open/);
-    expect(out).toMatch(/3\. The same sweep again:\n {3}repaired 0; matched \d+; still open 7/);
+    expect(out).toMatch(/3\. The same sweep again:\n {3}repaired 0; matched \d+; still open 8/);
     // The rerun matches more than the first sweep did: exactly the charges it repaired, and it says so.
     const [, before, after, repaired] =
       /\n {3}matched (\d+) → (\d+): the (\d+) charges the first sweep repaired now agree/.exec(out) ?? [];

@@ -39,17 +39,17 @@ describe('session limits', () => {
     expect(d[0]?.lock).toBe('30s');
   });
 
-  it('no connection plans parallel workers, its first statement included', async () => {
+  it('no connection plans parallel workers or JIT, its first statement included', async () => {
     const fresh = createPool(db.url, { max: 2 });
     try {
       // Two connections at once: the setting comes with each one's start-up, before any statement.
       const [a, b] = await Promise.all([fresh.connect(), fresh.connect()]);
       try {
         for (const client of [a, b]) {
-          const { rows } = await client.query<{ workers: string }>(
-            `SELECT current_setting('max_parallel_workers_per_gather') AS workers`,
+          const { rows } = await client.query<{ workers: string; jit: string }>(
+            `SELECT current_setting('max_parallel_workers_per_gather') AS workers, current_setting('jit') AS jit`,
           );
-          expect(rows[0]?.workers).toBe('0');
+          expect(rows[0]).toEqual({ workers: '0', jit: 'off' });
         }
       } finally {
         a.release();

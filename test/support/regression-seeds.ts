@@ -288,6 +288,7 @@ const seeds = {
   ],
   'sweep-properties: refund duplicates': [],
   'sweep-judge-properties: judgement': [],
+  'refund-judge-properties: refunds': [],
   'fuzz: normalizeCharge refuses nothing wrongly': [],
   'fuzz: normalizeCharge takes every well-formed charge': [],
   'fuzz: listChargeWindow pages': [],

@@ -53,6 +53,8 @@ describe('severity', () => {
       'duplicate_effect',
       'effect_without_charge',
       'lost_effect',
+      'refund_effect_without_refund',
+      'refund_status_drift',
     ]);
   });
 });

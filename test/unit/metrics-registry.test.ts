@@ -111,6 +111,9 @@ describe('metrics registry', () => {
       'duplicate_effect',
       'suspected_duplicate',
       'unstable_keys',
+      'refund_without_effect',
+      'refund_effect_without_refund',
+      'refund_status_drift',
     ];
     const unreconciled = (account: string, open: Record<string, number>) =>
       notMatched.map((c) => `sweeper_unreconciled{account="${account}",category="${c}"} ${open[c] ?? 0}`);

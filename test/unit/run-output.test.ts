@@ -153,6 +153,36 @@ describe('what each step of a scheduled run judged', () => {
   it('a backfill has no such lines', () => {
     expect(formatReport(report())).not.toMatch(/late changes|deep re-read/);
   });
+  it('the refunds step: a line when it listed, read or failed; none when nothing could have a refund', () => {
+    const refunds = {
+      listed: 7,
+      read_by_id: 2,
+      missing: 1,
+      malformed: 0,
+      days_listed: 2,
+      days_quiet: 0,
+      cursor: null,
+      found: { refund_without_effect: 1, refund_effect_without_refund: 1 },
+      repaired: { refund_without_effect: 1 },
+    };
+    expect(formatReport(report({ refunds }))).toContain(
+      'refunds: 7 listed over 2 days, 2 read by id (1 not at Stripe) (found refund_without_effect 1, refund_effect_without_refund 1; repaired refund_without_effect 1)',
+    );
+    const quiet = {
+      ...refunds,
+      listed: 0,
+      read_by_id: 0,
+      missing: 0,
+      days_listed: 0,
+      days_quiet: 1,
+      found: {},
+      repaired: {},
+    };
+    expect(formatReport(report({ refunds: quiet }))).not.toMatch(/refunds:/);
+    expect(formatReport(report({ refunds: { ...quiet, error: 'the key may not read refunds' } }))).toContain(
+      'refunds: not judged (the key may not read refunds)',
+    );
+  });
 });
 
 describe('the sweeper: line of a non-zero exit', () => {

@@ -99,6 +99,7 @@ describe('reading events through the SDK', () => {
           object: 'dispute',
           charge: 'ch_3',
           payment_intent: 'pi_3',
+          status: 'needs_response',
         }),
         event('evt_2', AFTER + 20, 'refund.created', {
           id: 're_1',
@@ -129,6 +130,8 @@ describe('reading events through the SDK', () => {
         account: 'acct_42',
         chargeId: 'ch_4',
         paymentIntentId: 'pi_4',
+        refundId: null,
+        dispute: null,
       },
       {
         id: 'evt_3',
@@ -137,6 +140,8 @@ describe('reading events through the SDK', () => {
         account: 'acct_42',
         chargeId: 'ch_3',
         paymentIntentId: 'pi_3',
+        refundId: null,
+        dispute: { id: 'dp_1', status: 'needs_response' },
       },
       {
         id: 'evt_2',
@@ -145,6 +150,8 @@ describe('reading events through the SDK', () => {
         account: 'acct_42',
         chargeId: 'ch_2',
         paymentIntentId: null,
+        refundId: 're_1',
+        dispute: null,
       },
       {
         id: 'evt_1',
@@ -153,6 +160,8 @@ describe('reading events through the SDK', () => {
         account: 'acct_42',
         chargeId: 'ch_1',
         paymentIntentId: 'pi_1',
+        refundId: null,
+        dispute: null,
       },
     ]);
     expect(listing).toMatchObject({

@@ -17,6 +17,13 @@ export interface ChangeEvent {
   paymentIntentId: string | null;
   /** A refund event's refund: re-read by id, as the charge is (src/sweep/refund-step.ts). */
   refundId?: string | null;
+  /** A dispute event's dispute as the event carries it (src/sweep/disputes.ts says why this one is read from the event). */
+  dispute?: DisputeSnapshot | null;
+}
+
+export interface DisputeSnapshot {
+  id: string;
+  status: string;
 }
 
 /** What an event must satisfy to be read: the listing's own request, to check the answer against. */
@@ -60,8 +67,12 @@ export function readChangeEvent(raw: unknown, expected: EventExpectation): ReadE
   const { type, created } = envelope;
   const { chargeId, paymentIntentId } = pointersOf(object as Record<string, unknown>);
   const refundId = refundIdOf(object as Record<string, unknown>);
+  const dispute = disputeOf(object as Record<string, unknown>);
   if (chargeId === null && type.startsWith('charge.')) return fail(`a ${type} event that names no charge`, true);
-  return { ok: true, event: { id, type, created, account: expected.account, chargeId, paymentIntentId, refundId } };
+  return {
+    ok: true,
+    event: { id, type, created, account: expected.account, chargeId, paymentIntentId, refundId, dispute },
+  };
 }
 
 /** The event's type and time, checked against what the listing asked for; or what is wrong with them. */
@@ -85,6 +96,15 @@ function readEnvelope(
 /** A refund event's own refund id; null for every other object. */
 function refundIdOf(object: Record<string, unknown>): string | null {
   return object.object === 'refund' ? idOf(object.id) : null;
+}
+
+/** A dispute event's dispute: its id and status (a lower-case word, as Stripe's are); null otherwise. */
+function disputeOf(object: Record<string, unknown>): DisputeSnapshot | null {
+  if (object.object !== 'dispute') return null;
+  const id = idOf(object.id);
+  const status = object.status;
+  if (id === null || typeof status !== 'string' || !/^[a-z_]{1,40}$/.test(status)) return null;
+  return { id, status };
 }
 
 /** The charge and intent an event's object points at, whatever its kind. */

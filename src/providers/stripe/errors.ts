@@ -40,6 +40,48 @@ export class MissingStripePermissionError extends Error {
   }
 }
 
+/** A read permission of a restricted key, as Stripe's dashboard names it. */
+export interface ReadPermission {
+  /** What it reads, in a sentence: `refunds`. */
+  noun: string;
+  /** Stripe's permission id: `rak_refund_read`. */
+  permission: string;
+  /** The dashboard's words: `Refunds: Read`. */
+  grant: string;
+}
+
+export const REFUNDS_READ: ReadPermission = { noun: 'refunds', permission: 'rak_refund_read', grant: 'Refunds: Read' };
+export const PAYOUTS_READ: ReadPermission = { noun: 'payouts', permission: 'rak_payout_read', grant: 'Payouts: Read' };
+export const BALANCE_READ: ReadPermission = {
+  noun: 'balance transactions',
+  permission: 'rak_balance_read',
+  grant: 'Balance: Read',
+};
+
+/**
+ * The key may not read what one step of a run needs (HTTP 403): that step fails with
+ * this one line, and the rest of the run stands (docs/operations.md "The Stripe key").
+ */
+export class MissingReadPermissionError extends Error {
+  override readonly name = 'MissingReadPermissionError';
+  readonly exitCode = ExitCode.failed;
+  readonly permission: string;
+
+  constructor(
+    readonly account: string | null,
+    what: ReadPermission,
+    stripeMessage: string,
+  ) {
+    super(
+      `the Stripe key may not read ${what.noun} of ${describeAccount(account)} (403): it is missing the ` +
+        `${what.grant.replace(/: Read$/, ' read')} permission (${what.permission}). Grant '${what.grant}' to the restricted key` +
+        (account === null ? '' : ' on this connected account') +
+        `. Stripe said: ${stripeMessage}`,
+    );
+    this.permission = what.permission;
+  }
+}
+
 /**
  * A connected account answered 403 `account_invalid`: the platform's access to it was
  * revoked (it disconnected the platform), or it no longer exists. Nothing to retry, and

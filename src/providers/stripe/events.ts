@@ -375,6 +375,7 @@ export function changeSource(reader: EventReader): ChangeSource {
         created: e.created,
         chargeId: e.chargeId,
         ...(e.refundId ? { refundId: e.refundId } : {}),
+        ...(e.dispute ? { dispute: e.dispute } : {}),
       })),
       ...listing.malformed.map((m) => ({
         id: m.id,

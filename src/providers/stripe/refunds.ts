@@ -3,6 +3,7 @@ import { accountIdOf } from '../../domain/identity.js';
 import type { MalformedCharge, NormalizedRefund, RefundPage, RefundSource } from '../../sweep/provider.js';
 import type { TimeWindow } from '../../sweep/window.js';
 import { StripeListCounters } from './counters.js';
+import { MissingReadPermissionError, MissingStripePermissionError, REFUNDS_READ } from './errors.js';
 import { STRIPE_MAX_PAGE_SIZE } from './limits.js';
 import {
   CURRENCY,
@@ -107,8 +108,16 @@ export function createStripeRefunds(deps: StripeRefundsDeps): {
       sleep: deps.sleep,
     },
   );
-  const request = <R>(account: string, run: (o: Stripe.RequestOptions) => Promise<R>, signal?: AbortSignal) =>
-    send({ account: accountIdOf(account), run }, signal ?? new AbortController().signal) as Promise<R>;
+  const request = async <R>(account: string, run: (o: Stripe.RequestOptions) => Promise<R>, signal?: AbortSignal) => {
+    try {
+      return (await send({ account: accountIdOf(account), run }, signal ?? new AbortController().signal)) as R;
+    } catch (error) {
+      // The lister's 403 names the charges permission: this step needs Refunds read.
+      if (error instanceof MissingStripePermissionError)
+        throw new MissingReadPermissionError(error.account, REFUNDS_READ, stripeSaid(error.message));
+      throw error;
+    }
+  };
 
   async function* listRefunds(account: string, window: TimeWindow, signal?: AbortSignal): AsyncIterable<RefundPage> {
     const created = { gte: Math.floor(window.from.getTime() / 1000), lt: Math.ceil(window.to.getTime() / 1000) };
@@ -151,21 +160,37 @@ export function createStripeRefunds(deps: StripeRefundsDeps): {
   ): Promise<NormalizedRefund[]> {
     const found: NormalizedRefund[] = [];
     for (const id of new Set(ids)) {
-      let raw: Stripe.Refund;
-      try {
-        raw = await request<Stripe.Refund>(account, (options) => deps.stripe.refunds.retrieve(id, {}, options), signal);
-      } catch (error) {
-        const { statusCode, code } = (error ?? {}) as { statusCode?: unknown; code?: unknown };
-        if (statusCode === 404 && code === 'resource_missing') continue;
-        throw error;
-      }
+      const raw = await request<Stripe.Refund | null>(
+        account,
+        async (options) => {
+          try {
+            return await deps.stripe.refunds.retrieve(id, {}, options);
+          } catch (error) {
+            // Inside the retried call: a 404 is an answer (no such refund here), not a failure.
+            const { statusCode, code } = (error ?? {}) as { statusCode?: unknown; code?: unknown };
+            if (error instanceof Stripe.errors.StripeError && statusCode === 404 && code === 'resource_missing')
+              return null;
+            throw error;
+          }
+        },
+        signal,
+      );
+      if (raw === null) continue;
       const read = normalizeRefund(raw, accountIdOf(account), keys);
+      if (read.ok && read.refund.id !== id)
+        throw new Error(`Stripe's answer for refund ${id} is another refund (${read.refund.id})`);
       if (read.ok) found.push(read.refund);
-      else if (onMalformed) onMalformed({ ...read.malformed, id: read.malformed.id ?? id });
+      else if (onMalformed) onMalformed({ ...read.malformed, id });
       else throw new Error(`Stripe's re-read of refund ${id} cannot be judged: ${read.malformed.problem}`);
     }
     return found;
   }
 
   return { listRefunds, refundsById };
+}
+
+/** Stripe's own words from a permission error's message. */
+function stripeSaid(message: string): string {
+  const at = message.indexOf('Stripe said: ');
+  return at < 0 ? message : message.slice(at + 'Stripe said: '.length);
 }

@@ -87,6 +87,7 @@ export function chargeSummary(c: ChargeFact) {
     currency: c.currency,
     status: c.status,
     disputed: c.disputed,
+    dispute_status: c.disputeStatus ?? null,
     payment_intent: c.paymentIntent,
     customer: c.customer,
     payment_method: c.paymentMethod,
@@ -101,6 +102,7 @@ export function effectSummary(e: EffectFact) {
     currency: e.currency,
     status: e.status,
     disputed: e.disputed,
+    dispute_status: e.disputeStatus ?? null,
     created_at: e.createdAt.toISOString(),
   };
 }

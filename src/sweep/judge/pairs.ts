@@ -79,11 +79,7 @@ export function judgePair(
     );
     return 'amount_mismatch';
   }
-  if (
-    charge.amountRefunded !== effect.amountRefunded ||
-    charge.disputed !== effect.disputed ||
-    charge.status !== effect.status
-  ) {
+  if (stateDiffers(charge, effect)) {
     out.findings.push(
       finding({
         category: 'status_drift',
@@ -97,4 +93,15 @@ export function judgePair(
     return 'status_drift';
   }
   return 'agrees';
+}
+
+/** Refunded, disputed or captured since; or the newest dispute event says the dispute stands elsewhere. */
+function stateDiffers(charge: ChargeFact, effect: EffectFact): boolean {
+  const dispute = charge.disputeStatus ?? null;
+  return (
+    charge.amountRefunded !== effect.amountRefunded ||
+    charge.disputed !== effect.disputed ||
+    charge.status !== effect.status ||
+    (dispute !== null && dispute !== (effect.disputeStatus ?? null))
+  );
 }

@@ -1,5 +1,6 @@
 import type { Category } from '../categories.js';
 import type { ChargeFact, ClaimFact, EffectFact } from '../facts.js';
+import type { RefundStatus, StripeRefundFact } from './refunds.js';
 
 export interface JudgeContext {
   now: Date;
@@ -74,7 +75,14 @@ export type RepairPlan =
   /** Stripe owns refund, dispute and capture state: copy it onto the effect. */
   | { kind: 'update_effect'; effect: EffectFact; charge: ChargeFact }
   /** Refund extras identical to the kept charge (through the refund outbox, after the slice commits). */
-  | { kind: 'refund_duplicates'; keep: ChargeFact; refund: ChargeFact[] };
+  | { kind: 'refund_duplicates'; keep: ChargeFact; refund: ChargeFact[] }
+  /**
+   * Record a refund the application made: its payment_refunds row, and the claim completed
+   * with Stripe's refund as its answer (`claim` null: the claim already stores it).
+   */
+  | { kind: 'record_refund'; refund: StripeRefundFact; claim: ClaimVersion | null }
+  /** Stripe owns a refund's state: the row takes it (compare-and-swap on the state read). */
+  | { kind: 'update_refund'; refundId: string; from: RefundStatus; to: RefundStatus };
 
 /** What a finding (or `matched`) accounts for: every judged object has exactly one home. */
 export interface Covers {
@@ -103,6 +111,8 @@ export interface Finding {
   reference?: string;
   /** Findings about a set of charges (duplicate_effect, suspected_duplicate): the set. */
   members?: string[];
+  /** Repaired, yet open for a person (a refund that failed after it was recorded: the row is corrected, the customer is not refunded). */
+  keepOpen?: boolean;
 }
 
 export interface Judgement {
