@@ -45,6 +45,8 @@ interface AccountState {
   watermark: Date | null;
   cursor: Date | null;
   deepReadAt: Date | null;
+  /** Where the refunds step last listed to (refund-step.ts); null before its first. */
+  refundCursor: Date | null;
   /** Some run judged part of the deep re-read's range: its re-read would list Stripe. */
   sweptRecently: boolean;
   /** Refund intents to settle, or duplicates whose tenants' keys are judged: work beyond the window. */
@@ -70,6 +72,7 @@ SELECT a AS account,
        (SELECT watermark FROM recon_watermarks w WHERE w.account = a AND w.shard = '') AS watermark,
        (SELECT cursor FROM recon_event_cursors c WHERE c.account = a) AS cursor,
        (SELECT last_at FROM recon_deep_reads d WHERE d.account = a) AS deep_read_at,
+       (SELECT cursor FROM recon_refund_cursors rc WHERE rc.account = a) AS refund_cursor,
        EXISTS (SELECT 1 FROM recon_runs r WHERE r.account = a AND r.checkpoint > r.window_from AND r.checkpoint > $2) AS swept_recently,
        EXISTS (SELECT 1 FROM recon_refunds x WHERE x.account = a AND x.state = 'intent')
          OR EXISTS (SELECT 1 FROM recon_findings f WHERE f.category = 'duplicate_effect' AND f.account = a AND f.first_seen_at >= $3)
@@ -88,7 +91,11 @@ SELECT t.account
  WHERE EXISTS (SELECT 1 FROM stripe_charges c WHERE c.account = t.account AND c.created >= t.read_from AND c.created < t.read_to)
     OR EXISTS (SELECT 1 FROM idempotency_keys k WHERE k.account = t.account AND k.updated_at >= t.slice_from AND k.updated_at < t.slice_to)
     OR EXISTS (SELECT 1 FROM payments p WHERE p.account = t.account AND p.created_at >= t.slice_from AND p.created_at < t.slice_to)
-    OR EXISTS (SELECT 1 FROM payment_refunds r WHERE r.account = t.account AND r.created_at >= t.slice_from AND r.created_at < t.slice_to)`;
+    OR EXISTS (SELECT 1 FROM payment_refunds r WHERE r.account = t.account AND r.created_at >= t.slice_from AND r.created_at < t.read_to)
+    -- What makes the refunds step list (refund-facts.ts hasRefundActivity): a refund claim
+    -- active in the window or within Stripe's idempotency window before it.
+    OR EXISTS (SELECT 1 FROM idempotency_keys k WHERE k.account = t.account AND k.updated_at >= t.slice_from - interval '24 hours'
+                  AND k.updated_at < t.read_to AND sweeper_claim_is_refund(k.operation, k.response_body))`;
 
 export async function settleQuietAccounts(
   deps: SweepDeps,
@@ -105,7 +112,10 @@ export async function settleQuietAccounts(
   const unsettled: string[] = [];
   for (const account of accounts) {
     const state = states.get(account) as AccountState;
-    const plan = planOf(account, state, options, started, Boolean(deps.listChanges));
+    const plan = planOf(account, state, options, started, {
+      events: Boolean(deps.listChanges),
+      refunds: Boolean(deps.listRefunds),
+    });
     if (plan === 'unsettled') unsettled.push(account);
     else if (plan === 'own-sweep') outcome.busy.push({ account });
     else plans.push(plan);
@@ -153,6 +163,7 @@ async function readStates(
     watermark: Date | null;
     cursor: Date | null;
     deep_read_at: Date | null;
+    refund_cursor: Date | null;
     swept_recently: boolean;
     pending: boolean;
   }>(STATES, [
@@ -167,6 +178,7 @@ async function readStates(
         watermark: r.watermark,
         cursor: r.cursor,
         deepReadAt: r.deep_read_at,
+        refundCursor: r.refund_cursor,
         sweptRecently: r.swept_recently,
         pending: r.pending,
       },
@@ -201,8 +213,9 @@ function planOf(
   state: AccountState,
   options: SweepOptions,
   started: Date,
-  events: boolean,
+  steps: { events: boolean; refunds: boolean },
 ): Plan | 'unsettled' | 'own-sweep' {
+  const { events } = steps;
   const window = scheduledWindow({
     watermark: state.watermark,
     now: started,
@@ -212,6 +225,8 @@ function planOf(
   });
   if (!window) return 'unsettled';
   if (state.pending) return 'own-sweep';
+  // The refunds step goes on from its cursor: one behind this window has days to judge first.
+  if (steps.refunds && state.refundCursor && state.refundCursor.getTime() < window.from.getTime()) return 'own-sweep';
   const read = widen(window, options.leaseMs, started);
   if (!events) return { account, state, window, read, before: null, cursor: null, recordDeepRead: false };
   const lag = Math.max(options.eventsLagMs, options.settleMs);
@@ -350,6 +365,7 @@ async function recordQuiet(
       ],
     );
     await advanceAll(client, plans, ids, now, options);
+    if (deps.listRefunds) await advanceRefundCursors(client, plans, ids, now);
     await lock.confirmHeld(client);
     return new Map(rows.map((r) => [r.account, r.unreconciled]));
   });
@@ -394,6 +410,22 @@ async function advanceAll(
       [deep.map((d) => d.plan.account), deep.map((d) => d.id), now, range.from, deep.map((d) => d.plan.window.to)],
     );
   }
+}
+
+/** The refunds cursors of the quiet accounts: their windows had no refund activity, as a quiet day of refund-step.ts. */
+async function advanceRefundCursors(
+  db: Queryable,
+  plans: readonly Plan[],
+  ids: readonly string[],
+  now: Date,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO recon_refund_cursors AS c (account, cursor, run_id, updated_at)
+     SELECT t.account, t.cursor, t.run_id, $4 FROM unnest($1::text[], $2::timestamptz[], $3::text[]) AS t(account, cursor, run_id)
+     ON CONFLICT (account) DO UPDATE SET cursor = GREATEST(c.cursor, EXCLUDED.cursor), run_id = EXCLUDED.run_id,
+            updated_at = EXCLUDED.updated_at`,
+    [plans.map((p) => p.account), plans.map((p) => p.window.to), ids, now],
+  );
 }
 
 /** The deep re-read's range from its whole first hour, as deep-read.ts aligns it. */

@@ -35,7 +35,7 @@ beforeEach(async () => {
   double.reset();
   double.clock.set(NOW.getTime());
   await emptySweepTables(db.pool);
-  await db.pool.query('DELETE FROM recon_accounts');
+  await db.pool.query('DELETE FROM recon_accounts; DELETE FROM recon_refund_cursors');
 });
 
 function providerOf(rate = 1_000, global = 10_000): StripeProvider {
@@ -197,6 +197,13 @@ describe('idle accounts', () => {
     );
     expect(reports.every((r) => r.status === 'succeeded')).toBe(true);
     for (const account of ids) expect(double.counters.account(account), account).toBeLessThanOrEqual(2);
+    // Settled together as their own sweeps would have: the refunds step's cursor moved on with the watermark.
+    const { rows: behind } = await db.pool.query(
+      `SELECT w.account FROM recon_watermarks w LEFT JOIN recon_refund_cursors c USING (account)
+        WHERE w.account = ANY($1::text[]) AND c.cursor IS DISTINCT FROM w.watermark`,
+      [ids],
+    );
+    expect(behind).toEqual([]);
 
     const status = await readStatus(db.pool, t2);
     expect(status.most_lagging).toHaveLength(10);
