@@ -179,6 +179,65 @@ CREATE TABLE recon_deep_reads (
   run_id        text        NOT NULL
 );
 
+-- Saved plans (docs/plans.md): what `sweeper run|backfill --plan` would do, step by step,
+-- each step with the evidence it read, applied later by `sweeper apply` only where that
+-- evidence is unchanged. `body` is the plan as its file holds it and never changes once
+-- written; `digest` is the SHA-256 of its canonical JSON: a plan file is accepted only
+-- when its own digest matches this row's (a file altered, or made by another database,
+-- is refused as a whole). What changes is beside it: the approval, and each step's state.
+CREATE TABLE recon_plans (
+  id          text        PRIMARY KEY,
+  author      text        NOT NULL,
+  created_at  timestamptz NOT NULL,
+  mode        text        NOT NULL CHECK (mode IN ('run', 'backfill')),
+  accounts    text[]      NOT NULL,
+  digest      text        NOT NULL,
+  body        jsonb       NOT NULL,
+  steps       int         NOT NULL CHECK (steps >= 0),
+  -- Steps that move money (refunds): applied only once a second person approved the plan.
+  money_steps int         NOT NULL CHECK (money_steps >= 0),
+  -- Who approved the plan's money steps (never its author: src/plans/approve.ts), and when.
+  approved_by text,
+  approved_at timestamptz,
+  CHECK ((approved_by IS NULL) = (approved_at IS NULL))
+);
+CREATE INDEX recon_plans_created ON recon_plans (created_at DESC, id DESC);
+
+-- Where each step of a plan stands: `planned` until an apply decides it, then `applied`,
+-- or `refused` (its evidence moved, or a writer moved its row as it was applied; `reason`
+-- says which). A refused step is never tried again: the next plan judges it afresh.
+CREATE TABLE recon_plan_steps (
+  plan_id     text        NOT NULL,
+  step        int         NOT NULL CHECK (step >= 1),
+  account     text        NOT NULL,
+  category    text        NOT NULL,
+  subject     text        NOT NULL,
+  kind        text        NOT NULL,
+  moves_money boolean     NOT NULL,
+  state       text        NOT NULL CHECK (state IN ('planned', 'applied', 'refused')),
+  reason      text,
+  -- The finding the apply recorded the step's repair under (recon_findings.id).
+  finding_id  bigint,
+  decided_at  timestamptz,
+  decided_by  text,
+  PRIMARY KEY (plan_id, step),
+  CHECK ((state = 'planned') = (decided_at IS NULL))
+);
+
+-- Every plan made, approval given and apply run, with its actor: append-only, like
+-- recon_repairs (each step an apply repairs also has its recon_repairs row).
+CREATE TABLE recon_plan_events (
+  id      bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  plan_id text        NOT NULL,
+  action  text        NOT NULL CHECK (action IN ('planned', 'approved', 'applied')),
+  actor   text        NOT NULL,
+  at      timestamptz NOT NULL,
+  details jsonb       NOT NULL DEFAULT '{}'
+);
+CREATE INDEX recon_plan_events_plan ON recon_plan_events (plan_id);
+CREATE TRIGGER recon_plan_events_append_only BEFORE UPDATE OR DELETE ON recon_plan_events
+  FOR EACH ROW EXECUTE FUNCTION sweeper_forbid_change();
+
 -- A platform's connected accounts, discovered each run through GET /v1/accounts
 -- (SWEEPER_ACCOUNTS=connected): which are swept, since when, and which left. An account
 -- Stripe no longer lists, or that answers 403 (access revoked), is inactive until Stripe

@@ -481,6 +481,61 @@ ALTER TABLE public.recon_findings ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTI
     CACHE 1
 );
 
+CREATE TABLE public.recon_plan_events (
+    id bigint NOT NULL,
+    plan_id text NOT NULL,
+    action text NOT NULL,
+    actor text NOT NULL,
+    at timestamp with time zone NOT NULL,
+    details jsonb DEFAULT '{}'::jsonb NOT NULL,
+    CONSTRAINT recon_plan_events_action_check CHECK ((action = ANY (ARRAY['planned'::text, 'approved'::text, 'applied'::text])))
+);
+
+ALTER TABLE public.recon_plan_events ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.recon_plan_events_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE public.recon_plan_steps (
+    plan_id text NOT NULL,
+    step integer NOT NULL,
+    account text NOT NULL,
+    category text NOT NULL,
+    subject text NOT NULL,
+    kind text NOT NULL,
+    moves_money boolean NOT NULL,
+    state text NOT NULL,
+    reason text,
+    finding_id bigint,
+    decided_at timestamp with time zone,
+    decided_by text,
+    CONSTRAINT recon_plan_steps_check CHECK (((state = 'planned'::text) = (decided_at IS NULL))),
+    CONSTRAINT recon_plan_steps_state_check CHECK ((state = ANY (ARRAY['planned'::text, 'applied'::text, 'refused'::text]))),
+    CONSTRAINT recon_plan_steps_step_check CHECK ((step >= 1))
+);
+
+CREATE TABLE public.recon_plans (
+    id text NOT NULL,
+    author text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    mode text NOT NULL,
+    accounts text[] NOT NULL,
+    digest text NOT NULL,
+    body jsonb NOT NULL,
+    steps integer NOT NULL,
+    money_steps integer NOT NULL,
+    approved_by text,
+    approved_at timestamp with time zone,
+    CONSTRAINT recon_plans_check CHECK (((approved_by IS NULL) = (approved_at IS NULL))),
+    CONSTRAINT recon_plans_mode_check CHECK ((mode = ANY (ARRAY['run'::text, 'backfill'::text]))),
+    CONSTRAINT recon_plans_money_steps_check CHECK ((money_steps >= 0)),
+    CONSTRAINT recon_plans_steps_check CHECK ((steps >= 0))
+);
+
 CREATE TABLE public.recon_refund_cursors (
     account text NOT NULL,
     cursor timestamp with time zone NOT NULL,
@@ -674,6 +729,15 @@ ALTER TABLE ONLY public.recon_findings
 ALTER TABLE ONLY public.recon_findings
     ADD CONSTRAINT recon_findings_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY public.recon_plan_events
+    ADD CONSTRAINT recon_plan_events_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.recon_plan_steps
+    ADD CONSTRAINT recon_plan_steps_pkey PRIMARY KEY (plan_id, step);
+
+ALTER TABLE ONLY public.recon_plans
+    ADD CONSTRAINT recon_plans_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY public.recon_refund_cursors
     ADD CONSTRAINT recon_refund_cursors_pkey PRIMARY KEY (account);
 
@@ -743,6 +807,10 @@ CREATE INDEX recon_findings_open_reference ON public.recon_findings USING btree 
 
 CREATE INDEX recon_findings_open_subject ON public.recon_findings USING btree (account, subject) WHERE (state = 'open'::text);
 
+CREATE INDEX recon_plan_events_plan ON public.recon_plan_events USING btree (plan_id);
+
+CREATE INDEX recon_plans_created ON public.recon_plans USING btree (created_at DESC, id DESC);
+
 CREATE INDEX recon_refunds_finding ON public.recon_refunds USING btree (finding_id);
 
 CREATE INDEX recon_refunds_open ON public.recon_refunds USING btree (account) WHERE (state = 'intent'::text);
@@ -772,6 +840,8 @@ CREATE TRIGGER idempotency_keys_identity_is_immutable BEFORE UPDATE ON public.id
 CREATE TRIGGER idempotency_keys_truncated AFTER TRUNCATE ON public.idempotency_keys FOR EACH STATEMENT EXECUTE FUNCTION public.sweeper_forget_claim_keys();
 
 CREATE TRIGGER idempotency_keys_unique_across_partitions AFTER INSERT ON public.idempotency_keys REFERENCING NEW TABLE AS new_claims FOR EACH STATEMENT EXECUTE FUNCTION public.sweeper_file_claim_keys();
+
+CREATE TRIGGER recon_plan_events_append_only BEFORE DELETE OR UPDATE ON public.recon_plan_events FOR EACH ROW EXECUTE FUNCTION public.sweeper_forbid_change();
 
 CREATE TRIGGER recon_repairs_append_only BEFORE DELETE OR UPDATE ON public.recon_repairs FOR EACH ROW EXECUTE FUNCTION public.sweeper_forbid_change();
 

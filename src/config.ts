@@ -442,12 +442,12 @@ const envSchema = z.object({
   SWEEPER_UI_RESOLVERS: parsedOrNull('SWEEPER_UI_RESOLVERS', personNames)
     .meta({ bounds: 'names, comma-separated' })
     .describe(
-      '`sweeper serve`: who may resolve, ignore and mark findings not a duplicate (names as they sign in, or as the proxy header gives them; case does not matter); everyone else reads. Unset: nobody changes anything (with `--insecure-local`: the local actor may)',
+      '`sweeper serve`: who may resolve, ignore and mark findings not a duplicate, and approve and apply saved plans (names as they sign in, or as the proxy header gives them; case does not matter); everyone else reads. Unset: nobody changes anything (with `--insecure-local`: the local actor may)',
     ),
   SWEEPER_ACTOR: parsedOrNull('SWEEPER_ACTOR', onePersonName)
     .meta({ bounds: `1–${MAX_NAME_LENGTH} characters, not \`${AUTOMATIC_ACTOR}\`` })
     .describe(
-      "who a person's action is recorded as when nothing else names them: `sweeper serve --insecure-local`'s one user; unset: the OS user",
+      "who a person's action is recorded as when nothing else names them: `sweeper serve --insecure-local`'s one user, and a plan's author, approver or applier without `--by`; unset: the OS user",
     ),
 });
 
@@ -625,7 +625,7 @@ export interface ReviewSettings {
   trustedProxies: AddressEntry[];
   /** Who may change anything; everyone else reads. */
   resolvers: string[];
-  /** SWEEPER_ACTOR: the actor of `--insecure-local`; null: the OS user. */
+  /** SWEEPER_ACTOR: the actor of `--insecure-local` (and of plan commands without `--by`); null: the OS user. */
   actor: string | null;
 }
 

@@ -8,7 +8,11 @@ export const ExitCode = {
   failed: 1,
   unreconciled: 3,
   usage: 64,
+  /** `sweeper apply`, `sweeper approve`: the file or id is not a plan this database made, or the file was altered (EX_DATAERR). */
+  invalidPlan: 65,
   locked: 75,
+  /** `sweeper approve`: the plan's author may not approve it; four eyes need a second person (EX_NOPERM). */
+  notAllowed: 77,
 } as const;
 
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];

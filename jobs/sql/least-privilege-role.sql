@@ -24,6 +24,9 @@ GRANT SELECT, INSERT, UPDATE ON idempotency_keys, payments, payment_refunds, str
       recon_deep_reads, recon_accounts, alert_state TO sweeper_runtime;
 -- The audit is append-only: insert and read, never change.
 GRANT SELECT, INSERT ON recon_repairs TO sweeper_runtime;
+-- Saved plans (docs/plans.md): made, approved and applied; their audit appended only.
+GRANT SELECT, INSERT, UPDATE ON recon_plans, recon_plan_steps TO sweeper_runtime;
+GRANT SELECT, INSERT ON recon_plan_events TO sweeper_runtime;
 -- Written by the mirror's own trigger (as the owner); the sweep only reads it.
 GRANT SELECT ON stripe_charge_keys, stripe_charge_references TO sweeper_runtime;
 -- The claim library counts its outcomes and its quota; the sweep reads them.

@@ -1,7 +1,8 @@
 -- The role the review page (`sweeper serve`, docs/review.md) connects as: it reads the
 -- findings and their evidence, the runs and the mirror, and closes findings (state,
 -- closed_at, closed_by, note, and the not-a-duplicate verdict in details) with an audit
--- row; nothing else. It cannot repair, refund, sweep, change a claim or a payment row,
+-- row; reads saved plans and approves them (docs/plans.md); nothing else. It cannot
+-- repair, refund, apply a plan, sweep, change a claim or a payment row,
 -- change or delete an audit row, or run DDL. Run as the owner after `sweeper migrate`,
 -- then give the role a password (kept out of this file and of shell history by psql's
 -- prompt):
@@ -30,6 +31,11 @@ GRANT SELECT ON recon_findings, recon_finding_charges, recon_repairs, recon_refu
 GRANT UPDATE (state, closed_at, closed_by, note, details) ON recon_findings TO sweeper_review;
 -- Its audit row: appended, never changed (the table's trigger refuses that to everyone).
 GRANT INSERT ON recon_repairs TO sweeper_review;
+-- Saved plans: read, and approved by a second person (src/plans/approve.ts) with the
+-- approval's audit row. Applying one repairs, so it is not this role's.
+GRANT SELECT ON recon_plans, recon_plan_steps, recon_plan_events TO sweeper_review;
+GRANT UPDATE (approved_by, approved_at) ON recon_plans TO sweeper_review;
+GRANT INSERT ON recon_plan_events TO sweeper_review;
 
 -- Session limits, as for sweeper_runtime: a page waiting on a finding a running sweep
 -- holds gives up after 30 s, and nothing it starts runs or idles for long.

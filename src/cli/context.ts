@@ -1,5 +1,7 @@
 import { userInfo } from 'node:os';
-import { loadConfig, requireDatabaseUrl, type Config } from '../config.js';
+import { loadConfig, loadReviewSettings, requireDatabaseUrl, type Config } from '../config.js';
+import { createStripeProvider, type StripeProvider } from '../providers/stripe/provider.js';
+import { personName } from '../serve/names.js';
 import { assertSchemaCurrent } from '../db/migrate.js';
 import { checkConnection, createPool, type Pool } from '../db/pool.js';
 import type { Logger } from '../log.js';
@@ -52,4 +54,32 @@ export function osUser(): string {
   } catch {
     return 'unknown';
   }
+}
+
+/**
+ * Who a person's command acts as (a plan's author, its approver, whoever applies it):
+ * `--by`, else SWEEPER_ACTOR, else the OS user; a name as the review page takes one.
+ */
+export function actorName(by: string | undefined, flag = '--by'): string {
+  const given = by ?? loadReviewSettings().actor ?? osUser();
+  const checked = personName(given);
+  if ('problem' in checked) {
+    throw new UsageError(
+      by !== undefined
+        ? `${flag}: the name ${checked.problem}; give the person's own name`
+        : `the OS user's name ${checked.problem}: pass ${flag} NAME (or set SWEEPER_ACTOR)`,
+    );
+  }
+  return checked.name;
+}
+
+/** The Stripe provider of a command, from the configuration (one rate budget for all its requests). */
+export function stripeProviderFor(config: Config, apiKey: string): StripeProvider {
+  return createStripeProvider({
+    apiKey,
+    apiBase: config.stripeApiBase,
+    timeoutMs: config.requestDeadlineMs,
+    ratePerSecond: config.stripeRatePerSecond,
+    metadataKeys: config.metadataKeys,
+  });
 }

@@ -8,6 +8,7 @@ import { registerSchedule } from './commands/schedule.js';
 import { registerDemo } from './commands/demo.js';
 import { registerImportClaims } from './commands/import-claims.js';
 import { registerServe } from './commands/serve.js';
+import { registerPlanCommands } from './commands/plans.js';
 import { ExitCode, reportFatal, writeErrorLine } from './exit.js';
 import { packageJson } from './package-info.js';
 
@@ -21,17 +22,20 @@ export function buildProgram(): Command {
       `
 Configuration is read from the environment (DATABASE_URL, STRIPE_API_KEY, …); see README.
 Exit codes: 0 reconciled, 1 run failed, 3 unreconciled findings open, 64 bad usage or
-configuration, 75 another run holds the lock.
+configuration, 65 not a valid plan (apply, approve), 75 another run holds the lock,
+77 a plan's author approving it.
 
 Examples:
   sweeper demo
   sweeper migrate
   sweeper run --json
   sweeper backfill --from 2026-11-01 --to 2026-11-08
+  sweeper run --plan plan.json && sweeper apply plan.json
   sweeper status`,
     );
   registerMigrate(program);
   registerSweepCommands(program);
+  registerPlanCommands(program);
   registerStatusCommands(program);
   registerReport(program);
   registerExpire(program);

@@ -84,6 +84,11 @@ tr:hover td { background: #f8f9fc; }
 .badge.open { color: var(--bad); border-color: #f2b8b5; background: #fdf0ef; }
 .badge.repaired, .badge.resolved { color: var(--ok); border-color: #b5dec7; background: #eef8f2; }
 .badge.ignored { color: var(--muted); border-color: var(--line); background: #f4f5f7; }
+.badge.applied { color: var(--ok); border-color: #b5dec7; background: #eef8f2; }
+.badge.refused { color: var(--bad); border-color: #f2b8b5; background: #fdf0ef; }
+.badge.planned { color: #30507a; border-color: #b7c7e0; background: #eef3fa; }
+ul.plain { list-style: none; padding: 0; margin: 4px 0 0; }
+table.steps tr.money td:first-child { box-shadow: inset 3px 0 0 var(--bad); }
 .badge.resolver { color: #145c39; border-color: #8fd0ad; background: #e8f5ee; }
 .badge.reader { color: #5b6475; border-color: #c4cad6; background: #f4f5f7; }
 .badge.automatic { color: #30507a; border-color: #b7c7e0; background: #eef3fa; }

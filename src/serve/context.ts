@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config, ReviewSettings } from '../config.js';
 import type { Pool } from '../db/pool.js';
 import type { Logger } from '../log.js';
+import type { ProviderEvidence } from '../sweep/provider.js';
 import type { ReviewAuth } from './auth.js';
 import type { Html } from './html.js';
 
@@ -13,6 +14,12 @@ export interface ReviewDeps {
   /** The time of a request: what ages and charts are measured from, and what a write records. */
   clock: () => Date;
   logger: Logger;
+  /**
+   * Stripe's own word, when STRIPE_API_KEY is set: what a plan's apply re-reads its
+   * charges from. Without it the page applies the steps the database can judge alone, and
+   * releases and refunds wait for `sweeper apply` (docs/plans.md).
+   */
+  evidence?: ProviderEvidence | null;
 }
 
 /** Who is looking at the page, and how they were recognised. */

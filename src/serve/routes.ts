@@ -6,13 +6,14 @@ import { findingActionRoutes } from './actions.js';
 import { findingPageRoutes } from './finding-page.js';
 import { findingsListRoutes } from './findings-list.js';
 import { layout } from './layout.js';
+import { planActionRoutes } from './plan-actions.js';
 import { planRoutes, PLANS_NAV } from './plans.js';
 import { runsPageRoutes } from './runs-page.js';
 import { sessionRoutes } from './session.js';
 
 /**
  * The review page's route table: every page and action, with who may use it. A new
- * page (saved plans: plans.ts) is a module exporting its routes, added here and, when it
+ * page is a module exporting its routes, added here and, when it
  * has a place in the navigation, to NAV. registerRoutes gives every route its checks, so
  * no handler can forget one: a signed-in viewer for `reader` and `resolver` routes, the
  * CSRF token for every POST, a resolver for `resolver` routes.
@@ -40,6 +41,7 @@ export const ROUTES: readonly ReviewRoute[] = [
   ...findingActionRoutes,
   ...runsPageRoutes,
   ...planRoutes,
+  ...planActionRoutes,
   ...sessionRoutes,
   ...assetRoutes,
 ];

@@ -48,7 +48,8 @@ async function runsPage(ctx: RouteContext): Promise<RouteResult> {
   return { kind: 'page', title: 'Runs', body };
 }
 
-function parseBefore(value: unknown): { at: Date; id: string } | null {
+/** A `before` cursor of a list (`ISO-instant|id`): null when absent or not one. */
+export function parseBefore(value: unknown): { at: Date; id: string } | null {
   if (typeof value !== 'string') return null;
   const [at, id] = value.split('|');
   const date = new Date(at ?? '');

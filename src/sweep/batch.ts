@@ -15,7 +15,7 @@ import { copyCharges, MirrorRefusedError } from './mirror-copy.js';
 import { isRefund, recordRefundIntents } from './refunds.js';
 import { executeRepairs } from './repairs.js';
 import type { RunMode } from './runs-store.js';
-import type { RunWrites } from './run-mode.js';
+import type { PlannedBatch, RunWrites } from './run-mode.js';
 import type { SweepDeps, SweepOptions, SweepReport } from './types.js';
 import { readStripesWord, type VerifiedSoFar } from './verify.js';
 import type { TimeWindow } from './window.js';
@@ -144,7 +144,7 @@ export async function judgeBatch(
   // A dry run lays a batch's would-be repairs over later batches only once the batch
   // stands (its savepoint released): a batch that fails leaves nothing, as a real run's
   // rolled-back transaction does.
-  let overlay: OverlayRecord | null = null;
+  let overlay: LaidOver | null = null;
   const ingestAndJudge = async (client: PoolClient) => {
     overlay = null;
     await prepare(client, days);
@@ -219,11 +219,36 @@ export async function judgeBatch(
   return { refundIntents };
 }
 
-/** What a dry run's batch would have written, for the overlay (dry-run-overlay.ts). */
-type OverlayRecord = Parameters<DryRunOverlay['record']>;
+/**
+ * What a dry run's batch would have written, for the overlay (dry-run-overlay.ts); and in
+ * a plan run, what keeps its steps in the plan (src/plans).
+ */
+interface LaidOver {
+  record: Parameters<DryRunOverlay['record']>;
+  planned: (() => void) | null;
+}
 
-function layOver(ctx: RunContext, record: OverlayRecord | null): void {
-  if (record) ctx.overlay?.record(...record);
+/**
+ * A dry run's batch: its repairs undone, to be laid over instead (the savepoint released
+ * too: ROLLBACK TO keeps it, and every batch of a long dry run would nest one
+ * subtransaction deeper in its one transaction). A plan run reads here what its steps
+ * read: the rows as judged.
+ */
+async function undoForOverlay(
+  ctx: RunContext,
+  client: PoolClient,
+  b: Omit<PlannedBatch, 'account'> & { facts: SliceFacts; now: Date },
+): Promise<LaidOver> {
+  await client.query('ROLLBACK TO SAVEPOINT dry_run_batch; RELEASE SAVEPOINT dry_run_batch');
+  const account = ctx.run.account;
+  const planned = (await ctx.writes.planner?.read(client, { ...b, account })) ?? null;
+  return { record: [b.repairs, b.refunds, b.now, account], planned };
+}
+
+function layOver(ctx: RunContext, laid: LaidOver | null): void {
+  if (!laid) return;
+  ctx.overlay?.record(...laid.record);
+  laid.planned?.();
 }
 
 function needsStripe(judgement: Judgement): boolean {
@@ -250,7 +275,7 @@ async function finish(
   { facts, judgement }: { facts: SliceFacts; judgement: Judgement },
   /** Charges Stripe's own word returned readable for this batch, besides the batch's own. */
   reread: readonly string[],
-): Promise<{ intents: number; overlay: OverlayRecord | null }> {
+): Promise<{ intents: number; overlay: LaidOver | null }> {
   const { run, report } = ctx;
   const fault = async (phase: string) => deps.faultPoint?.(`${batch.name}:${phase}`);
   const now = deps.clock();
@@ -289,13 +314,9 @@ async function finish(
   const recorded = findings.filter((f) => !f.repair || repairs.has(f) || isRefund(f));
   const lostToWriter = findings.filter((f) => f.repair && !repairs.has(f) && !isRefund(f)).map((f) => f.subject);
   const refunds = recorded.filter(isRefund);
-  let overlay: OverlayRecord | null = null;
-  if (ctx.overlay) {
-    // Released too: ROLLBACK TO keeps the savepoint, and every batch of a long dry run
-    // would nest one subtransaction deeper in its one transaction.
-    await client.query('ROLLBACK TO SAVEPOINT dry_run_batch; RELEASE SAVEPOINT dry_run_batch');
-    overlay = [repairs, refunds, now, run.account];
-  }
+  const overlay = ctx.overlay
+    ? await undoForOverlay(ctx, client, { name: batch.name, facts, repairs, refunds, now })
+    : null;
   const rows = await recordFindings(client, { account: run.account, runId: run.id, now, findings: recorded, repairs });
   await closeHealedFindings(client, {
     account: run.account,

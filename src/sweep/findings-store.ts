@@ -19,7 +19,15 @@ export interface RecordedFinding {
 
 export async function recordFindings(
   db: Queryable,
-  args: { account: string; runId: string; now: Date; findings: Finding[]; repairs: Map<Finding, RepairOutcome> },
+  args: {
+    account: string;
+    runId: string;
+    now: Date;
+    findings: Finding[];
+    repairs: Map<Finding, RepairOutcome>;
+    /** Who repaired (the audit's actor, and who closed a repaired finding): the sweep, or the person applying a plan. */
+    actor?: string;
+  },
 ): Promise<RecordedFinding[]> {
   if (args.findings.length === 0) return [];
   const rows = args.findings.map((f) => ({
@@ -47,7 +55,7 @@ export async function recordFindings(
                                         state, details, first_seen_run, last_seen_run, first_seen_at, last_seen_at,
                                         closed_at, closed_by)
        SELECT category, $2, subject, charge_id, tenant_id, idempotency_key, reference, state, details, $3, $3, $4, $4,
-              CASE WHEN state = 'repaired' THEN $4::timestamptz END, CASE WHEN state = 'repaired' THEN 'sweeper' END
+              CASE WHEN state = 'repaired' THEN $4::timestamptz END, CASE WHEN state = 'repaired' THEN $5 END
          FROM input
        ON CONFLICT (category, account, subject) DO UPDATE
           SET last_seen_run = EXCLUDED.last_seen_run, last_seen_at = EXCLUDED.last_seen_at, details = EXCLUDED.details,
@@ -65,7 +73,7 @@ export async function recordFindings(
        ON CONFLICT DO NOTHING
      ), audit AS (
        INSERT INTO recon_repairs (finding_id, run_id, action, before, after, actor, at)
-       SELECT u.id, $3, input.repair->>'action', input.repair->'before', input.repair->'after', 'sweeper', $4
+       SELECT u.id, $3, input.repair->>'action', input.repair->'before', input.repair->'after', $5, $4
          FROM input JOIN upserted u USING (category, subject)
         WHERE input.repair IS NOT NULL
      )
@@ -81,6 +89,7 @@ export async function recordFindings(
       args.account,
       args.runId,
       args.now,
+      args.actor ?? 'sweeper',
     ],
   );
   return recorded;

@@ -18,7 +18,7 @@ import {
   type RefundSelection,
 } from './refund-facts.js';
 import { executeRefundRepairs } from './refund-repairs.js';
-import { executeRepairs } from './repairs.js';
+import { executeRepairs, type RepairOutcome } from './repairs.js';
 import type { RefundsReport, SweepDeps, SweepOptions } from './types.js';
 import type { TimeWindow } from './window.js';
 import { DAY_MS, MINUTE_MS } from '../time/units.js';
@@ -236,10 +236,13 @@ async function judgeAndRecord(
   const now = deps.clock();
   const judgement = judgeRefunds(facts, { now, providerIdempotencyWindowMs: deps.idempotencyWindowMs });
   const findings = [...judgement.findings, ...malformed.flatMap(unreadableRefund)];
-  const repairs = new Map([
-    ...(await executeRefundRepairs(client, run.account, findings, now)),
-    ...(await executeRepairs(client, findings, { now })),
-  ]);
+  const execute = async () =>
+    new Map([
+      ...(await executeRefundRepairs(client, run.account, findings, now)),
+      ...(await executeRepairs(client, findings, { now })),
+    ]);
+  const planned = await planRefundBatch(ctx, client, execute);
+  const repairs = await execute();
   const rows = await recordFindings(client, { account: run.account, runId: run.id, now, findings, repairs });
   await closeHealedFindings(client, {
     account: run.account,
@@ -256,6 +259,25 @@ async function judgeAndRecord(
   if (ctx.writes.dryRun)
     for (const [f, r] of repairs)
       ctx.log.info({ category: f.category, subject: f.subject, action: r.action }, 'dry run: would repair');
+  planned?.();
+}
+
+/**
+ * A plan run (src/plans): the batch's repairs tried in a savepoint rolled back, so the
+ * planner reads the rows as judged and learns which repairs would land; then made again
+ * as in any dry run. Null for any other run.
+ */
+async function planRefundBatch(
+  ctx: RunContext,
+  client: PoolClient,
+  execute: () => Promise<Map<Finding, RepairOutcome>>,
+): Promise<(() => void) | null> {
+  const planner = ctx.writes.planner;
+  if (!planner) return null;
+  await client.query('SAVEPOINT plan_refunds');
+  const repairs = await execute();
+  await client.query('ROLLBACK TO SAVEPOINT plan_refunds; RELEASE SAVEPOINT plan_refunds');
+  return planner.read(client, { account: ctx.run.account, name: 'refunds', repairs, refunds: [] });
 }
 
 function count(step: Partial<Record<Category, number>>, run: Record<Category, number>, category: Category): void {

@@ -86,6 +86,10 @@ export interface SettleArgs {
   clock: () => Date;
   log: Logger;
   signal?: AbortSignal;
+  /** Only the intents of these charges (a plan's refunds, src/plans/apply.ts); all the account's when absent. */
+  chargeIds?: readonly string[];
+  /** The audit's actor: the sweep, or the person applying a plan. */
+  actor?: string;
   /** Crash tests: `refund:<charge>:posted` (Stripe refunded, nothing recorded yet). */
   faultPoint?: (name: string) => void | Promise<void>;
 }
@@ -96,8 +100,9 @@ export async function settleRefundIntents(
 ): Promise<{ refunded: number; cancelled: number; repairedFindings: number }> {
   const { rows: intents } = await args.pool.query<Intent>(
     `SELECT charge_id, kept_charge_id, finding_id, amount, currency, idempotency_key
-       FROM recon_refunds WHERE account = $1 AND state = 'intent' ORDER BY created_at, charge_id`,
-    [args.account],
+       FROM recon_refunds WHERE account = $1 AND state = 'intent' AND ($2::text[] IS NULL OR charge_id = ANY($2))
+      ORDER BY created_at, charge_id`,
+    [args.account, args.chargeIds ?? null],
   );
   const totals = { refunded: 0, cancelled: 0, repairedFindings: 0 };
   for (const intent of intents) {
@@ -227,7 +232,7 @@ async function record(args: SettleArgs, intent: Intent, outcome: Outcome): Promi
     if (updated.rowCount !== 1) return 0; // settled meanwhile by another run: its audit row stands
     await tx.query(
       `INSERT INTO recon_repairs (finding_id, run_id, action, before, after, actor, at)
-       VALUES ($1, $2, 'refund_duplicate', $3, $4, 'sweeper', $5)`,
+       VALUES ($1, $2, 'refund_duplicate', $3, $4, $6, $5)`,
       [
         intent.finding_id,
         args.runId,
@@ -239,15 +244,16 @@ async function record(args: SettleArgs, intent: Intent, outcome: Outcome): Promi
           how: outcome.how,
         }),
         now,
+        args.actor ?? 'sweeper',
       ],
     );
     // Repaired once no intent of it is open or cancelled, and nothing was left for a person.
     const { rowCount } = await tx.query(
-      `UPDATE recon_findings f SET state = 'repaired', closed_at = $2, closed_by = 'sweeper', last_seen_run = $3
+      `UPDATE recon_findings f SET state = 'repaired', closed_at = $2, closed_by = $4, last_seen_run = $3
         WHERE f.id = $1 AND f.state = 'open'
           AND coalesce(jsonb_array_length(f.details->'not_refundable'), 0) = 0
           AND NOT EXISTS (SELECT 1 FROM recon_refunds r WHERE r.finding_id = f.id AND r.state <> 'refunded')`,
-      [intent.finding_id, now, args.runId],
+      [intent.finding_id, now, args.runId, args.actor ?? 'sweeper'],
     );
     args.log.info(
       forOperator({ charge: intent.charge_id, refund: outcome.refund.id, how: outcome.how }),

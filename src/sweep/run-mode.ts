@@ -1,6 +1,9 @@
 import { checkout, inTransaction, type Pool, type PoolClient, type Queryable } from '../db/pool.js';
 import { recordRunChanges } from './changes-store.js';
 import { DryRunOverlay } from './dry-run-overlay.js';
+import type { SliceFacts } from './facts.js';
+import type { Finding } from './judge/index.js';
+import type { RepairOutcome } from './repairs.js';
 import { settleRefundIntents, type SettleArgs } from './refunds.js';
 import { finishRun, markAbandonedRuns } from './runs-store.js';
 import type { ChangesReport } from './types.js';
@@ -21,6 +24,8 @@ export interface RunWrites {
   onRun<T>(fn: (db: Queryable) => Promise<T>): Promise<T>;
   /** What a dry run's repairs would have written (dry-run-overlay.ts); null for a real run. */
   readonly overlay: DryRunOverlay | null;
+  /** A plan run's recorder of what each batch would do (src/plans); null for any other run. */
+  readonly planner: BatchPlanner | null;
   /** A dry run's savepoint could not be taken or rolled back to: its transaction (or connection) is gone. */
   readonly broken: boolean;
   /** Whether the run records its own outcome (interrupted, failed, finished); a dry run only throws. */
@@ -35,6 +40,30 @@ export interface RunWrites {
   close(): Promise<void>;
 }
 
+/**
+ * A plan run (`--plan`, src/plans) is a dry run that also keeps, of each batch that
+ * stands, the repairs and refunds it would make and the versions of what they read.
+ */
+export interface BatchPlanner {
+  /**
+   * In the batch's transaction, its repairs undone (the rows as the batch judged them):
+   * reads what the steps need. Returns what keeps them, called once the batch stands.
+   */
+  read(db: Queryable, batch: PlannedBatch): Promise<() => void>;
+}
+
+/** One batch of a plan run, as `finish` (batch.ts) knows it. */
+export interface PlannedBatch {
+  account: string;
+  /** `slice:3`, `slice:3.1`, `changes:0`, `refunds`. */
+  name: string;
+  /** The batch's facts about charges, claims and payment rows; none for a batch of refunds. */
+  facts?: SliceFacts;
+  /** The repairs it would make (executed in a savepoint rolled back, or laid over by the overlay). */
+  repairs: ReadonlyMap<Finding, RepairOutcome>;
+  refunds: readonly Finding[];
+}
+
 /** A real run's writes: on the pool, each batch committed on its own. */
 export function realRunWrites(pool: Pool): RunWrites {
   return {
@@ -42,6 +71,7 @@ export function realRunWrites(pool: Pool): RunWrites {
     inTransaction: (fn) => inTransaction(pool, fn),
     onRun: (fn) => fn(pool),
     overlay: null,
+    planner: null,
     broken: false,
     recordsOutcome: true,
     markAbandonedRuns: (account, now) => markAbandonedRuns(pool, account, now),
@@ -57,7 +87,7 @@ export function realRunWrites(pool: Pool): RunWrites {
  * rolled back by `close()`. Each account is judged on what the accounts before it would
  * have written, as the real run (accounts one after another, in this order) would judge it.
  */
-export async function dryRunWrites(pool: Pool): Promise<RunWrites> {
+export async function dryRunWrites(pool: Pool, planner: BatchPlanner | null = null): Promise<RunWrites> {
   const client = await checkout(pool);
   try {
     await client.query('BEGIN');
@@ -76,6 +106,7 @@ export async function dryRunWrites(pool: Pool): Promise<RunWrites> {
     // One failing must not abort the transaction the accounts after this one are judged in.
     onRun: inSavepoint,
     overlay: new DryRunOverlay(),
+    planner,
     get broken() {
       return state.broken;
     },

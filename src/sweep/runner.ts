@@ -57,7 +57,7 @@ export async function sweepAccounts(
   const lock = await lockAccounts(deps.pool, groups[0] ?? [], lockRequest(deps, options));
   let writes: RunWrites | null = null;
   try {
-    writes = options.dryRun ? await dryRunWrites(deps.pool) : realRunWrites(deps.pool);
+    writes = options.dryRun ? await dryRunWrites(deps.pool, deps.planner ?? null) : realRunWrites(deps.pool);
     const run: AccountRun = {
       ...{ deps, options, lock, writes, sweepOne },
       reports: new Map(),

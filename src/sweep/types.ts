@@ -5,6 +5,7 @@ import type { Category } from './categories.js';
 import type { Judgement } from './judge/index.js';
 import type { ChangeSource, ChargePeekSource, ChargeSource, ProviderEvidence, RefundSource } from './provider.js';
 import type { BrakeTrip } from './brake.js';
+import type { BatchPlanner } from './run-mode.js';
 import type { DeepReadResult } from './deep-read.js';
 import type { RunMode } from './runs-store.js';
 import type { StoredAnswerMapping } from './stored-answer.js';
@@ -33,6 +34,8 @@ export interface SweepDeps {
   idempotencyWindowMs: number;
   /** The request rate and the mean latency measured so far: how many slices a real run lists ahead. */
   pace?: () => { ratePerSecond: number; meanLatencyMs: number | null };
+  /** A plan run (`--plan`, with `dryRun`): what each batch would do is kept here (src/plans). */
+  planner?: BatchPlanner;
   /** Tests: every batch's judgement (`slice:N`, `changes:N`), as judged (after Stripe's own word was read). */
   observeJudgement?: (judgement: Judgement, batch: string) => void;
   /** Crash and race tests: called at named points (`slice:N:phase`); may kill the process. */

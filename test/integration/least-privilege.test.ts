@@ -2,10 +2,12 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, type Pool } from '../../src/db/pool.js';
+import { silentLogger } from '../../src/log.js';
+import { applyPlan, approvePlan, makePlan } from '../../src/plans/index.js';
 import { sweep, sweepOptions } from '../../src/sweep/sweep.js';
 import { runCli } from '../support/cli.js';
 import { createTestDatabase, roleSettings, type TestDatabase } from '../support/db.js';
-import { charge, memorySweepDeps, seedClaim } from '../support/scenario.js';
+import { charge, memoryEvidence, memorySweepDeps, seedClaim } from '../support/scenario.js';
 
 const NOW = new Date('2026-11-10T12:00:00Z');
 let db: TestDatabase;
@@ -65,6 +67,39 @@ describe('the least-privilege runtime role', () => {
       `SELECT count(*)::int AS n FROM pg_inherits WHERE inhparent = 'stripe_charges'::regclass`,
     );
     expect(rows[0].n).toBeGreaterThan(0);
+  });
+
+  it('makes, approves and applies a saved plan, and cannot alter one or its audit', async () => {
+    await seedClaim(db.pool, {
+      tenantId: 'acme',
+      key: 'k2',
+      status: 'in_flight',
+      createdAt: new Date('2026-11-10T10:30:00Z'),
+    });
+    const stripe = [
+      charge({
+        id: 'ch_2',
+        created: Date.parse('2026-11-10T10:30:05Z') / 1000,
+        tenantId: 'acme',
+        idempotencyKey: 'k2',
+      }),
+    ];
+    const window = { from: new Date('2026-11-10T10:00:00Z'), to: new Date('2026-11-10T11:00:00Z') };
+    const deps = memorySweepDeps(runtime, () => stripe, NOW);
+    const { body } = await makePlan(deps, sweepOptions({ mode: 'backfill', accounts: ['platform'], window }), {
+      author: 'alice',
+      now: NOW,
+    });
+    await approvePlan(runtime, { planId: body.id, actor: 'bob', now: NOW });
+    const report = await applyPlan(
+      { pool: runtime, clock: () => NOW, logger: silentLogger(), evidence: memoryEvidence(() => stripe) },
+      { planId: body.id, actor: 'bob' },
+    );
+    expect(report.applied.map((s) => s.category)).toEqual(['claim_without_effect']);
+    await expect(runtime.query(`UPDATE recon_plan_events SET actor = 'mallory'`)).rejects.toMatchObject({
+      code: '42501',
+    });
+    await expect(runtime.query(`DELETE FROM recon_plans`)).rejects.toMatchObject({ code: '42501' });
   });
 
   it('has lock, statement and idle-in-transaction limits of its own, for sessions that do not set them', async () => {

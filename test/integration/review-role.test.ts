@@ -4,7 +4,10 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, type Pool } from '../../src/db/pool.js';
 import { createTestDatabase, roleSettings, type TestDatabase } from '../support/db.js';
+import { makePlan } from '../../src/plans/index.js';
+import { sweepOptions } from '../../src/sweep/sweep.js';
 import { reviewApp, seedReviewScenario, Visitor, type ReviewScenario } from '../support/review.js';
+import { charge, memorySweepDeps, seedClaim } from '../support/scenario.js';
 
 /**
  * jobs/sql/review-role.sql: the review page connected as `sweeper_review` shows every
@@ -85,6 +88,40 @@ describe('the review role', () => {
     for (const sql of refused) await expect(review.query(sql), sql).rejects.toMatchObject({ code: '42501' });
     // Nor an audit row it inserted: it has no right to, and the table refuses it to everyone anyway.
     await expect(review.query(`UPDATE recon_repairs SET actor = 'mallory'`)).rejects.toMatchObject({ code: '42501' });
+  });
+
+  it('approves a plan, with its audit row, but cannot apply one (403, saying how)', async () => {
+    const at = new Date(NOW.getTime() - 2 * 3_600_000);
+    await seedClaim(db.pool, { tenantId: 'shop', key: 'k-plan', status: 'in_flight', createdAt: at });
+    const stripe = [
+      charge({ id: 'ch_plan', created: at.getTime() / 1000, tenantId: 'shop', idempotencyKey: 'k-plan' }),
+    ];
+    const window = { from: new Date(NOW.getTime() - 3 * 3_600_000), to: new Date(NOW.getTime() - 3_600_000) };
+    const { body } = await makePlan(
+      memorySweepDeps(db.pool, () => stripe, NOW),
+      sweepOptions({ mode: 'backfill', accounts: ['platform'], window }),
+      { author: 'bob', now: NOW },
+    );
+    expect(body.steps.map((s) => s.kind)).toEqual(['complete_claim']);
+    const alice = new Visitor(app);
+    await alice.signIn('alice');
+    expect((await alice.get(`/plans/${body.id}`)).statusCode).toBe(200);
+    const approved = await alice.submit(`/plans/${body.id}`, `/plans/${body.id}/approve`, {});
+    expect(approved.statusCode, approved.body).toBe(303);
+    const applied = await alice.submit(`/plans/${body.id}`, `/plans/${body.id}/apply`, {});
+    expect(applied.statusCode).toBe(403);
+    expect(applied.body).toMatch(/database role may approve plans but not apply them/);
+    const events = await db.pool.query(`SELECT action, actor FROM recon_plan_events WHERE plan_id = $1 ORDER BY id`, [
+      body.id,
+    ]);
+    expect(events.rows).toEqual([
+      { action: 'planned', actor: 'bob' },
+      { action: 'approved', actor: 'alice' },
+    ]);
+    await expect(review.query(`UPDATE recon_plans SET author = 'alice'`)).rejects.toMatchObject({ code: '42501' });
+    await expect(review.query(`UPDATE recon_plan_steps SET state = 'applied'`)).rejects.toMatchObject({
+      code: '42501',
+    });
   });
 
   it('has lock, statement and idle-in-transaction limits of its own', async () => {

@@ -33,6 +33,7 @@ export interface RegressionSeed {
 }
 
 const seeds = {
+  'plans: moved evidence': [],
   'sweep-properties: invariants': [
     {
       seed: 1445341559,

@@ -4,7 +4,7 @@ import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
 import type { Pool } from '../../src/db/pool.js';
 import { silentLogger } from '../../src/log.js';
 import { createReviewServer, reviewAuth, type ReviewAuth } from '../../src/serve/index.js';
-import type { NormalizedCharge } from '../../src/sweep/provider.js';
+import type { NormalizedCharge, ProviderEvidence } from '../../src/sweep/provider.js';
 import { sweep, sweepOptions } from '../../src/sweep/sweep.js';
 import { charge, memorySweepDeps, seedClaim, seedEffect, seedPaid } from './scenario.js';
 
@@ -104,7 +104,7 @@ export async function reviewApp(
   pool: Pool,
   now: Date,
   settings: ReviewSettings = reviewSettings(),
-  options: { insecureLocal?: boolean; host?: string } = {},
+  options: { insecureLocal?: boolean; host?: string; evidence?: ProviderEvidence | null } = {},
 ): Promise<{ app: FastifyInstance; auth: ReviewAuth }> {
   const auth = reviewAuth(settings, {
     insecureLocal: options.insecureLocal ?? false,
@@ -112,7 +112,10 @@ export async function reviewApp(
     osUser: 'tester',
   });
   const config = configDefaults();
-  const app = await createReviewServer({ pool, config, settings, clock: () => now, logger: silentLogger() }, auth);
+  const app = await createReviewServer(
+    { pool, config, settings, clock: () => now, logger: silentLogger(), evidence: options.evidence ?? null },
+    auth,
+  );
   return { app, auth };
 }
 

@@ -22,7 +22,8 @@ import { instantProblem, parseInstant } from '../../time/instant.js';
 import { assertBackfillBounds, LARGE_BACKFILL_FLAG } from '../backfill-bounds.js';
 import { ExitCode } from '../exit.js';
 import { findingsExitFrom, type FindingsExit } from '../exit-decision.js';
-import { UsageError, withDatabase } from '../context.js';
+import { actorName, UsageError, withDatabase } from '../context.js';
+import { assertPlanTarget, planRun, type PlanTarget } from '../plan-run.js';
 import { createProgressReporter } from '../progress.js';
 import { installShutdown } from '../shutdown.js';
 import { stderrIsTerminal } from '../stderr.js';
@@ -42,6 +43,8 @@ export interface SweepFlags {
   findingsExit?: string;
   wait?: string;
   allowMassRepair?: boolean;
+  plan?: string;
+  by?: string;
 }
 
 export function registerSweepCommands(program: Command): void {
@@ -57,6 +60,11 @@ export function registerSweepCommands(program: Command): void {
         'repair even past the repair brake (more than SWEEPER_MAX_REPAIR_SHARE of what was judged in one category)',
       )
       .option(
+        '--plan <file>',
+        'a dry run that saves every step it would take, with its evidence, to FILE and the database: sweeper apply FILE applies it',
+      )
+      .option('--by <name>', 'with --plan: who makes the plan (default SWEEPER_ACTOR, else the OS user)')
+      .option(
         '--findings-exit <code>',
         'exit code while findings stay open: 3 (default) or 0 (let the alerts page); env SWEEPER_FINDINGS_EXIT',
       );
@@ -70,6 +78,9 @@ export function registerSweepCommands(program: Command): void {
         `
 Example:
   STRIPE_API_KEY=rk_live_… DATABASE_URL=postgres://… sweeper run --json
+
+With --plan FILE it writes nothing but the plan (a dry run): review it, then
+  sweeper apply FILE
 
 Exit codes: 0 reconciled, 1 run failed (the slice in progress rolled back),
 3 unreconciled findings open, 64 bad usage or configuration, 75 another run holds the lock.`,
@@ -113,6 +124,7 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
   const shard = flags.shard === undefined ? undefined : parseShardFlag(flags.shard);
   const named = selectAccounts(config, flags.account, shard);
   const window = mode === 'backfill' ? backfillWindow(flags, config, now) : undefined;
+  const plan = await planTargetOf(flags);
   const command: SweepCommand = {
     mode,
     flags,
@@ -126,6 +138,7 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
     metricsConfig: metricsConfigFromEnv(),
     findingsExit: findingsExitFrom(flags.findingsExit),
     lockWaitMs: mode === 'backfill' ? parseWaitFlag(flags.wait ?? DEFAULT_BACKFILL_WAIT) : 0,
+    plan,
   };
   return withDatabase((ctx) => sweepCommand(command, ctx.pool, ctx.logger), config);
 }
@@ -145,6 +158,8 @@ interface SweepCommand {
   metricsConfig: MetricsConfig;
   findingsExit: FindingsExit;
   lockWaitMs: number;
+  /** --plan: a dry run whose steps are saved (plan-run.ts). */
+  plan: PlanTarget | null;
 }
 
 async function sweepCommand(command: SweepCommand, pool: Pool, logger: Logger): Promise<number> {
@@ -194,12 +209,14 @@ async function sweepCommand(command: SweepCommand, pool: Pool, logger: Logger): 
   let reports: SweepReport[] = [];
   let failure: Error | undefined = selection.listingError;
   try {
-    reports = await sweep(deps, sweepOptionsOf(mode, flags, config, { ...command, accounts }));
+    const options = sweepOptionsOf(mode, flags, config, { ...command, accounts });
+    reports = command.plan ? await planRun(deps, options, command.plan) : await sweep(deps, options);
   } catch (error) {
     progress.stop();
+    if (command.plan) logger.warn('no plan was written: a plan is all of what the run would do, or nothing');
     if (!(error instanceof SweepFailedError)) {
       // Not when locked out (75): the run holding the lock publishes for these accounts.
-      if (!flags.dryRun && (error as { exitCode?: number }).exitCode !== ExitCode.locked) await publish(reports);
+      if (!isDryRun(flags) && (error as { exitCode?: number }).exitCode !== ExitCode.locked) await publish(reports);
       throw withAdvice(mode, error);
     }
     reports = error.reports;
@@ -209,7 +226,7 @@ async function sweepCommand(command: SweepCommand, pool: Pool, logger: Logger): 
   return finishSweep({
     mode,
     json: Boolean(flags.json),
-    dryRun: Boolean(flags.dryRun),
+    dryRun: isDryRun(flags),
     pool,
     logger,
     config,
@@ -278,7 +295,7 @@ function sweepOptionsOf(
     accounts: run.accounts,
     shard: run.shard,
     window: run.window,
-    dryRun: Boolean(flags.dryRun),
+    dryRun: isDryRun(flags),
     settleMs: config.settleMs,
     overlapMs: config.overlapMs,
     sliceMs: config.sliceMs,
@@ -354,6 +371,19 @@ function withAdvice(mode: 'run' | 'backfill', error: unknown): unknown {
       ': nothing to do if it is a one-off, the other run finishes on its own; if it repeats, two schedulers (or a hand-run sweep) share this account (`sweeper status` shows the running run)';
   }
   return error;
+}
+
+/** A plan run is a dry run: it writes nothing but the plan. */
+function isDryRun(flags: SweepFlags): boolean {
+  return Boolean(flags.dryRun) || flags.plan !== undefined;
+}
+
+async function planTargetOf(flags: SweepFlags): Promise<PlanTarget | null> {
+  if (flags.by !== undefined && flags.plan === undefined)
+    throw new UsageError('--by names who makes a plan: it goes with --plan FILE');
+  if (flags.plan === undefined) return null;
+  await assertPlanTarget(flags.plan);
+  return { file: flags.plan, author: actorName(flags.by), json: Boolean(flags.json) };
 }
 
 /** Long enough for a scheduled run holding the lock to finish: the CronJob's deadline is 14 minutes. */
