@@ -141,3 +141,47 @@ CREATE TABLE stripe_disputes (
   event_id    text        NOT NULL
 );
 CREATE INDEX stripe_disputes_charge ON stripe_disputes (charge_id);
+
+-- Stripe's payouts as the sweep last read them (docs/judgement.md "Payouts and fees"):
+-- an account's payouts of the last SWEEPER_PAYOUT_GRACE, and any still awaited, are listed
+-- each run; a payout's status and reconciliation_status change after it is made.
+CREATE TABLE stripe_payouts (
+  account               text        NOT NULL,   -- 'platform' or acct_…
+  payout_id             text        PRIMARY KEY,
+  created               timestamptz NOT NULL,
+  arrival_date          timestamptz NOT NULL,
+  amount                bigint      NOT NULL,
+  currency              char(3)     NOT NULL,
+  automatic             boolean     NOT NULL,
+  status                text        NOT NULL,
+  reconciliation_status text        NOT NULL,
+  failure_code          text,
+  -- When this version was read from Stripe: an older read never overwrites a newer one.
+  fetched_at            timestamptz NOT NULL
+);
+CREATE INDEX stripe_payouts_account_created ON stripe_payouts (account, created);
+
+-- The balance transactions of the automatic payouts the sweep reconciled, each under the
+-- payout that paid it out (`GET /v1/balance_transactions?payout=`), in the payout's
+-- currency: what ties a payment row to the money at the bank.
+CREATE TABLE stripe_balance_transactions (
+  account            text        NOT NULL,
+  txn_id             text        PRIMARY KEY,
+  payout_id          text        NOT NULL,
+  type               text        NOT NULL,
+  reporting_category text        NOT NULL,
+  amount             bigint      NOT NULL,
+  fee                bigint      NOT NULL,
+  net                bigint      NOT NULL,
+  currency           char(3)     NOT NULL,
+  exchange_rate      numeric,
+  -- What moved the money (ch_, re_, dp_, po_, py_ …), and the charge a refund or a dispute is of.
+  source_id          text,
+  source_charge_id   text,
+  created            timestamptz NOT NULL,
+  fetched_at         timestamptz NOT NULL
+);
+CREATE INDEX stripe_balance_transactions_payout ON stripe_balance_transactions (payout_id);
+-- unpaid_effect asks, for each old payment, whether its charge is in a payout.
+CREATE INDEX stripe_balance_transactions_source ON stripe_balance_transactions (source_id)
+  WHERE source_id IS NOT NULL;

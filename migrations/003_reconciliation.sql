@@ -238,6 +238,50 @@ CREATE INDEX recon_plan_events_plan ON recon_plan_events (plan_id);
 CREATE TRIGGER recon_plan_events_append_only BEFORE UPDATE OR DELETE ON recon_plan_events
   FOR EACH ROW EXECUTE FUNCTION sweeper_forbid_change();
 
+-- The payouts the sweep reconciled (docs/judgement.md "Payouts and fees"): one row per
+-- payout, written once with its sums in the transaction that judged it; a manual payout,
+-- which Stripe cannot itemise, is recorded as not itemised (sums NULL). `status` is the
+-- payout's status when last read: a paid payout that fails later is told from one seen
+-- failed from the start. `sweeper report payouts` reads this table.
+CREATE TABLE recon_payouts (
+  payout_id    text        PRIMARY KEY,
+  account      text        NOT NULL,
+  itemised     boolean     NOT NULL,
+  created      timestamptz NOT NULL,
+  arrival_date timestamptz NOT NULL,
+  currency     char(3)     NOT NULL,
+  amount       bigint      NOT NULL,
+  status       text        NOT NULL,
+  transactions int,
+  charges      bigint,
+  refunds      bigint,
+  disputes     bigint,
+  fees         bigint,
+  other        bigint,
+  net          bigint,
+  residual     bigint,
+  run_id       text        NOT NULL,
+  reconciled_at timestamptz NOT NULL,
+  updated_at   timestamptz NOT NULL,
+  CHECK (NOT itemised OR (net IS NOT NULL AND residual IS NOT NULL AND residual = amount - net))
+);
+CREATE INDEX recon_payouts_account_arrival ON recon_payouts (account, arrival_date);
+
+-- Per account, since when payouts are reconciled: a payment created earlier is never an
+-- unpaid_effect (its payout may be older than the first listing). Payments created before
+-- unpaid_judged_to were judged once old enough; later runs judge only the newer ones, and
+-- the open unpaid_effect findings again.
+CREATE TABLE recon_payout_accounts (
+  account    text        PRIMARY KEY,
+  since      timestamptz NOT NULL,
+  unpaid_judged_to timestamptz NOT NULL,
+  -- When a scheduled run last listed the account's payouts: the next lists them once
+  -- SWEEPER_PAYOUT_EVERY has passed (runs in between send no payout request).
+  listed_at  timestamptz NOT NULL,
+  run_id     text        NOT NULL,
+  updated_at timestamptz NOT NULL
+);
+
 -- A platform's connected accounts, discovered each run through GET /v1/accounts
 -- (SWEEPER_ACCOUNTS=connected): which are swept, since when, and which left. An account
 -- Stripe no longer lists, or that answers 403 (access revoked), is inactive until Stripe

@@ -481,6 +481,38 @@ ALTER TABLE public.recon_findings ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTI
     CACHE 1
 );
 
+CREATE TABLE public.recon_payout_accounts (
+    account text NOT NULL,
+    since timestamp with time zone NOT NULL,
+    unpaid_judged_to timestamp with time zone NOT NULL,
+    listed_at timestamp with time zone NOT NULL,
+    run_id text NOT NULL,
+    updated_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE public.recon_payouts (
+    payout_id text NOT NULL,
+    account text NOT NULL,
+    itemised boolean NOT NULL,
+    created timestamp with time zone NOT NULL,
+    arrival_date timestamp with time zone NOT NULL,
+    currency character(3) NOT NULL,
+    amount bigint NOT NULL,
+    status text NOT NULL,
+    transactions integer,
+    charges bigint,
+    refunds bigint,
+    disputes bigint,
+    fees bigint,
+    other bigint,
+    net bigint,
+    residual bigint,
+    run_id text NOT NULL,
+    reconciled_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT recon_payouts_check CHECK (((NOT itemised) OR ((net IS NOT NULL) AND (residual IS NOT NULL) AND (residual = (amount - net)))))
+);
+
 CREATE TABLE public.recon_plan_events (
     id bigint NOT NULL,
     plan_id text NOT NULL,
@@ -613,6 +645,23 @@ CREATE TABLE public.recon_watermarks (
     updated_at timestamp with time zone NOT NULL
 );
 
+CREATE TABLE public.stripe_balance_transactions (
+    account text NOT NULL,
+    txn_id text NOT NULL,
+    payout_id text NOT NULL,
+    type text NOT NULL,
+    reporting_category text NOT NULL,
+    amount bigint NOT NULL,
+    fee bigint NOT NULL,
+    net bigint NOT NULL,
+    currency character(3) NOT NULL,
+    exchange_rate numeric,
+    source_id text,
+    source_charge_id text,
+    created timestamp with time zone NOT NULL,
+    fetched_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE public.stripe_charge_keys (
     tenant_id text NOT NULL,
     idempotency_key text NOT NULL,
@@ -661,6 +710,20 @@ CREATE TABLE public.stripe_disputes (
     as_of timestamp with time zone NOT NULL,
     stage smallint NOT NULL,
     event_id text NOT NULL
+);
+
+CREATE TABLE public.stripe_payouts (
+    account text NOT NULL,
+    payout_id text NOT NULL,
+    created timestamp with time zone NOT NULL,
+    arrival_date timestamp with time zone NOT NULL,
+    amount bigint NOT NULL,
+    currency character(3) NOT NULL,
+    automatic boolean NOT NULL,
+    status text NOT NULL,
+    reconciliation_status text NOT NULL,
+    failure_code text,
+    fetched_at timestamp with time zone NOT NULL
 );
 
 CREATE TABLE public.stripe_refunds (
@@ -729,6 +792,12 @@ ALTER TABLE ONLY public.recon_findings
 ALTER TABLE ONLY public.recon_findings
     ADD CONSTRAINT recon_findings_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY public.recon_payout_accounts
+    ADD CONSTRAINT recon_payout_accounts_pkey PRIMARY KEY (account);
+
+ALTER TABLE ONLY public.recon_payouts
+    ADD CONSTRAINT recon_payouts_pkey PRIMARY KEY (payout_id);
+
 ALTER TABLE ONLY public.recon_plan_events
     ADD CONSTRAINT recon_plan_events_pkey PRIMARY KEY (id);
 
@@ -753,6 +822,9 @@ ALTER TABLE ONLY public.recon_runs
 ALTER TABLE ONLY public.recon_watermarks
     ADD CONSTRAINT recon_watermarks_pkey PRIMARY KEY (account, shard);
 
+ALTER TABLE ONLY public.stripe_balance_transactions
+    ADD CONSTRAINT stripe_balance_transactions_pkey PRIMARY KEY (txn_id);
+
 ALTER TABLE ONLY public.stripe_charge_keys
     ADD CONSTRAINT stripe_charge_keys_pkey PRIMARY KEY (tenant_id, idempotency_key, account, charge_id, created);
 
@@ -764,6 +836,9 @@ ALTER TABLE ONLY public.stripe_charges
 
 ALTER TABLE ONLY public.stripe_disputes
     ADD CONSTRAINT stripe_disputes_pkey PRIMARY KEY (dispute_id);
+
+ALTER TABLE ONLY public.stripe_payouts
+    ADD CONSTRAINT stripe_payouts_pkey PRIMARY KEY (payout_id);
 
 ALTER TABLE ONLY public.stripe_refunds
     ADD CONSTRAINT stripe_refunds_pkey PRIMARY KEY (refund_id);
@@ -807,6 +882,8 @@ CREATE INDEX recon_findings_open_reference ON public.recon_findings USING btree 
 
 CREATE INDEX recon_findings_open_subject ON public.recon_findings USING btree (account, subject) WHERE (state = 'open'::text);
 
+CREATE INDEX recon_payouts_account_arrival ON public.recon_payouts USING btree (account, arrival_date);
+
 CREATE INDEX recon_plan_events_plan ON public.recon_plan_events USING btree (plan_id);
 
 CREATE INDEX recon_plans_created ON public.recon_plans USING btree (created_at DESC, id DESC);
@@ -821,6 +898,10 @@ CREATE INDEX recon_runs_account_checkpoint ON public.recon_runs USING btree (acc
 
 CREATE INDEX recon_runs_account_started ON public.recon_runs USING btree (account, started_at DESC);
 
+CREATE INDEX stripe_balance_transactions_payout ON public.stripe_balance_transactions USING btree (payout_id);
+
+CREATE INDEX stripe_balance_transactions_source ON public.stripe_balance_transactions USING btree (source_id) WHERE (source_id IS NOT NULL);
+
 CREATE INDEX stripe_charge_keys_created ON public.stripe_charge_keys USING btree (created);
 
 CREATE INDEX stripe_charge_references_created ON public.stripe_charge_references USING btree (created);
@@ -828,6 +909,8 @@ CREATE INDEX stripe_charge_references_created ON public.stripe_charge_references
 CREATE INDEX stripe_charges_account_created ON ONLY public.stripe_charges USING btree (account, created);
 
 CREATE INDEX stripe_disputes_charge ON public.stripe_disputes USING btree (charge_id);
+
+CREATE INDEX stripe_payouts_account_created ON public.stripe_payouts USING btree (account, created);
 
 CREATE INDEX stripe_refunds_account_created ON public.stripe_refunds USING btree (account, created);
 

@@ -38,6 +38,8 @@ export const DURATION_BOUNDS = {
   SWEEPER_PROGRESS_INTERVAL: { fallback: '10s', min: 1_000, max: 15 * MINUTE_MS },
   SWEEPER_DUPLICATE_LOOKBACK: { fallback: '7d', min: MINUTE_MS, max: 366 * DAY_MS },
   SWEEPER_SUSPECT_WINDOW: { fallback: '10m', min: 1_000, max: DAY_MS },
+  SWEEPER_PAYOUT_GRACE: { fallback: '10d', min: HOUR_MS, max: 90 * DAY_MS },
+  SWEEPER_PAYOUT_EVERY: { fallback: '1h', min: 1_000, max: DAY_MS },
   // Not a page a minute, not silence for more than a week (src/alerts/config.ts).
   SWEEPER_ALERT_REPEAT: { fallback: '1h', min: MINUTE_MS, max: 7 * DAY_MS },
 } as const satisfies Record<string, { fallback: string; min: number; max: number }>;
@@ -372,6 +374,12 @@ const envSchema = z.object({
   SWEEPER_SUSPECT_WINDOW: durationOrOff('SWEEPER_SUSPECT_WINDOW').describe(
     'two payments without a reference, by one customer or card, for the same amount, are a `suspected_duplicate` when created within this of each other; `0` turns it off',
   ),
+  SWEEPER_PAYOUT_GRACE: duration('SWEEPER_PAYOUT_GRACE').describe(
+    'a succeeded payment older than this, on an account with automatic payouts, whose charge is in no reconciled payout is an `unpaid_effect`; each run also lists the payouts created this far back ([Payouts and fees](judgement.md#payouts-and-fees))',
+  ),
+  SWEEPER_PAYOUT_EVERY: duration('SWEEPER_PAYOUT_EVERY').describe(
+    "how often a scheduled run lists the account's payouts (one request when nothing is new); the runs in between send no payout request ([Payouts and fees](judgement.md#payouts-and-fees))",
+  ),
   SWEEPER_CLAIM_QUOTA: z
     .string()
     .optional()
@@ -520,6 +528,10 @@ export interface Config {
   duplicateLookbackMs: number;
   /** Payments without a reference, one customer or card, within this: suspected_duplicate; 0 = off. */
   suspectWindowMs: number;
+  /** A succeeded payment older than this whose charge is in no payout: unpaid_effect; payouts listed this far back. */
+  payoutGraceMs: number;
+  /** Scheduled runs list an account's payouts at most this often. */
+  payoutEveryMs: number;
 }
 
 /** The metadata names under which the claim library records a charge's tenant, key and reference. */
@@ -740,6 +752,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxRepairShare: e.SWEEPER_MAX_REPAIR_SHARE,
     duplicateLookbackMs: e.SWEEPER_DUPLICATE_LOOKBACK,
     suspectWindowMs: e.SWEEPER_SUSPECT_WINDOW,
+    payoutGraceMs: e.SWEEPER_PAYOUT_GRACE,
+    payoutEveryMs: e.SWEEPER_PAYOUT_EVERY,
   };
 }
 

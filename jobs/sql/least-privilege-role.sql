@@ -20,6 +20,7 @@ GRANT USAGE ON SCHEMA public TO sweeper_runtime;
 
 GRANT SELECT, INSERT, UPDATE ON idempotency_keys, payments, payment_refunds, stripe_charges, stripe_refunds,
       stripe_disputes,
+      stripe_payouts, stripe_balance_transactions, recon_payouts, recon_payout_accounts,
       recon_runs, recon_watermarks, recon_findings, recon_refunds, recon_event_cursors, recon_refund_cursors,
       recon_deep_reads, recon_accounts, alert_state TO sweeper_runtime;
 -- The audit is append-only: insert and read, never change.

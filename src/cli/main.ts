@@ -43,8 +43,13 @@ Examples:
   registerImportClaims(program);
   registerServe(program);
   registerDemo(program);
+  // A subcommand's options are its own (`report payouts --format json`), not its parent's.
+  program.enablePositionalOptions();
   for (const command of [program, ...program.commands])
     usageErrorsAsOneLine(command, command === program ? 'sweeper --help' : `sweeper ${command.name()} --help`);
+  for (const parent of program.commands)
+    for (const command of parent.commands)
+      usageErrorsAsOneLine(command, `sweeper ${parent.name()} ${command.name()} --help`);
   return program;
 }
 

@@ -2,7 +2,7 @@ import type { OpenFindingBrief } from '../report/open-list.js';
 import { CATEGORIES } from '../sweep/categories.js';
 import type { AccountCompleteness } from '../sweep/completeness.js';
 import type { DeepReadResult } from '../sweep/deep-read.js';
-import type { ChangesReport, RefundsReport, SweepProgress, SweepReport } from '../sweep/types.js';
+import type { ChangesReport, PayoutsReport, RefundsReport, SweepProgress, SweepReport } from '../sweep/types.js';
 import { alignColumns } from './columns.js';
 import { formatClock } from './progress-format.js';
 
@@ -44,6 +44,8 @@ function headLines(r: SweepReport, extras: SummaryExtras): string[] {
   lines.push(`window ${r.window ? `${r.window.from} → ${r.window.to}` : '(nothing settled yet)'}   ${scanned}`);
   const refunds = r.refunds ? refundsLine(r.refunds) : null;
   if (refunds) lines.push(refunds);
+  const payouts = r.payouts ? payoutsLine(r.payouts) : null;
+  if (payouts) lines.push(payouts);
   if (r.changes) lines.push(...changesLines(r.changes));
   return lines;
 }
@@ -146,6 +148,15 @@ export function refundsLine(r: RefundsReport): string | null {
   if (r.days_listed === 0 && r.read_by_id === 0 && Object.keys(r.found).length === 0) return null;
   const byId = r.read_by_id > 0 ? `, ${r.read_by_id} read by id (${r.missing} not at Stripe)` : '';
   return `refunds: ${r.listed} listed over ${r.days_listed} days${byId}${stepText(r)}`;
+}
+
+/** The payouts step: what it listed and reconciled, or why it could not run; null when it listed nothing. */
+export function payoutsLine(p: PayoutsReport): string | null {
+  if (p.error) return `payouts: not reconciled (${p.error})`;
+  if (p.skipped || (p.listed === 0 && Object.keys(p.found).length === 0)) return null;
+  const awaiting = p.awaiting > 0 ? `, ${p.awaiting} awaiting Stripe's reconciliation` : '';
+  const manual = p.not_itemised > 0 ? `, ${p.not_itemised} manual (not itemised)` : '';
+  return `payouts: ${p.listed} listed, ${p.reconciled} reconciled (${p.transactions} transactions, fees on ${p.fees} payments)${awaiting}${manual}${stepText({ found: p.found, repaired: {} })}`;
 }
 
 function relistText(d: DeepReadResult): string {

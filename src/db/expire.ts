@@ -97,6 +97,9 @@ export async function expirePartitions(
         await client.query(`DELETE FROM stripe_refunds WHERE created < ${cut}`, [keptFrom]);
         // A dispute's last status is on its payment row; the event it came from is as old as the events kept.
         await client.query(`DELETE FROM stripe_disputes WHERE as_of < ${cut}`, [keptFrom]);
+        // So are payouts and their balance transactions; recon_payouts (what was booked) stays.
+        await client.query(`DELETE FROM stripe_payouts WHERE created < ${cut}`, [keptFrom]);
+        await client.query(`DELETE FROM stripe_balance_transactions WHERE created < ${cut}`, [keptFrom]);
         await client.query(`DELETE FROM idempotency_key_directory WHERE created_at < ${cut}`, [keptFrom]);
         // The claim library's counts are kept as long as the claims; its quota only for the minute it counts.
         await client.query(`DELETE FROM claim_outcomes WHERE day < $1::date`, [keptFrom]);

@@ -300,6 +300,58 @@ export const FINDING_CATEGORY_DEFINITIONS = {
       'recorded stays open: the customer was told of a refund they did not get (the failure reason is in ' +
       'the finding). *Refund them another way (or tell them), then `sweeper resolve ID`.*',
   },
+  payout_mismatch: {
+    about:
+      "an automatic payout whose balance transactions' net does not equal its amount, or a paid payout that later failed or was canceled",
+    repairs: '—',
+    staysOpen: 'yes',
+    severity: 'critical',
+    runbook: {
+      means: 'the money that reached (or left) the bank is not what the payout itemises, or a paid payout came back',
+      sweeper: 'nothing: the payout and its transactions are in the mirror, the residual in `sweeper report payouts`',
+      person: 'compare the payout with the bank statement and Stripe; book the residual or the returned payout',
+    },
+    guide:
+      "the net of an automatic payout's balance transactions differs from its amount (the residual is in the " +
+      'finding and in `sweeper report payouts`), a transaction is in another currency than the payout, or a ' +
+      'payout the sweep had seen paid (or had reconciled) later failed or was canceled: the money is back in ' +
+      "the Stripe balance, not at the bank. *Check the bank statement against Stripe's payout; book the " +
+      'residual, or the returned payout (the next payout carries it), then `sweeper resolve ID`.*',
+  },
+  unrecorded_balance_transaction: {
+    about: 'a charge, refund or dispute transaction in a reconciled payout with no local payment or refund row',
+    repairs: '—',
+    staysOpen: 'yes',
+    severity: 'warning',
+    runbook: {
+      means: 'money reached the bank through a payout, but no payment or refund row here records what moved it',
+      sweeper: 'nothing: it names the payout, the transaction and the charge, refund or dispute',
+      person: 'record the payment or refund (or explain it: a charge made outside the application), then resolve',
+    },
+    guide:
+      'a charge, refund or dispute balance transaction in a reconciled automatic payout has no local row: no ' +
+      'payment row for the charge (or for the charge a refund or dispute is of), and no refund row for the ' +
+      'refund. The money is in the bank but not in the books. *Find what made it (the Stripe dashboard, ' +
+      'another service), record it, then `sweeper resolve ID`.*',
+  },
+  unpaid_effect: {
+    about:
+      'a succeeded payment older than `SWEEPER_PAYOUT_GRACE`, on an account with automatic payouts, whose charge is in no reconciled payout',
+    repairs: '—',
+    staysOpen: 'until its charge is in a reconciled payout',
+    severity: 'warning',
+    pages: false,
+    runbook: {
+      means: 'a payment recorded long enough ago to have been paid out, yet no reconciled payout holds its charge',
+      sweeper: 'nothing; it closes the finding once a payout holds the charge',
+      person: "look the charge up in Stripe: its balance transaction's availability, a held or reversed payout",
+    },
+    guide:
+      'a succeeded payment row older than `SWEEPER_PAYOUT_GRACE` on an account whose payouts are automatic, ' +
+      'and no payout the sweep reconciled holds its charge: money recorded as earned that has not reached the ' +
+      "bank. Often a payout not reconciled yet, or a charge whose funds Stripe holds. *Look at the charge's " +
+      'balance transaction in the Stripe dashboard.* It closes by itself once a reconciled payout holds it.',
+  },
 } satisfies Record<string, FindingCategoryDefinition>;
 
 export type FindingCategory = keyof typeof FINDING_CATEGORY_DEFINITIONS;

@@ -108,6 +108,60 @@ export interface RefundPage {
 /** Pages of one account's refunds created in `[from, to)`; throws if the window cannot be read completely. */
 export type RefundSource = (account: string, window: TimeWindow, signal?: AbortSignal) => AsyncIterable<RefundPage>;
 
+/** A payout as the sweeper sees it (GET /v1/payouts): money leaving the account's balance for its bank. */
+export interface NormalizedPayout {
+  id: string;
+  /** Connected account id, or null for the platform. */
+  account: string | null;
+  /** Unix seconds. */
+  created: number;
+  /** Unix seconds: when the payout is expected at the bank. */
+  arrivalDate: number;
+  /** Positive, in `currency`'s smallest unit. */
+  amount: number;
+  currency: string;
+  /** Made by the account's payout schedule: only these can be itemised (`?payout=`). */
+  automatic: boolean;
+  status: 'pending' | 'in_transit' | 'paid' | 'failed' | 'canceled';
+  /** `completed`: its balance transactions can be listed. */
+  reconciliationStatus: 'not_applicable' | 'in_progress' | 'completed';
+  failureCode: string | null;
+}
+
+/** A balance transaction of a payout (GET /v1/balance_transactions?payout=), in the payout's currency. */
+export interface NormalizedBalanceTransaction {
+  id: string;
+  /** Stripe's `type`: charge, payment, refund, refund_failure, adjustment, payout, stripe_fee, transfer, … */
+  type: string;
+  /** Stripe's `reporting_category`: charge, refund, refund_failure, dispute, dispute_reversal, fee, payout, … */
+  reportingCategory: string;
+  /** Settlement currency, smallest unit; negative for money out. */
+  amount: number;
+  fee: number;
+  net: number;
+  currency: string;
+  /** Presentment to settlement currency, when the money was converted; null otherwise. */
+  exchangeRate: number | null;
+  /** Unix seconds. */
+  created: number;
+  /** What moved the money (ch_, re_, dp_, po_, py_ …), or null. */
+  sourceId: string | null;
+  /** The charge a refund's or a dispute's source names (read from the expanded source); null otherwise. */
+  sourceChargeId: string | null;
+}
+
+/** Payouts and their balance transactions (Stripe: `GET /v1/payouts`, `GET /v1/balance_transactions?payout=`). */
+export interface PayoutSource {
+  /** Pages of one account's payouts created in `[from, to)`; throws if they cannot all be read. */
+  listPayouts(account: string, window: TimeWindow, signal?: AbortSignal): AsyncIterable<NormalizedPayout[]>;
+  /** Pages of the balance transactions an automatic payout paid out (its own `payout` transaction among them). */
+  payoutTransactions(
+    account: string,
+    payoutId: string,
+    signal?: AbortSignal,
+  ): AsyncIterable<NormalizedBalanceTransaction[]>;
+}
+
 /**
  * One account's change events created in `(after − overlap, before)` (unix seconds),
  * every one of them, or a thrown error: never a partial answer.
@@ -162,6 +216,8 @@ export interface PaymentProvider {
   peekCharges?: ChargePeekSource;
   /** The platform's connected accounts (`acct_…`), every one or a thrown error; without it `connected` finds none. */
   listAccounts?: (signal?: AbortSignal) => Promise<string[]>;
+  /** Payouts and their balance transactions; without it the sweep does not reconcile payouts. */
+  payouts?: PayoutSource;
   /** Charges by id, charges by key metadata, refunds: read directly before money moves. */
   evidence: ProviderEvidence;
   /** The request rate and the mean latency measured so far. */
@@ -192,6 +248,7 @@ export function providerSweepDeps(
   listChanges?: ChangeSource;
   listRefunds?: RefundSource;
   peekCharges?: ChargePeekSource;
+  payouts?: PayoutSource;
   evidence: ProviderEvidence;
   idempotencyWindowMs: number;
   pace?: PaymentProvider['pace'];
@@ -202,6 +259,7 @@ export function providerSweepDeps(
     idempotencyWindowMs: provider.facts.idempotencyWindowMs,
     ...(provider.listChanges ? { listChanges: provider.listChanges } : {}),
     ...(provider.listRefunds ? { listRefunds: provider.listRefunds } : {}),
+    ...(provider.payouts ? { payouts: provider.payouts } : {}),
     evidence: provider.evidence,
     ...(options.pace ? { pace: () => provider.pace() } : {}),
   };

@@ -9,6 +9,7 @@ import { sweepSlice, type SliceContext } from './slice.js';
 import { nothingVerifiedYet } from './verify.js';
 import { newBrakeState } from './brake.js';
 import { judgeUnstableKeys } from './unstable-keys.js';
+import { emptyPayoutsReport, sweepPayouts } from './payout-step.js';
 import { emptyRefundsReport, sweepRefundWindow } from './refund-step.js';
 import { SlicePrefetcher } from './prefetch.js';
 import type { SweepDeps, SweepOptions, SweepReport } from './types.js';
@@ -113,8 +114,9 @@ async function sweepAccount(
     const refundsFailure = going() ? await sweepAppRefunds(a) : undefined;
     if (going()) await sweepLateChanges(a);
     if (going()) await judgeTenantKeys(a);
-    // The rest of the run stands; the account fails for its refunds step (a missing permission, Stripe down).
-    if (refundsFailure) throw refundsFailure;
+    const payoutsFailure = going() ? await sweepAccountPayouts(a) : undefined;
+    // The rest of the run stands; the account fails for its refunds or payouts step (a missing permission, Stripe down).
+    if (refundsFailure ?? payoutsFailure) throw refundsFailure ?? payoutsFailure;
     await finishAccountRun(a);
   } catch (error) {
     return await stoppedOrFailed(a, error);
@@ -274,6 +276,25 @@ async function sweepAppRefunds(a: AccountSweep): Promise<Error | undefined> {
     ctx.refundsReadable = false;
     (ctx.report.refunds ??= emptyRefundsReport()).error = failure.message;
     ctx.log.error({ err: { message: failure.message } }, 'the refunds step failed; the rest of the run goes on');
+    return failure;
+  }
+}
+
+/**
+ * Payouts and fees (payout-step.ts), after everything else wrote the account's payment rows.
+ * A failure here (a key without Payouts read or Balance read, Stripe down) is logged and
+ * held, as the refunds step's: the account fails at the end with it.
+ */
+async function sweepAccountPayouts(a: AccountSweep): Promise<Error | undefined> {
+  const { ctx } = a;
+  try {
+    await sweepPayouts(a.deps, a.options, ctx);
+    return undefined;
+  } catch (error) {
+    if (a.options.signal?.aborted || a.writes.broken) throw error;
+    const failure = error instanceof Error ? error : new Error(String(error));
+    (ctx.report.payouts ??= emptyPayoutsReport()).error = failure.message;
+    ctx.log.error({ err: { message: failure.message } }, 'the payouts step failed; the rest of the run goes on');
     return failure;
   }
 }

@@ -3,7 +3,14 @@ import type { Pool } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import type { Category } from './categories.js';
 import type { Judgement } from './judge/index.js';
-import type { ChangeSource, ChargePeekSource, ChargeSource, ProviderEvidence, RefundSource } from './provider.js';
+import type {
+  ChangeSource,
+  ChargePeekSource,
+  ChargeSource,
+  PayoutSource,
+  ProviderEvidence,
+  RefundSource,
+} from './provider.js';
 import type { BrakeTrip } from './brake.js';
 import type { BatchPlanner } from './run-mode.js';
 import type { DeepReadResult } from './deep-read.js';
@@ -26,6 +33,8 @@ export interface SweepDeps {
    * Without it every slice is listed on its own.
    */
   peekCharges?: ChargePeekSource;
+  /** Payouts and their balance transactions; without it payouts are not reconciled. */
+  payouts?: PayoutSource;
   clock: () => Date;
   logger: Logger;
   /** Stripe's own word: re-reads before a critical finding, a release or a refund, and the refunds themselves. */
@@ -115,6 +124,10 @@ export interface SweepOptions {
   duplicateLookbackMs: number;
   /** Payments without a reference, one customer or card, within this of each other: suspected_duplicate (0: off). */
   suspectWindowMs: number;
+  /** Payouts (docs/judgement.md "Payouts and fees"): listed this far back; an older payment in no payout is unpaid_effect. */
+  payoutGraceMs: number;
+  /** Scheduled runs list an account's payouts at most this often (SWEEPER_PAYOUT_EVERY). */
+  payoutEveryMs: number;
   signal?: AbortSignal;
 }
 
@@ -142,6 +155,8 @@ export interface SweepReport {
   changes?: ChangesReport;
   /** The refunds step (docs/judgement.md "Refunds the application makes"), when refunds are listed. */
   refunds?: RefundsReport;
+  /** The payouts step (docs/judgement.md "Payouts and fees"), when payouts are read. */
+  payouts?: PayoutsReport;
   /**
    * The repair brake's bound was passed (brake.ts): by a dry run (a real run would stop
    * there) or by a run with --allow-mass-repair (`allowed`). A real run without it fails.
@@ -165,6 +180,27 @@ export interface RefundsReport {
   found: Partial<Record<Category, number>>;
   repaired: Partial<Record<Category, number>>;
   /** The step could not run (a key without Refunds read): the rest of the run stands, and the run fails. */
+  error?: string;
+}
+
+export interface PayoutsReport {
+  /** Payouts listed this run (created in the last SWEEPER_PAYOUT_GRACE, or in a backfill's range). */
+  listed: number;
+  /** A scheduled run that listed no payouts: the last listing is younger than SWEEPER_PAYOUT_EVERY. */
+  skipped: boolean;
+  /** Automatic payouts reconciled this run; manual ones recorded as not itemised. */
+  reconciled: number;
+  not_itemised: number;
+  /** Automatic payouts whose reconciliation Stripe has not completed: judged by a later run. */
+  awaiting: number;
+  /** Balance transactions of the payouts reconciled (their own payout transactions aside), and of those the charge, refund and dispute ones tied to a local row. */
+  transactions: number;
+  linked: number;
+  /** Payment rows that took their fee, net, settlement currency and exchange rate. */
+  fees: number;
+  /** What the step found (non-zero categories; also counted in the run's totals). */
+  found: Partial<Record<Category, number>>;
+  /** The step could not run (a key without Payouts read or Balance read): the rest of the run stands, and the run fails. */
   error?: string;
 }
 
@@ -220,6 +256,8 @@ export function sweepOptions(options: Partial<SweepOptions> & Pick<SweepOptions,
     allowMassRepair: false,
     duplicateLookbackMs: defaults.duplicateLookbackMs,
     suspectWindowMs: defaults.suspectWindowMs,
+    payoutGraceMs: defaults.payoutGraceMs,
+    payoutEveryMs: defaults.payoutEveryMs,
     ...options,
   };
 }

@@ -42,8 +42,8 @@ const RESTRICTED_KEY = 'rk_test_ChargesAndEvents';
 const NO_EVENTS_KEY = 'rk_test_ChargesOnly';
 const keyPolicy = {
   permissions: {
-    [RESTRICTED_KEY]: ['rak_charge_read', 'rak_event_read'],
-    [NO_EVENTS_KEY]: ['rak_charge_read'],
+    [RESTRICTED_KEY]: ['rak_charge_read', 'rak_event_read', 'rak_payout_read', 'rak_balance_read'],
+    [NO_EVENTS_KEY]: ['rak_charge_read', 'rak_payout_read', 'rak_balance_read'],
   },
 };
 

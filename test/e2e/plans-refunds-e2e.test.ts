@@ -80,7 +80,11 @@ async function history(db: TestDatabase): Promise<void> {
 
 beforeAll(async () => {
   double = await startStripeDouble({
-    keys: { permissions: { [KEY]: ['rak_charge_read', 'rak_event_read', 'rak_refund_read'] } },
+    keys: {
+      permissions: {
+        [KEY]: ['rak_charge_read', 'rak_event_read', 'rak_refund_read', 'rak_payout_read', 'rak_balance_read'],
+      },
+    },
   });
   base = await createTestDatabase({ poolSize: 2 });
   databases.push(base);

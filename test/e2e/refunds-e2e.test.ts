@@ -25,8 +25,8 @@ const FULL_KEY = 'rk_test_ChargesEventsRefunds';
 const NO_REFUNDS_KEY = 'rk_test_ChargesAndEvents';
 const keyPolicy = {
   permissions: {
-    [FULL_KEY]: ['rak_charge_read', 'rak_event_read', 'rak_refund_read'],
-    [NO_REFUNDS_KEY]: ['rak_charge_read', 'rak_event_read'],
+    [FULL_KEY]: ['rak_charge_read', 'rak_event_read', 'rak_refund_read', 'rak_payout_read', 'rak_balance_read'],
+    [NO_REFUNDS_KEY]: ['rak_charge_read', 'rak_event_read', 'rak_payout_read', 'rak_balance_read'],
   },
 };
 

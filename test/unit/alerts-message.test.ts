@@ -53,6 +53,7 @@ describe('severity', () => {
       'duplicate_effect',
       'effect_without_charge',
       'lost_effect',
+      'payout_mismatch',
       'refund_effect_without_refund',
       'refund_status_drift',
     ]);

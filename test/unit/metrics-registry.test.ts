@@ -114,6 +114,9 @@ describe('metrics registry', () => {
       'refund_without_effect',
       'refund_effect_without_refund',
       'refund_status_drift',
+      'payout_mismatch',
+      'unrecorded_balance_transaction',
+      'unpaid_effect',
     ];
     const unreconciled = (account: string, open: Record<string, number>) =>
       notMatched.map((c) => `sweeper_unreconciled{account="${account}",category="${c}"} ${open[c] ?? 0}`);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { exitReason, type ExitStory } from '../../src/cli/exit-reason.js';
-import { completenessLine, formatReport, openLines, percent } from '../../src/cli/run-output.js';
+import { completenessLine, formatReport, openLines, payoutsLine, percent } from '../../src/cli/run-output.js';
 import { emptyCounts } from '../../src/sweep/categories.js';
 import type { AccountCompleteness } from '../../src/sweep/completeness.js';
 import type { SweepProgress, SweepReport } from '../../src/sweep/types.js';
@@ -258,5 +258,28 @@ describe('the sweeper: line of a non-zero exit', () => {
     ).toBe(
       '2 unreconciled finding(s) open (platform: 2): a person decides them. List them with `sweeper report --status open`, close each handled one with `sweeper resolve ID --note "…"`',
     );
+  });
+});
+
+describe('payoutsLine', () => {
+  const base = {
+    listed: 3,
+    skipped: false,
+    reconciled: 2,
+    not_itemised: 0,
+    awaiting: 1,
+    transactions: 5,
+    linked: 4,
+    fees: 3,
+    found: {},
+  };
+  it('says what was listed and reconciled, what waits, and what was found', () => {
+    expect(payoutsLine({ ...base, found: { payout_mismatch: 1 } })).toBe(
+      "payouts: 3 listed, 2 reconciled (5 transactions, fees on 3 payments), 1 awaiting Stripe's reconciliation (found payout_mismatch 1)",
+    );
+  });
+  it('is silent when the run listed nothing, and says why when the step failed', () => {
+    expect(payoutsLine({ ...base, skipped: true })).toBeNull();
+    expect(payoutsLine({ ...base, error: 'no Payouts read' })).toBe('payouts: not reconciled (no Payouts read)');
   });
 });

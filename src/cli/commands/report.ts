@@ -4,6 +4,7 @@ import { rename, rm, stat } from 'node:fs/promises';
 import { finished } from 'node:stream/promises';
 import type { Command } from 'commander';
 import { accountIsRecorded, writeReport, type ReportFilter } from '../../report/findings-report.js';
+import { writePayoutReport, type PayoutReportFilter } from '../../report/payouts-report.js';
 import type { Pool } from '../../db/pool.js';
 import { CATEGORIES } from '../../sweep/categories.js';
 import { instantProblem, parseInstant } from '../../time/instant.js';
@@ -22,7 +23,7 @@ interface ReportFlags {
 }
 
 export function registerReport(program: Command): void {
-  program
+  const report = program
     .command('report')
     .description('export findings, one row per finding, streamed (constant memory)')
     .option('--status <state>', `only findings in this state: ${STATES.join(', ')}`)
@@ -73,6 +74,55 @@ export function registerReport(program: Command): void {
           file.destroy();
           await rm(temp, { force: true });
           throw error;
+        }
+      });
+    });
+  // `report payouts --format json`: the subcommand's own options, not the findings report's.
+  report.enablePositionalOptions();
+  registerPayoutReport(report);
+}
+
+interface PayoutReportFlags {
+  from?: string;
+  to?: string;
+  account?: string;
+  format: string;
+}
+
+/** `sweeper report payouts`: one row per payout, what a finance team books (docs/cli.md). */
+function registerPayoutReport(report: Command): void {
+  report
+    .command('payouts')
+    .description('export payouts, one row per payout with its sums by kind and its residual, streamed')
+    .option('--from <time>', 'only payouts arriving at or after this time (ISO 8601)')
+    .option('--to <time>', 'only payouts arriving before this time (ISO 8601)')
+    .option('--account <id>', 'only this account (acct_… or platform)')
+    .option('--format <format>', 'csv or json', 'csv')
+    .addHelpText(
+      'after',
+      '\nExample:\n  sweeper report payouts --from 2026-03-01 --to 2026-04-01 --format csv > march.csv',
+    )
+    .action(async (flags: PayoutReportFlags) => {
+      const format = flags.format;
+      if (format !== 'csv' && format !== 'json') throw new UsageError(`--format ${format}: expected csv or json`);
+      const filter: PayoutReportFilter = {};
+      for (const name of ['from', 'to'] as const) {
+        const text = flags[name];
+        if (text === undefined) continue;
+        const at = parseInstant(text);
+        if (!at) throw new UsageError(`--${name} ${text}: ${instantProblem(text)}`);
+        filter[name] = at;
+      }
+      if (filter.from && filter.to && filter.from >= filter.to)
+        throw new UsageError(`--from ${flags.from} must be before --to ${flags.to}`);
+      if (flags.account !== undefined) filter.account = flags.account;
+      await withDatabase(async ({ pool, logger, config }) => {
+        if (filter.account !== undefined) await assertKnownAccount(pool, config.accounts, filter.account);
+        try {
+          const rows = await writePayoutReport(pool, filter, format, process.stdout);
+          logger.info({ rows }, 'payouts report written');
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'EPIPE') throw error;
         }
       });
     });

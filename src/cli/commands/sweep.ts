@@ -311,6 +311,8 @@ function sweepOptionsOf(
     maxRepairShare: config.maxRepairShare,
     allowMassRepair: Boolean(flags.allowMassRepair),
     duplicateLookbackMs: config.duplicateLookbackMs,
+    payoutGraceMs: config.payoutGraceMs,
+    payoutEveryMs: config.payoutEveryMs,
     suspectWindowMs: config.suspectWindowMs,
     refundDuplicates: Boolean(flags.refundDuplicates),
     // `--no-resume` is the only way to say false: a backfill resumes by default.

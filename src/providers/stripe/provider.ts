@@ -1,3 +1,4 @@
+import { createStripePayouts } from './payouts.js';
 import { createStripeRefunds } from './refunds.js';
 import type Stripe from 'stripe';
 import { accountIdOf } from '../../domain/identity.js';
@@ -114,6 +115,7 @@ export function createStripeProvider(options: StripeProviderOptions): StripeProv
       createEventReader({ stripe, budget: budgets.endpoint('GET /v1/events'), retrieveBudget, counters }),
     ),
     listRefunds: refunds.listRefunds,
+    payouts: createStripePayouts({ stripe, budget: budgets.endpoint('GET /v1/payouts'), counters }),
     evidence: {
       ...createStripeEvidence({
         stripe,
