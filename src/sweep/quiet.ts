@@ -115,6 +115,7 @@ export async function settleQuietAccounts(
     const plan = planOf(account, state, options, started, {
       events: Boolean(deps.listChanges),
       refunds: Boolean(deps.listRefunds),
+      payouts: Boolean(deps.payouts),
     });
     if (plan === 'unsettled') unsettled.push(account);
     else if (plan === 'own-sweep') outcome.busy.push({ account });
@@ -213,7 +214,7 @@ function planOf(
   state: AccountState,
   options: SweepOptions,
   started: Date,
-  steps: { events: boolean; refunds: boolean },
+  steps: { events: boolean; refunds: boolean; payouts: boolean },
 ): Plan | 'unsettled' | 'own-sweep' {
   const { events } = steps;
   const window = scheduledWindow({
@@ -225,6 +226,8 @@ function planOf(
   });
   if (!window) return 'unsettled';
   if (state.pending) return 'own-sweep';
+  // The payouts step (payout-step.ts) lists the account's payouts every run: not settled here.
+  if (steps.payouts) return 'own-sweep';
   // The refunds step goes on from its cursor: one behind this window has days to judge first.
   if (steps.refunds && state.refundCursor && state.refundCursor.getTime() < window.from.getTime()) return 'own-sweep';
   const read = widen(window, options.leaseMs, started);
