@@ -230,6 +230,48 @@ if (refs) {
   }
 }
 
+const platform = load('e2e-platform');
+const platformRows: string[][] = [];
+if (platform) {
+  const set = platform.settings as Json;
+  const first = platform.first as Json;
+  const second = platform.second as Json;
+  for (const [name, r] of [
+    ['first run (every account new)', first],
+    ['second run (nothing new)', second],
+  ] as const) {
+    platformRows.push([
+      `${fmt(set.accounts, 0)} connected accounts (${fmt(set.busy_accounts, 0)} with ${set.charges_each} charges), ${name}: wall / request bound (requests / ${set.server_limit_global} per second)`,
+      `**${fmt(r.wall_over_bound)}×**`,
+      '≤ 1.2×',
+      met(r.wall_over_bound <= 1.2),
+      `${fmt(r.wall_s)} s for ${fmt(r.requests, 0)} requests (bound ${fmt(r.bound_s, 1)} s); CPU ${fmt(r.cpu_s)} s, peak RSS ${mb(r.max_rss_mb)}`,
+    ]);
+  }
+  platformRows.push([
+    'requests per idle account, second run',
+    `**${fmt(second.requests_per_idle_account.mean)}** (max ${second.requests_per_idle_account.max})`,
+    '≤ 2',
+    met(second.requests_per_idle_account.max <= 2),
+    `${fmt(second.requests_per_idle_account.accounts, 0)} idle accounts; the accounts listing ${second.accounts_listing_requests} requests`,
+  ]);
+  platformRows.push([
+    '429s not retried (both runs)',
+    `**${first.unretried_429 + second.unretried_429}**`,
+    '0',
+    met(first.unretried_429 + second.unretried_429 === 0),
+    `429s answered: ${first.rate_limited_429} first run, ${second.rate_limited_429} second run; accounts failed: ${first.failed} / ${second.failed}`,
+  ]);
+  const st = second.statements_per_account as Json | null;
+  platformRows.push([
+    'SQL statements per account, second run (pg_stat_statements)',
+    st ? `${fmt(st.top_level)} top level, ${fmt(st.all)} in all` : 'not counted',
+    '— (a handful)',
+    '—',
+    st ? 'summed over the run, divided by the accounts reported' : 'pg_stat_statements not loaded on the server',
+  ]);
+}
+
 if (sessions.length > 1)
   notes.push(
     `**These results come from ${sessions.length} different sessions** (${sessions.join(', ')}): ratios within one file are from one session, the table mixes files.`,
@@ -296,6 +338,16 @@ const lines: string[] = [
       ]
     : []),
   '',
+  ...(platformRows.length
+    ? [
+        '## Issue 29, a Connect platform end to end',
+        '',
+        '| measure | this run | goal | met | raw figures |',
+        '|---|---|---|---|---|',
+        ...platformRows.map((r) => `| ${r.join(' | ')} |`),
+        '',
+      ]
+    : []),
   '## Settings',
   '',
 ];
@@ -326,6 +378,12 @@ if (refs) {
     )
       .map(([k, like]) => `${k.replace(/_/g, ' ')} \`${like}\``)
       .join(', ')}.`,
+  );
+}
+if (platform) {
+  const set = platform.settings as Json;
+  lines.push(
+    `- **Platform** (bench/e2e-platform.ts): \`sweeper run --json\` twice with \`SWEEPER_ACCOUNTS=platform,connected\` and \`SWEEPER_STRIPE_GLOBAL_RATE=${set.server_limit_global}\`; the double lists ${fmt(set.accounts, 0)} connected accounts and enforces ${set.server_limit_per_account_endpoint} requests/s per account and endpoint and ${set.server_limit_global}/s per key (token buckets, burst one second's worth), ${set.latency_ms} ms before every answer; the busy accounts' charges lie 1–3 h before the first run. Requests counted by the double, every endpoint; the bound is those requests at the key's limit.`,
   );
 }
 if (claims) {

@@ -19,6 +19,8 @@ const benches = [
   'bench/e2e-unthrottled.ts',
   // Business references, 1% of the charges paid twice (issue 25).
   'bench/e2e-references.ts',
+  // A Connect platform: 2,000 accounts under both rate limits (issue 29).
+  'bench/e2e-platform.ts',
   'bench/claims.ts',
   // Components.
   'bench/sweep.ts',

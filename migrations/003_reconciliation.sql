@@ -281,3 +281,21 @@ CREATE TABLE recon_payout_accounts (
   run_id     text        NOT NULL,
   updated_at timestamptz NOT NULL
 );
+
+-- A platform's connected accounts, discovered each run through GET /v1/accounts
+-- (SWEEPER_ACCOUNTS=connected): which are swept, since when, and which left. An account
+-- Stripe no longer lists, or that answers 403 (access revoked), is inactive until Stripe
+-- lists it again; its watermark and cursor stay, so it resumes where it stopped.
+CREATE TABLE recon_accounts (
+  account         text        PRIMARY KEY CHECK (account ~ '^acct_[A-Za-z0-9]+$'),
+  first_seen_at   timestamptz NOT NULL,
+  -- The last run that saw it in Stripe's listing.
+  last_seen_at    timestamptz NOT NULL,
+  active          boolean     NOT NULL,
+  inactive_since  timestamptz,
+  inactive_reason text        CHECK (inactive_reason IN ('unlisted', 'revoked')),
+  updated_at      timestamptz NOT NULL,
+  CHECK (active = (inactive_since IS NULL) AND active = (inactive_reason IS NULL))
+);
+-- `sweeper status` lists the most recently inactive ones.
+CREATE INDEX recon_accounts_inactive ON recon_accounts (inactive_since DESC) WHERE NOT active;

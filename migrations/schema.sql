@@ -415,6 +415,19 @@ ALTER TABLE public.payments ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     CACHE 1
 );
 
+CREATE TABLE public.recon_accounts (
+    account text NOT NULL,
+    first_seen_at timestamp with time zone NOT NULL,
+    last_seen_at timestamp with time zone NOT NULL,
+    active boolean NOT NULL,
+    inactive_since timestamp with time zone,
+    inactive_reason text,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT recon_accounts_account_check CHECK ((account ~ '^acct_[A-Za-z0-9]+$'::text)),
+    CONSTRAINT recon_accounts_check CHECK (((active = (inactive_since IS NULL)) AND (active = (inactive_reason IS NULL)))),
+    CONSTRAINT recon_accounts_inactive_reason_check CHECK ((inactive_reason = ANY (ARRAY['unlisted'::text, 'revoked'::text])))
+);
+
 CREATE TABLE public.recon_deep_reads (
     account text NOT NULL,
     last_at timestamp with time zone NOT NULL,
@@ -761,6 +774,9 @@ ALTER TABLE ONLY public.payments
 ALTER TABLE ONLY public.payments
     ADD CONSTRAINT payments_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY public.recon_accounts
+    ADD CONSTRAINT recon_accounts_pkey PRIMARY KEY (account);
+
 ALTER TABLE ONLY public.recon_deep_reads
     ADD CONSTRAINT recon_deep_reads_pkey PRIMARY KEY (account);
 
@@ -853,6 +869,8 @@ CREATE INDEX payments_account_created_at ON public.payments USING btree (account
 CREATE INDEX payments_tenant_account ON public.payments USING btree (tenant_id, account_id);
 
 CREATE INDEX payments_tenant_key ON public.payments USING btree (tenant_id, idempotency_key);
+
+CREATE INDEX recon_accounts_inactive ON public.recon_accounts USING btree (inactive_since DESC) WHERE (NOT active);
 
 CREATE INDEX recon_finding_charges_finding ON public.recon_finding_charges USING btree (finding_id);
 

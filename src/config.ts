@@ -277,10 +277,13 @@ const envSchema = z.object({
   SWEEPER_ACCOUNTS: z
     .string()
     .default('platform')
-    .refine((v) => v.split(',').every((a) => /^(platform|acct_[A-Za-z0-9]+)$/.test(a.trim())), {
-      message: 'SWEEPER_ACCOUNTS must be a comma-separated list of Stripe account ids (acct_…) or "platform"',
+    .refine((v) => v.split(',').every((a) => /^(platform|connected|acct_[A-Za-z0-9]+)$/.test(a.trim())), {
+      message:
+        'SWEEPER_ACCOUNTS must be a comma-separated list of "platform", "connected" (every connected account) and Stripe account ids (acct_…)',
     })
-    .describe('comma-separated: `platform` and/or Connect `acct_…` ids; each has its own watermark and lock'),
+    .describe(
+      'comma-separated: `platform`, Connect `acct_…` ids, and `connected`: every connected account Stripe lists, discovered each run ([Platforms](platforms.md)); each account has its own watermark and lock',
+    ),
   SWEEPER_SETTLE: duration('SWEEPER_SETTLE').describe(
     'work younger than this is not judged; must be ≥ `SWEEPER_CLAIM_LEASE` + 1m',
   ),
@@ -337,7 +340,15 @@ const envSchema = z.object({
     "the most charges created in a slice that one transaction judges: a denser slice is judged in parts of at most this many, each committed and checkpointed on its own ([Dense slices](performance.md#dense-slices-judged-in-parts)); bounds a batch's memory",
   ),
   SWEEPER_STRIPE_RATE: positiveInt('SWEEPER_STRIPE_RATE', '25', 1000).describe(
-    "Stripe requests per second for the whole process: Stripe's default limit per endpoint (`GET /v1/charges` is one); a 429 pauses the whole process; above 100 only where Stripe raised your account's limit, or against a double",
+    "Stripe requests per second per account and endpoint (`GET /v1/charges` of one account is one): Stripe's limit; a 429 naming it pauses that account's endpoint; above 25 only where Stripe raised your limit, or against a double",
+  ),
+  SWEEPER_STRIPE_GLOBAL_RATE: positiveInt('SWEEPER_STRIPE_GLOBAL_RATE', '50', 10_000)
+    .meta({ fallback: '50, or `SWEEPER_STRIPE_RATE` when higher', bounds: '1–10000' })
+    .describe(
+      "Stripe requests per second of the whole process, every account and endpoint together (Stripe's limit per key is 100 in live mode, 25 in test mode, shared with your payment traffic); with `--shard I/N` each shard takes 1/N of it; a 429 naming it pauses every request ([Platforms](platforms.md#two-rate-budgets))",
+    ),
+  SWEEPER_ACCOUNT_CONCURRENCY: positiveInt('SWEEPER_ACCOUNT_CONCURRENCY', '8', 64).describe(
+    'accounts with something to judge swept at once by a scheduled run or a backfill (each holds a database connection while it judges); accounts with nothing new are settled in groups besides them; a dry run sweeps one at a time',
   ),
   SWEEPER_STORED_ANSWER: z
     .string()
@@ -450,6 +461,9 @@ const envSchema = z.object({
 
 const MIN_SETTLE_GRACE_MS = MINUTE_MS;
 
+/** The SWEEPER_ACCOUNTS entry that stands for every connected account Stripe lists. */
+export const CONNECTED = 'connected';
+
 export interface Config {
   databaseUrl: string | undefined;
   stripeApiKey: string | undefined;
@@ -467,7 +481,7 @@ export interface Config {
   logFormat: 'json' | 'pretty' | undefined;
   /** When stderr is not a terminal, a progress log line this often during a sweep. */
   progressIntervalMs: number;
-  /** Stripe accounts swept: `platform` and/or Connect `acct_…` ids. */
+  /** Stripe accounts named in SWEEPER_ACCOUNTS: `platform` and/or Connect `acct_…` ids (not `connected`). */
   accounts: string[];
   /** Work younger than this is not judged: it may still be in flight. ≥ lease + 1 minute. */
   settleMs: number;
@@ -478,8 +492,14 @@ export interface Config {
   /** The most charges created in a slice that one batch (one transaction) judges; a denser slice is judged in parts. */
   batchCharges: number;
   firstRunLookbackMs: number;
-  /** Stripe read requests per second, shared by all accounts of the process. */
+  /** `connected` in SWEEPER_ACCOUNTS: every connected account Stripe lists is swept too. */
+  discoverConnected: boolean;
+  /** Stripe requests per second per account and endpoint. */
   stripeRatePerSecond: number;
+  /** Stripe requests per second of the whole process (every account and endpoint). */
+  stripeGlobalRatePerSecond: number;
+  /** Accounts with something to judge swept at once. */
+  accountConcurrency: number;
   /** How long after a first attempt callers may still retry; retention must cover 24 h plus this. */
   retryHorizonMs: number;
   /** After SIGTERM, how long the current slice may take before the process exits anyway. */
@@ -658,7 +678,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   registerSecretsFromEnv(env);
   const e = parseEnv(envSchema, env);
   const metadataKeys = metadataKeysOf(e);
-  const accounts = [...new Set(e.SWEEPER_ACCOUNTS.split(',').map((a) => a.trim()))];
+  const named = [...new Set(e.SWEEPER_ACCOUNTS.split(',').map((a) => a.trim()))];
+  const accounts = named.filter((a) => a !== CONNECTED);
+  // Unset, one account alone never waits on the global budget (SWEEPER_STRIPE_RATE set high for a raised limit).
+  const globalSet = env.SWEEPER_STRIPE_GLOBAL_RATE !== undefined && env.SWEEPER_STRIPE_GLOBAL_RATE.trim() !== '';
+  const globalRate = globalSet
+    ? e.SWEEPER_STRIPE_GLOBAL_RATE
+    : Math.max(e.SWEEPER_STRIPE_GLOBAL_RATE, e.SWEEPER_STRIPE_RATE);
   if (e.SWEEPER_SETTLE < e.SWEEPER_CLAIM_LEASE + MIN_SETTLE_GRACE_MS) {
     throw new ConfigError(
       `SWEEPER_SETTLE (${formatDuration(e.SWEEPER_SETTLE)}) must be at least SWEEPER_CLAIM_LEASE (${formatDuration(e.SWEEPER_CLAIM_LEASE)}) ` +
@@ -700,7 +726,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sliceMs: e.SWEEPER_SLICE,
     batchCharges: e.SWEEPER_BATCH_CHARGES,
     firstRunLookbackMs: e.SWEEPER_FIRST_RUN_LOOKBACK,
+    discoverConnected: named.includes(CONNECTED),
     stripeRatePerSecond: e.SWEEPER_STRIPE_RATE,
+    stripeGlobalRatePerSecond: globalRate,
+    accountConcurrency: e.SWEEPER_ACCOUNT_CONCURRENCY,
     retryHorizonMs: e.SWEEPER_RETRY_HORIZON,
     shutdownGraceMs: e.SWEEPER_SHUTDOWN_GRACE,
     runDeadlineMs: e.SWEEPER_RUN_DEADLINE,

@@ -22,7 +22,7 @@ GRANT SELECT, INSERT, UPDATE ON idempotency_keys, payments, payment_refunds, str
       stripe_disputes,
       stripe_payouts, stripe_balance_transactions, recon_payouts, recon_payout_accounts,
       recon_runs, recon_watermarks, recon_findings, recon_refunds, recon_event_cursors, recon_refund_cursors,
-      recon_deep_reads, alert_state TO sweeper_runtime;
+      recon_deep_reads, recon_accounts, alert_state TO sweeper_runtime;
 -- The audit is append-only: insert and read, never change.
 GRANT SELECT, INSERT ON recon_repairs TO sweeper_runtime;
 -- Saved plans (docs/plans.md): made, approved and applied; their audit appended only.

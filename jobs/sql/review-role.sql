@@ -23,9 +23,9 @@ GRANT USAGE ON SCHEMA public TO sweeper_review;
 
 -- What the pages read: findings and their charges, the audit, the evidence (claims
 -- through their directory, payment rows, the mirror, the sweep's refunds), the runs,
--- and what completeness is measured against (watermarks, event cursors).
+-- what completeness is measured against (watermarks, event cursors), and the connected accounts.
 GRANT SELECT ON recon_findings, recon_finding_charges, recon_repairs, recon_refunds, recon_runs,
-      recon_watermarks, recon_event_cursors, stripe_charges, payments, idempotency_keys,
+      recon_watermarks, recon_event_cursors, recon_accounts, stripe_charges, payments, idempotency_keys,
       idempotency_key_directory, sweeper_migrations TO sweeper_review;
 -- Closing a finding: these columns only (resolveFindings in src/sweep/status.ts).
 GRANT UPDATE (state, closed_at, closed_by, note, details) ON recon_findings TO sweeper_review;

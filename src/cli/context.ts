@@ -28,7 +28,8 @@ export interface CommandContext {
 export async function withDatabase<T>(fn: (ctx: CommandContext) => Promise<T>, config = loadConfig()): Promise<T> {
   const url = requireDatabaseUrl(config);
   const logger = cliLogger(config);
-  const pool = createPool(url, { max: 8, timeouts: config.db });
+  // A sweep's accounts in flight each hold a connection while they judge, besides the lock's and the groups' own.
+  const pool = createPool(url, { max: Math.max(8, config.accountConcurrency + 3), timeouts: config.db });
   try {
     await checkConnection(pool, url);
     await assertSchemaCurrent(pool);

@@ -4,7 +4,7 @@ import type { Pool } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import { listOpenFindings, type OpenFindingBrief } from '../report/open-list.js';
 import { redact } from '../secrets.js';
-import { readCompleteness, type AccountCompleteness } from '../sweep/completeness.js';
+import { readCompletenessOf, type AccountCompleteness } from '../sweep/completeness.js';
 import type { SweepReport } from '../sweep/types.js';
 import { terminalSafe } from '../terminal-text.js';
 import { writeJson } from './context.js';
@@ -34,6 +34,8 @@ export interface FinishInput {
   accounts: readonly string[];
   reports: SweepReport[];
   skipped: readonly string[];
+  /** Connected accounts that answered 403 (access revoked): marked inactive, not swept, not a failure. */
+  revoked?: readonly string[];
   /** The sweep failed for an account (`SweepFailedError`). */
   failure?: Error;
   progress: ProgressReporter;
@@ -93,6 +95,13 @@ async function printResults(
     if (input.json) writeJson({ mode, account, status: 'skipped', reason: 'backfill_in_progress' });
     else process.stdout.write(`${mode}  account ${account}  skipped: backfill in progress; the next run sweeps it\n\n`);
   }
+  for (const account of input.revoked ?? []) {
+    if (input.json) writeJson({ mode, account, status: 'skipped', reason: 'account_revoked' });
+    else
+      process.stdout.write(
+        `${mode}  account ${account}  skipped: Stripe refused access (403); marked inactive until Stripe lists it again\n\n`,
+      );
+  }
 }
 
 /** The one `sweeper: …` line saying why, whenever the code is not 0. */
@@ -134,21 +143,19 @@ function reasonOf(signal: AbortSignal): string {
   return reason instanceof Error ? reason.message : typeof reason === 'string' ? reason : 'stopped';
 }
 
-/** Read after the run; a failure to read it is logged and leaves it out, never hides the run's results. */
+/** Read after the run, every account in one statement; a failure to read it is logged and leaves it out, never hides the run's results. */
 async function readAllCompleteness(input: FinishInput): Promise<Map<string, AccountCompleteness>> {
-  const out = new Map<string, AccountCompleteness>();
   const options = { now: new Date(), days: input.config.deepReadDays, maxLagMs: input.config.maxLagMs };
-  for (const account of input.accounts) {
-    try {
-      out.set(account, await readCompleteness(input.pool, account, options));
-    } catch (error) {
-      input.logger.warn(
-        { account, error: errorMessage(error) },
-        'could not read how complete reconciliation is; left out of the output',
-      );
-    }
+  try {
+    const all = await readCompletenessOf(input.pool, input.accounts, options);
+    return new Map(all.map((c) => [c.account, c]));
+  } catch (error) {
+    input.logger.warn(
+      { accounts: input.accounts.length, error: errorMessage(error) },
+      'could not read how complete reconciliation is; left out of the output',
+    );
+    return new Map();
   }
-  return out;
 }
 
 async function openFindings(

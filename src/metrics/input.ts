@@ -13,7 +13,9 @@ export interface MetricsInput {
   reports: readonly SweepReportLike[];
   /** The database's view after the run (`readStatus`): open findings, watermarks, claim store. */
   status: Pick<SweepStatus, 'watermarks' | 'last_runs' | 'open_findings' | 'claims'> &
-    Partial<Pick<SweepStatus, 'claim_outcomes'>>;
+    Partial<Pick<SweepStatus, 'claim_outcomes' | 'accounts'>>;
+  /** Connected accounts inactive now (no longer listed, or 403), each with why. */
+  inactiveAccounts?: ReadonlyArray<{ account: string; reason: 'unlisted' | 'revoked' }>;
   /** Stripe 429 answers seen by this process during the run. */
   stripe429s: number;
   now: Date;

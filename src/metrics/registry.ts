@@ -30,6 +30,7 @@ export function buildMetricsRegistry(input: MetricsInput): Registry {
     for (const account of accounts) skipped.set({ account }, input.skipped.includes(account) ? 1 : 0);
   }
   writeCompleteness(gauge, input.completeness ?? []);
+  writeConnectedAccounts(gauge, input);
   gauge('sweeper_stripe_rate_limited_last_run', 'Stripe 429 (rate limited) answers during the last run.').set(
     input.stripe429s,
   );
@@ -113,6 +114,27 @@ function writeClaims(gauge: GaugeFactory, input: MetricsInput): void {
   );
   for (const [tenant, byOutcome] of Object.entries(input.status.claim_outcomes?.tenants ?? {}))
     for (const [outcome, n] of Object.entries(byOutcome)) outcomes.set({ tenant, outcome }, n);
+}
+
+/**
+ * Connected accounts (SWEEPER_ACCOUNTS=connected, docs/operations.md "Inactive connected
+ * accounts"): how many are active and inactive, and a series per inactive account saying
+ * why (`unlisted`: Stripe no longer lists it; `revoked`: it answered 403).
+ */
+function writeConnectedAccounts(gauge: GaugeFactory, input: MetricsInput): void {
+  const status = input.status.accounts;
+  if (!status && !input.inactiveAccounts) return;
+  const counts = gauge('sweeper_connected_accounts', 'Connected accounts discovered, by state (active, inactive).', [
+    'state',
+  ]);
+  counts.set({ state: 'active' }, status?.active ?? 0);
+  counts.set({ state: 'inactive' }, status?.inactive ?? input.inactiveAccounts?.length ?? 0);
+  const inactive = gauge(
+    'sweeper_account_inactive',
+    '1 for a connected account not swept: no longer listed by Stripe (reason="unlisted") or refused with 403 (reason="revoked").',
+    ['account', 'reason'],
+  );
+  for (const a of input.inactiveAccounts ?? []) inactive.set({ account: a.account, reason: a.reason }, 1);
 }
 
 type GaugeFactory = (name: string, help: string, labelNames?: string[]) => Gauge;

@@ -41,26 +41,30 @@ export interface AccountCompleteness {
 }
 
 /**
- * One statement per account. The day counts read the mirror through its
- * (account, created) index over the last `days` day partitions only; the other rows
- * touched are the open findings of those charges (a probe each), the account's open
- * duplicates, and the few backfill runs that overlap those days. A duplicate's extra
- * charges count as its finding's, like the kept one.
+ * One statement for any number of accounts, each measured on its own (a lateral
+ * subquery per account). The day counts read the mirror through its (account, created)
+ * index over the last `days` day partitions only; the other rows touched are the open
+ * findings of those charges (a probe each), the account's open duplicates, and the few
+ * backfill runs that overlap those days. A duplicate's extra charges count as its
+ * finding's, like the kept one.
  */
 const COMPLETENESS_SQL = `
-  WITH wm AS (SELECT watermark FROM recon_watermarks WHERE account = $1 AND shard = ''),
+SELECT a.account, m.watermark, m.cursor, m.days
+  FROM unnest($1::text[]) AS a(account)
+  CROSS JOIN LATERAL (
+  WITH wm AS (SELECT watermark FROM recon_watermarks WHERE account = a.account AND shard = ''),
        -- What backfills judged: each one up to its last committed slice (a resumed one's
        -- row carries its predecessors' checkpoint, so its range covers theirs too).
        backfilled AS MATERIALIZED (
          SELECT window_from AS from_at, checkpoint AS to_at FROM recon_runs
-          WHERE account = $1 AND mode = 'backfill' AND checkpoint > $2 AND window_from < $3 AND checkpoint > window_from
+          WHERE account = a.account AND mode = 'backfill' AND checkpoint > $2 AND window_from < $3 AND checkpoint > window_from
        ),
        -- A duplicate's extra charges, named in its finding's details (open duplicates are few).
        duplicate_charges AS (
          SELECT c ->> 'id' AS id FROM recon_findings f
            CROSS JOIN LATERAL jsonb_array_elements(
              CASE WHEN jsonb_typeof(f.details -> 'charges') = 'array' THEN f.details -> 'charges' ELSE '[]'::jsonb END) c
-          WHERE f.account = $1 AND f.state = 'open'
+          WHERE f.account = a.account AND f.state = 'open'
             AND f.category IN ('duplicate_charge', 'duplicate_effect', 'suspected_duplicate')
        ),
        -- Each day's charges, and those judged: before the watermark or in a backfill's committed part.
@@ -69,7 +73,7 @@ const COMPLETENESS_SQL = `
                 count(*) FILTER (WHERE s.created < (SELECT watermark FROM wm)
                                   OR EXISTS (SELECT 1 FROM backfilled b WHERE s.created >= b.from_at AND s.created < b.to_at))::bigint AS judged
            FROM stripe_charges s
-          WHERE s.account = $1 AND s.created >= $2 AND s.created < $3
+          WHERE s.account = a.account AND s.created >= $2 AND s.created < $3
           GROUP BY 1
        ),
        -- Of those judged, the ones an open finding holds, asked of each charge of those days
@@ -78,11 +82,11 @@ const COMPLETENESS_SQL = `
        open_judged AS (
          SELECT date_trunc('day', s.created AT TIME ZONE 'UTC') AS day, count(*)::bigint AS open
            FROM stripe_charges s
-          WHERE s.account = $1 AND s.created >= $2 AND s.created < $3
+          WHERE s.account = a.account AND s.created >= $2 AND s.created < $3
             AND (s.created < (SELECT watermark FROM wm)
                  OR EXISTS (SELECT 1 FROM backfilled b WHERE s.created >= b.from_at AND s.created < b.to_at))
             AND (EXISTS (SELECT 1 FROM recon_findings f
-                          WHERE f.account = $1 AND f.state = 'open' AND f.charge_id = s.charge_id)
+                          WHERE f.account = a.account AND f.state = 'open' AND f.charge_id = s.charge_id)
                  OR s.charge_id IN (SELECT id FROM duplicate_charges))
           GROUP BY 1
        ),
@@ -91,25 +95,49 @@ const COMPLETENESS_SQL = `
            FROM judged j LEFT JOIN open_judged o USING (day)
        )
   SELECT (SELECT watermark FROM wm) AS watermark,
-         (SELECT cursor FROM recon_event_cursors WHERE account = $1) AS cursor,
-         coalesce((SELECT json_agg(json_build_object('day', day, 'charges', charges, 'settled', settled)) FROM per_day), '[]'::json) AS days`;
+         (SELECT cursor FROM recon_event_cursors WHERE account = a.account) AS cursor,
+         coalesce((SELECT json_agg(json_build_object('day', day, 'charges', charges, 'settled', settled)) FROM per_day), '[]'::json) AS days
+  ) m`;
 
 export async function readCompleteness(
   db: Queryable,
   account: string,
   options: CompletenessOptions,
 ): Promise<AccountCompleteness> {
+  return (await readCompletenessOf(db, [account], options))[0] as AccountCompleteness;
+}
+
+/** Several accounts' completeness in one statement, in the order given (duplicates once). */
+export async function readCompletenessOf(
+  db: Queryable,
+  accounts: readonly string[],
+  options: CompletenessOptions,
+): Promise<AccountCompleteness[]> {
+  const unique = [...new Set(accounts)];
+  if (unique.length === 0) return [];
   const days = dayRange(options.now, options.days);
   const first = days[0] as string;
   const from = new Date(`${first}T00:00:00Z`);
   // Through the end of today: a charge may be stamped a little ahead of this clock.
   const to = new Date(Date.parse(`${days[days.length - 1]}T00:00:00Z`) + DAY_MS);
-  const { rows } = await db.query<{
-    watermark: Date | null;
-    cursor: Date | null;
-    days: Array<{ day: string; charges: number | string; settled: number | string }>;
-  }>(COMPLETENESS_SQL, [account, from, to]);
-  const row = rows[0];
+  const { rows } = await db.query<CompletenessRow>(COMPLETENESS_SQL, [unique, from, to]);
+  const byAccount = new Map(rows.map((r) => [r.account, r]));
+  return unique.map((account) => completenessOf(account, byAccount.get(account), days, options));
+}
+
+interface CompletenessRow {
+  account: string;
+  watermark: Date | null;
+  cursor: Date | null;
+  days: Array<{ day: string; charges: number | string; settled: number | string }>;
+}
+
+function completenessOf(
+  account: string,
+  row: CompletenessRow | undefined,
+  days: readonly string[],
+  options: CompletenessOptions,
+): AccountCompleteness {
   const counted = new Map(
     (row?.days ?? []).map((d) => [d.day, { charges: Number(d.charges), settled: Number(d.settled) }]),
   );
@@ -166,7 +194,5 @@ export async function readCompletenessAll(
     `SELECT account FROM recon_watermarks UNION SELECT account FROM recon_event_cursors`,
   );
   const accounts = [...new Set([...configured, ...rows.map((r) => r.account)])].sort();
-  const out: AccountCompleteness[] = [];
-  for (const account of accounts) out.push(await readCompleteness(db, account, options));
-  return out;
+  return readCompletenessOf(db, accounts, options);
 }

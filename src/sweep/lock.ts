@@ -14,6 +14,14 @@ export interface SweepLock {
   accounts: string[];
   /** A scheduled run's accounts left alone because a backfill has them (running or waiting). */
   skipped: string[];
+  /**
+   * More accounts, on the same connection and under the same policy (a platform's many
+   * accounts are locked a group at a time, never thousands at once): throws as
+   * `lockAccounts` does, having released what this call took.
+   */
+  take(accounts: readonly string[]): Promise<{ accounts: string[]; skipped: string[] }>;
+  /** Releases some accounts' locks (an account whose sweep is done); the others stay held. */
+  give(accounts: readonly string[]): Promise<void>;
   release(): Promise<void>;
   /** Throws when the connection holding the locks died: another run may have them now. */
   assertHeld(): void;
@@ -72,26 +80,11 @@ export async function lockAccounts(
   const client: PoolClient = await checkout(pool, (error) => {
     lostWith = error;
   });
-  const skipped: string[] = [];
   let holder = 0;
+  let first: { accounts: string[]; skipped: string[] };
   try {
     holder = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid ?? 0;
-    const deadline = Date.now() + (request.waitMs ?? 0);
-    for (const account of [...new Set(accounts)].sort()) {
-      if (request.mode === 'run') {
-        if (!(await tryLock(client, gateKey(account), 'shared'))) {
-          skipped.push(account);
-          continue;
-        }
-        if (!(await tryLock(client, sweepKey(account), 'exclusive'))) {
-          throw new SweepLockedError(
-            `another sweep is running for account ${account}; this one stops (it does not wait)`,
-          );
-        }
-      } else {
-        await waitForLock(pool, client, holder, account, deadline, request);
-      }
-    }
+    first = await takeAccounts(pool, client, holder, accounts, request);
   } catch (error) {
     await client.query('SELECT pg_advisory_unlock_all()').then(
       () => client.release(),
@@ -107,9 +100,16 @@ export async function lockAccounts(
     }
   };
   return {
-    accounts: accounts.filter((a) => !skipped.includes(a)),
-    skipped,
+    ...first,
     assertHeld,
+    async take(more) {
+      assertHeld();
+      return takeAccounts(pool, client, holder, more, request);
+    },
+    async give(done) {
+      if (done.length === 0 || lostWith) return;
+      await client.query(UNLOCK[request.mode], [LOCK_CLASS, [...new Set(done)]]);
+    },
     async confirmHeld(db) {
       const { rows } = await db.query<{ held: boolean }>(
         `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = $1 AND granted) AS held`,
@@ -142,6 +142,72 @@ export async function lockAccounts(
       }
     },
   };
+}
+
+/** A run's or a backfill's locks of some accounts, released in one statement each. */
+const UNLOCK: Record<LockRequest['mode'], string> = {
+  run: `SELECT pg_advisory_unlock($1, hashtext('sweep:' || a)), pg_advisory_unlock_shared($1, hashtext('mode:' || a))
+          FROM unnest($2::text[]) AS a`,
+  backfill: `SELECT pg_advisory_unlock($1, hashtext('sweep:' || a)), pg_advisory_unlock($1, hashtext('mode:' || a))
+               FROM unnest($2::text[]) AS a`,
+};
+
+/**
+ * Takes the accounts' locks under the policy above: a run try-locks every gate shared in
+ * one statement, then the sweep locks of the gates it got in another; a backfill waits
+ * for each account in sorted order. Throws having released what it took here.
+ */
+async function takeAccounts(
+  pool: Pool,
+  client: PoolClient,
+  holder: number,
+  accounts: readonly string[],
+  request: LockRequest,
+): Promise<{ accounts: string[]; skipped: string[] }> {
+  const sorted = [...new Set(accounts)].sort();
+  const taken: string[] = [];
+  try {
+    if (request.mode === 'run') {
+      const gated = await tryLockAll(client, sorted, 'mode', 'shared');
+      taken.push(...gated);
+      const swept = new Set(await tryLockAll(client, gated, 'sweep', 'exclusive'));
+      const held = gated.find((a) => !swept.has(a));
+      if (held !== undefined) {
+        throw new SweepLockedError(`another sweep is running for account ${held}; this one stops (it does not wait)`);
+      }
+    } else {
+      const deadline = Date.now() + (request.waitMs ?? 0);
+      for (const account of sorted) {
+        await waitForLock(pool, client, holder, account, deadline, request);
+        taken.push(account);
+      }
+    }
+  } catch (error) {
+    // What this call took goes back (unlocking a sweep lock it did not get only warns).
+    if (taken.length > 0) await client.query(UNLOCK[request.mode], [LOCK_CLASS, taken]).catch(() => undefined);
+    throw error;
+  }
+  const takenSet = new Set(taken);
+  return {
+    accounts: [...new Set(accounts)].filter((a) => takenSet.has(a)),
+    skipped: sorted.filter((a) => !takenSet.has(a)),
+  };
+}
+
+/** The accounts whose `kind` lock this connection took now, in one statement. */
+async function tryLockAll(
+  client: PoolClient,
+  accounts: readonly string[],
+  kind: 'mode' | 'sweep',
+  mode: 'shared' | 'exclusive',
+): Promise<string[]> {
+  if (accounts.length === 0) return [];
+  const fn = mode === 'shared' ? 'pg_try_advisory_lock_shared' : 'pg_try_advisory_lock';
+  const { rows } = await client.query<{ account: string; ok: boolean }>(
+    `SELECT a AS account, ${fn}($1, hashtext($2 || ':' || a)) AS ok FROM unnest($3::text[]) AS a`,
+    [LOCK_CLASS, kind, accounts],
+  );
+  return rows.filter((r) => r.ok).map((r) => r.account);
 }
 
 const gateKey = (account: string) => `mode:${account}`;

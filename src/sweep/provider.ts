@@ -59,6 +59,15 @@ export interface ChargePage {
 /** Pages of one account's charges created in `[from, to)`; throws if the window cannot be read completely. */
 export type ChargeSource = (account: string, window: TimeWindow, signal?: AbortSignal) => AsyncIterable<ChargePage>;
 
+/** What one request for a whole window said (docs/platforms.md "Idle accounts"). */
+export interface ChargePeek extends ChargePage {
+  /** The page held the whole window: `charges` and `malformed` are all of it. False: there are more. */
+  complete: boolean;
+}
+
+/** One request for an account's charges created in `[from, to)`: all of them when they fit in one page. */
+export type ChargePeekSource = (account: string, window: TimeWindow, signal?: AbortSignal) => Promise<ChargePeek>;
+
 /** One event the provider sent about a change: only a pointer to the charge to re-read. */
 export interface ChangePointer {
   id: string;
@@ -163,6 +172,23 @@ export type ChangeSource = (
   signal?: AbortSignal,
 ) => Promise<ChangePointer[]>;
 
+/**
+ * The provider refuses every request for a connected account: the platform's access was
+ * revoked, or the account is gone. Not a failure of the run: the sweep marks the account
+ * inactive and goes on with the others (docs/platforms.md "Accounts that leave").
+ */
+export class AccountUnavailableError extends Error {
+  override readonly name: string = 'AccountUnavailableError';
+
+  constructor(
+    /** The provider's account id (`acct_…`). */
+    readonly account: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** What the sweep's rules take from the provider rather than assume. */
 export interface ProviderFacts {
   /** How long the provider remembers an idempotency key (a retry within it gets the first charge back). */
@@ -186,6 +212,10 @@ export interface PaymentProvider {
   listChanges?: ChangeSource;
   /** Refunds created in a window; without it the sweep does not judge refunds. */
   listRefunds?: RefundSource;
+  /** One request for a window; without it every slice is listed on its own. */
+  peekCharges?: ChargePeekSource;
+  /** The platform's connected accounts (`acct_…`), every one or a thrown error; without it `connected` finds none. */
+  listAccounts?: (signal?: AbortSignal) => Promise<string[]>;
   /** Payouts and their balance transactions; without it the sweep does not reconcile payouts. */
   payouts?: PayoutSource;
   /** Charges by id, charges by key metadata, refunds: read directly before money moves. */
@@ -217,6 +247,7 @@ export function providerSweepDeps(
   listCharges: ChargeSource;
   listChanges?: ChangeSource;
   listRefunds?: RefundSource;
+  peekCharges?: ChargePeekSource;
   payouts?: PayoutSource;
   evidence: ProviderEvidence;
   idempotencyWindowMs: number;
@@ -224,6 +255,7 @@ export function providerSweepDeps(
 } {
   return {
     listCharges: provider.listCharges,
+    ...(provider.peekCharges ? { peekCharges: provider.peekCharges } : {}),
     idempotencyWindowMs: provider.facts.idempotencyWindowMs,
     ...(provider.listChanges ? { listChanges: provider.listChanges } : {}),
     ...(provider.listRefunds ? { listRefunds: provider.listRefunds } : {}),

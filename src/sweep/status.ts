@@ -2,6 +2,7 @@ import type { Queryable } from '../db/pool.js';
 import { LOCK_CLASS } from '../db/locks.js';
 import { readCompletenessAll, type AccountCompleteness, type CompletenessOptions } from './completeness.js';
 import { slicesOf } from './window.js';
+import { readAccountsStatus, type AccountsStatus } from './accounts.js';
 import { ExitCode } from '../exit-codes.js';
 
 export interface SweepStatus {
@@ -29,7 +30,14 @@ export interface SweepStatus {
   live_runs: LiveRun[];
   /** Per account, when asked for (docs/judgement.md "Completeness"). */
   completeness?: AccountCompleteness[];
+  /** Connected accounts discovered (SWEEPER_ACCOUNTS=connected): active, inactive, the latest to leave. */
+  accounts: AccountsStatus;
+  /** The accounts whose scheduled watermark is furthest behind, the most lagging first (at most 10). */
+  most_lagging: Array<{ account: string; watermark: string; lag_seconds: number }>;
 }
+
+/** How many accounts `most_lagging` lists. */
+export const MOST_LAGGING = 10;
 
 /**
  * A run in progress, from what its committed slices wrote (`recon_runs.checkpoint`,
@@ -102,16 +110,23 @@ export async function readStatus(db: Queryable, now: Date, options: StatusOption
   const completeness = options.completeness
     ? await readCompletenessAll(db, options.completeness.accounts, options.completeness)
     : undefined;
+  const accounts = await readAccountsStatus(db);
   const openByAccount: Record<string, Record<string, number>> = {};
   for (const row of open.rows) (openByAccount[row.account] ??= {})[row.category] = row.n;
   const c = claims.rows[0];
+  const marks = watermarks.rows.map((w) => ({
+    account: w.account,
+    shard: w.shard,
+    watermark: w.watermark.toISOString(),
+    lag_seconds: Math.round((now.getTime() - w.watermark.getTime()) / 1000),
+  }));
   return {
-    watermarks: watermarks.rows.map((w) => ({
-      account: w.account,
-      shard: w.shard,
-      watermark: w.watermark.toISOString(),
-      lag_seconds: Math.round((now.getTime() - w.watermark.getTime()) / 1000),
-    })),
+    watermarks: marks,
+    most_lagging: [...marks]
+      .sort((a, b) => b.lag_seconds - a.lag_seconds || a.account.localeCompare(b.account))
+      .slice(0, MOST_LAGGING)
+      .map(({ account, watermark, lag_seconds }) => ({ account, watermark, lag_seconds })),
+    accounts,
     last_runs: runs.rows.map((r) => ({
       id: r.id,
       mode: r.mode,

@@ -1,10 +1,10 @@
-import { randomBytes } from 'node:crypto';
-import { emptyCounts } from './categories.js';
 import type { RunContext } from './batch.js';
-import { lockAccounts, type SweepLock } from './lock.js';
+import type { SweepLock } from './lock.js';
 import { countOpenFindings, findResumableBackfill, insertRun, readWatermark } from './runs-store.js';
 import { sweepChanges } from './changes.js';
-import { dryRunWrites, realRunWrites, type RunWrites } from './run-mode.js';
+import type { RunWrites } from './run-mode.js';
+import { sweepAccounts } from './runner.js';
+import type { Prepared } from './quiet.js';
 import { sweepSlice, type SliceContext } from './slice.js';
 import { nothingVerifiedYet } from './verify.js';
 import { newBrakeState } from './brake.js';
@@ -13,79 +13,23 @@ import { emptyPayoutsReport, sweepPayouts } from './payout-step.js';
 import { emptyRefundsReport, sweepRefundWindow } from './refund-step.js';
 import { SlicePrefetcher } from './prefetch.js';
 import type { SweepDeps, SweepOptions, SweepReport } from './types.js';
-import { formatShard, scheduledWindow, slicesOf, type TimeWindow } from './window.js';
+import { formatShard, scheduledWindow, type TimeWindow } from './window.js';
+import { listingPlan } from './peek.js';
+import { emptyReport, newRunId } from './reports.js';
 import { errorMessage } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { forOperator } from '../log.js';
 
-export function newRunId(now: Date): string {
-  const stamp = now
-    .toISOString()
-    .replace(/[-:]/g, '')
-    .replace(/\.\d+Z$/, 'Z');
-  return `run_${stamp}_${randomBytes(3).toString('hex')}`;
-}
-
 /**
- * One sweep over the given accounts: lock, then per account window → slices →
- * (ingest, diff, repair, record, checkpoint) per slice, each slice one transaction, or
- * one per part of a dense slice (slice.ts).
+ * One sweep over the given accounts (runner.ts: the most lagging first, a group at a
+ * time, the idle ones settled together, the others concurrently); per account: lock,
+ * window → slices → (ingest, diff, repair, record, checkpoint) per slice, each slice one
+ * transaction, or one per part of a dense slice (slice.ts).
  */
 export async function sweep(deps: SweepDeps, options: SweepOptions): Promise<SweepReport[]> {
-  const lock = await lockAccounts(deps.pool, options.accounts, {
-    mode: options.mode,
-    waitMs: options.lockWaitMs,
-    signal: options.signal,
-    onWait: (account) =>
-      deps.logger.info(
-        forOperator({ account, wait_ms: options.lockWaitMs }),
-        'another sweep holds the account; waiting for it (--wait)',
-      ),
-  });
-  // A dry run of several accounts is one transaction, rolled back at the end, with one
-  // overlay: each account is judged on what the accounts before it would have written
-  // (run-mode.ts).
-  let writes: RunWrites | null = null;
-  try {
-    writes = options.dryRun ? await dryRunWrites(deps.pool, deps.planner ?? null) : realRunWrites(deps.pool);
-    const reports: SweepReport[] = [];
-    const failures: Error[] = [];
-    for (const account of lock.skipped) {
-      deps.logger.info(
-        { account, mode: options.mode },
-        'skipped: backfill in progress (it holds or waits for the account); the next run sweeps it',
-      );
-      deps.onSkipped?.(account);
-    }
-    for (const [i, account] of lock.accounts.entries()) {
-      if (options.signal?.aborted) break;
-      lock.assertHeld();
-      try {
-        reports.push(await sweepAccount(deps, options, account, lock, writes));
-      } catch (error) {
-        lock.assertHeld(); // a lost lock stops everything, at once
-        // One account failing (its Stripe key lacks access, say) must not hide the
-        // others' committed results: record it and go on; the whole sweep fails at the end.
-        const failure = error instanceof Error ? error : new Error(String(error));
-        failures.push(failure);
-        reports.push(failedReport(options, account, failure));
-        if (writes.broken) {
-          // The dry run's one transaction (or its connection) is gone: the accounts after
-          // this one cannot be judged on what it would have written. Say so for each.
-          const lost = new Error(
-            `not judged: the dry run's database transaction broke while judging ${account} (${failure.message}); dry-run it again`,
-          );
-          for (const rest of lock.accounts.slice(i + 1)) reports.push(failedReport(options, rest, lost));
-          break;
-        }
-      }
-    }
-    if (failures.length > 0) throw new SweepFailedError(failures[0]!.message, reports);
-    return reports;
-  } finally {
-    await writes?.close();
-    await lock.release();
-  }
+  const { reports, failures } = await sweepAccounts(deps, options, sweepAccount);
+  if (failures.length > 0) throw new SweepFailedError(failures[0]!.message, reports);
+  return reports;
 }
 
 /** Some accounts failed; `reports` holds every account's report, the failed ones included. */
@@ -100,30 +44,6 @@ export class SweepFailedError extends Error {
   }
 }
 
-function failedReport(options: SweepOptions, account: string, error: Error): SweepReport {
-  const runId = (error as { runId?: string }).runId ?? '';
-  return { ...emptyReport(options, account, runId), status: 'failed', error: error.message };
-}
-
-function emptyReport(options: SweepOptions, account: string, runId: string): SweepReport {
-  return {
-    run_id: runId,
-    mode: options.mode,
-    account,
-    window: null,
-    dry_run: options.dryRun,
-    charges_scanned: 0,
-    malformed_charges: 0,
-    unnamed_charges: 0,
-    deferred_keys: 0,
-    findings: emptyCounts(),
-    repaired: emptyCounts(),
-    unreconciled: 0,
-    duration_ms: 0,
-    status: 'succeeded',
-  };
-}
-
 /** One account's sweep as it goes: what every step below shares. */
 interface AccountSweep {
   deps: SweepDeps;
@@ -134,7 +54,8 @@ interface AccountSweep {
   ctx: RunContext & Pick<SliceContext, 'watermarkHold'>;
   window: AccountWindow;
   slices: TimeWindow[];
-  prefetcher: SlicePrefetcher;
+  /** Set once the window's listing is planned (listWindow). */
+  prefetcher: SlicePrefetcher | null;
   /** Date.now() when the account's sweep began, for duration_ms. */
   t0: number;
 }
@@ -145,8 +66,10 @@ async function sweepAccount(
   account: string,
   lock: SweepLock,
   writes: RunWrites,
+  /** What the runner's group already read for a scheduled run (quiet.ts). */
+  prepared?: Prepared,
 ): Promise<SweepReport> {
-  const started = deps.clock();
+  const started = prepared?.started ?? deps.clock();
   const t0 = Date.now();
   // Shards split the accounts, so each account's watermark is its own whatever the
   // shard count: re-sharding must not restart anyone from scratch. The shard is kept
@@ -159,7 +82,9 @@ async function sweepAccount(
   const abandoned = await writes.markAbandonedRuns(account, started);
   if (abandoned > 0) log.warn({ abandoned }, 'marked runs left behind by a dead process as interrupted');
 
-  const window = await windowFor(deps, options, account, started);
+  const window = prepared
+    ? { full: prepared.window, start: prepared.window.from }
+    : await windowFor(deps, options, account, started);
   if (!window) {
     log.info('nothing settled to sweep yet');
     report.unreconciled = await countOpenFindings(deps.pool, account);
@@ -178,18 +103,11 @@ async function sweepAccount(
     startedAt: started,
     checkpoint: window.start,
   };
-  const slices = slicesOf({ from: window.start, to: window.full.to }, options.sliceMs);
   const ctx = runContext(writes, { run, report, log, lock, readUntil: started });
-  // Slices are listed ahead of the judgement (a dry run's too: it must see what a real run sees).
-  const prefetcher = new SlicePrefetcher(
-    { listCharges: deps.listCharges, clock: deps.clock, log, ...(deps.pace ? { pace: deps.pace } : {}) },
-    account,
-    slices,
-    { leaseMs: options.leaseMs, readUntil: started },
-    options.signal,
-  );
-  const a: AccountSweep = { deps, options, account, writes, ctx, window, slices, prefetcher, t0 };
+  const a: AccountSweep = { deps, options, account, writes, ctx, window, slices: [], prefetcher: null, t0 };
   try {
+    await a.writes.onRun((db) => insertRun(db, run));
+    await listWindow(a, prepared?.peek);
     await startRun(a);
     await sweepSlices(a);
     const going = () => report.status !== 'interrupted' && !options.signal?.aborted;
@@ -203,7 +121,7 @@ async function sweepAccount(
   } catch (error) {
     return await stoppedOrFailed(a, error);
   } finally {
-    prefetcher.close();
+    a.prefetcher?.close();
   }
   report.duration_ms = Date.now() - t0;
   if (report.status === 'interrupted')
@@ -241,10 +159,35 @@ function runContext(
   };
 }
 
-/** The run's row, its first progress, and the refunds an earlier run recorded but did not finish (a crash, Stripe down). */
+/**
+ * The window's slices and their listing, ahead of the judgement (a dry run's too: it must
+ * see what a real run sees): a scheduled run's window whose charges fit in one page is
+ * one slice served from that page (peek.ts).
+ */
+async function listWindow(a: AccountSweep, peeked: Prepared['peek']): Promise<void> {
+  const { deps, options, account } = a;
+  const { readUntil, log } = a.ctx;
+  const plan = await listingPlan(
+    deps,
+    options,
+    account,
+    { from: a.window.start, to: a.window.full.to },
+    readUntil,
+    peeked,
+  );
+  a.slices = plan.slices;
+  a.prefetcher = new SlicePrefetcher(
+    { listCharges: plan.listCharges, clock: deps.clock, log, ...(deps.pace ? { pace: deps.pace } : {}) },
+    account,
+    a.slices,
+    { leaseMs: options.leaseMs, readUntil },
+    options.signal,
+  );
+}
+
+/** The run's first progress, and the refunds an earlier run recorded but did not finish (a crash, Stripe down). */
 async function startRun(a: AccountSweep): Promise<void> {
-  const { run, report, log } = a.ctx;
-  await a.writes.onRun((db) => insertRun(db, run));
+  const { report, log } = a.ctx;
   log.info(
     forOperator({ window: report.window, slices: a.slices.length, start: a.window.start.toISOString() }),
     'sweep started',
@@ -291,7 +234,7 @@ async function sweepSlices(a: AccountSweep): Promise<void> {
       break;
     }
     lock.assertHeld();
-    const listed = await a.prefetcher.take(index);
+    const listed = await (a.prefetcher as SlicePrefetcher).take(index);
     const { refundIntents, complete } = await sweepSlice(deps, options, { ...ctx, slice, index }, listed);
     if (refundIntents > 0) await settleRefunds(a);
     if (!complete) {

@@ -3,7 +3,14 @@ import type { Pool } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import type { Category } from './categories.js';
 import type { Judgement } from './judge/index.js';
-import type { ChangeSource, ChargeSource, PayoutSource, ProviderEvidence, RefundSource } from './provider.js';
+import type {
+  ChangeSource,
+  ChargePeekSource,
+  ChargeSource,
+  PayoutSource,
+  ProviderEvidence,
+  RefundSource,
+} from './provider.js';
 import type { BrakeTrip } from './brake.js';
 import type { BatchPlanner } from './run-mode.js';
 import type { DeepReadResult } from './deep-read.js';
@@ -20,6 +27,12 @@ export interface SweepDeps {
   listChanges?: ChangeSource;
   /** Refunds created in a window (`GET /v1/refunds`); without it refunds are not judged. */
   listRefunds?: RefundSource;
+  /**
+   * One request for a scheduled run's whole window: when every charge fits in it, the
+   * window is judged as one slice from that page (docs/platforms.md "Idle accounts").
+   * Without it every slice is listed on its own.
+   */
+  peekCharges?: ChargePeekSource;
   /** Payouts and their balance transactions; without it payouts are not reconciled. */
   payouts?: PayoutSource;
   clock: () => Date;
@@ -39,9 +52,15 @@ export interface SweepDeps {
   onSlice?: (done: number, total: number) => void;
   /** The CLI's progress display and log (src/cli/progress.ts): at an account's start, after each slice, before the late-changes step. */
   onProgress?: (progress: SweepProgress) => void;
-  /** A scheduled run left the account alone because a backfill has it (see lock.ts). */
-  onSkipped?: (account: string) => void;
+  /**
+   * An account left alone: a backfill has it (a scheduled run: lock.ts), or the provider
+   * refuses it (a connected account's access revoked: marked inactive).
+   */
+  onSkipped?: (account: string, reason: SkipReason) => void;
 }
+
+/** Why an account was not swept: `backfill_in_progress` (scheduled runs), `account_revoked` (403). */
+export type SkipReason = 'backfill_in_progress' | 'account_revoked';
 
 /** Where one account's sweep is: committed slices and charges scanned so far. */
 export interface SweepProgress {
@@ -93,6 +112,8 @@ export interface SweepOptions {
   deepReadDays: number;
   /** Backfill: how long to wait for a lock another sweep holds (default 0: exit 75 at once). */
   lockWaitMs?: number;
+  /** Accounts with something to judge swept at once (SWEEPER_ACCOUNT_CONCURRENCY); default 1. A dry run: always 1. */
+  accountConcurrency?: number;
   /** A writer's own stored-answer shape (SWEEPER_STORED_ANSWER); null: Stripe's objects and the library's shape only. */
   storedAnswer: StoredAnswerMapping | null;
   /** The repair brake (SWEEPER_MAX_REPAIR_SHARE, a fraction): brake.ts. */

@@ -553,6 +553,8 @@ const seeds = {
   'fuzz-mirror: stored': [],
   'timestamps: read': [],
   'sweep-parts: tiles': [],
+  'platforms: shards': [],
+  'platforms: budgets': [],
 } satisfies Record<string, RegressionSeed[]>;
 
 /** A property's name: checkProperty takes it, and the fixed seed of `npm test` derives from it. */

@@ -102,7 +102,7 @@ describe('listing charges through the SDK: 429 and other transient failures', ()
     // Equal jitter with random() = 0.5: three quarters of 100 ms, then of 200 ms.
     expect(sleeps).toEqual([75, 150]);
     // A 429 also holds back the rest of the process, through the shared budget.
-    expect(l.budget.stats().pauses).toBe(2);
+    expect((l.budget as RateBudget).stats().pauses).toBe(2);
   });
 
   it('honours Retry-After', async () => {

@@ -221,7 +221,7 @@ describe('reading events through the SDK', () => {
     expect(sleeps[0]).toBeGreaterThanOrEqual(7_000);
     expect(sleeps[0]).toBeLessThan(7_000 + POLICY.baseDelayMs);
     expect(r.counters.snapshot()).toMatchObject({ requests: 2, rateLimited: 1, retries: 1 });
-    expect(r.budget.stats().pauses).toBe(1);
+    expect((r.budget as RateBudget).stats().pauses).toBe(1);
   });
 
   it('retries a 429 marked Stripe-Should-Retry: true itself, never through the SDK (whose sleeps would escape the budget)', async () => {

@@ -1,10 +1,11 @@
 import type { Command } from 'commander';
-import { readStatus, resolveFinding, type LiveRun } from '../../sweep/status.js';
+import { readStatus, resolveFinding, type LiveRun, type SweepStatus } from '../../sweep/status.js';
 import { redact } from '../../secrets.js';
 import { terminalSafe } from '../../terminal-text.js';
 import { alignColumns } from '../columns.js';
 import { formatClock } from '../progress-format.js';
 import { completenessLine } from '../run-output.js';
+import type { AccountCompleteness } from '../../sweep/completeness.js';
 import { osUser, UsageError, withDatabase, writeJson } from '../context.js';
 
 export function registerStatusCommands(program: Command): void {
@@ -23,10 +24,7 @@ export function registerStatusCommands(program: Command): void {
           completeness: { accounts: config.accounts, now, days: config.deepReadDays, maxLagMs: config.maxLagMs },
         });
         if (flags.json) return writeJson(status);
-        const out: string[] = ['watermarks:'];
-        for (const w of status.watermarks)
-          out.push(`  ${w.account}${w.shard ? ` [${w.shard}]` : ''}  ${w.watermark}  (lag ${w.lag_seconds}s)`);
-        if (status.watermarks.length === 0) out.push('  (no scheduled run yet)');
+        const out: string[] = [...watermarkLines(status), ...accountsLines(status)];
         if (status.live_runs.length > 0) out.push('running now:', ...status.live_runs.flatMap(liveRunLines));
         out.push('last runs:');
         for (const r of status.last_runs) {
@@ -36,12 +34,7 @@ export function registerStatusCommands(program: Command): void {
         }
         out.push(`open findings (unreconciled): ${status.unreconciled}`);
         out.push(...openFindingsLines(status.open_findings));
-        if (status.completeness && status.completeness.length > 0) {
-          out.push(
-            'completeness:',
-            ...status.completeness.map((a) => `  ${a.account}  ${completenessLine(a).replace(/^completeness: /, '')}`),
-          );
-        }
+        out.push(...completenessLines(status.completeness ?? []));
         const c = status.claims;
         out.push(
           `claims: ${c.count} (${c.in_flight} in flight), oldest ${c.oldest_created_at ?? '-'} (${c.oldest_age_seconds ?? 0}s)`,
@@ -82,6 +75,52 @@ export function registerStatusCommands(program: Command): void {
         process.stdout.write(`finding ${id}: ${previous} → ${flags.ignore ? 'ignored' : 'resolved'}\n`);
       });
     });
+}
+
+/** Up to WATERMARKS_LISTED accounts, each watermark; more (a platform's thousands), the most lagging only. */
+export function watermarkLines(status: Pick<SweepStatus, 'watermarks' | 'most_lagging'>): string[] {
+  if (status.watermarks.length === 0) return ['watermarks:', '  (no scheduled run yet)'];
+  if (status.watermarks.length <= WATERMARKS_LISTED)
+    return [
+      'watermarks:',
+      ...status.watermarks.map(
+        (w) => `  ${w.account}${w.shard ? ` [${w.shard}]` : ''}  ${w.watermark}  (lag ${w.lag_seconds}s)`,
+      ),
+    ];
+  return [
+    `watermarks: ${status.watermarks.length} accounts; the most lagging:`,
+    ...status.most_lagging.map((w) => `  ${w.account}  ${w.watermark}  (lag ${w.lag_seconds}s)`),
+  ];
+}
+
+const WATERMARKS_LISTED = 20;
+
+/** Each account's completeness; past WATERMARKS_LISTED accounts, only the lagging ones. */
+function completenessLines(all: readonly AccountCompleteness[]): string[] {
+  if (all.length === 0) return [];
+  const shown = all.length <= WATERMARKS_LISTED ? all : all.filter((a) => a.lagging);
+  const head =
+    shown === all
+      ? 'completeness:'
+      : `completeness: ${all.length} accounts, ${shown.length} lagging past SWEEPER_MAX_LAG:`;
+  return [head, ...shown.map((a) => `  ${a.account}  ${completenessLine(a).replace(/^completeness: /, '')}`)];
+}
+
+/** Connected accounts (SWEEPER_ACCOUNTS=connected): how many are swept, how many left, the latest to leave. */
+export function accountsLines(status: Pick<SweepStatus, 'accounts'>): string[] {
+  const a = status.accounts;
+  if (a.active + a.inactive === 0) return [];
+  const lines = [`connected accounts: ${a.active} active, ${a.inactive} inactive`];
+  if (a.recently_inactive.length > 0) {
+    lines.push(`  inactive (latest ${a.recently_inactive.length}):`);
+    const why = { unlisted: 'no longer listed by Stripe', revoked: 'refused (403: access revoked)' } as const;
+    lines.push(
+      ...alignColumns(a.recently_inactive.map((r) => [r.account, `since ${r.since}`, why[r.reason]])).map(
+        (l) => `    ${l}`,
+      ),
+    );
+  }
+  return lines;
 }
 
 /** A run in progress: where its committed slices got to, how much it has read, how long it has been going. */

@@ -10,6 +10,7 @@ import {
   type MetricsConfig,
 } from '../../metrics/index.js';
 import { readStatus } from '../../sweep/status.js';
+import { isDiscovered, readInactiveAccounts, selectAccounts as selectSwept } from '../../sweep/accounts.js';
 import { createStripeProvider } from '../../providers/stripe/provider.js';
 import type { AccountCompleteness } from '../../sweep/completeness.js';
 import { SweepLockedError } from '../../sweep/lock.js';
@@ -121,7 +122,7 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
   const apiKey = requireStripeApiKey(config);
   const now = new Date();
   const shard = flags.shard === undefined ? undefined : parseShardFlag(flags.shard);
-  const accounts = selectAccounts(config, flags.account, shard);
+  const named = selectAccounts(config, flags.account, shard);
   const window = mode === 'backfill' ? backfillWindow(flags, config, now) : undefined;
   const plan = await planTargetOf(flags);
   const command: SweepCommand = {
@@ -130,7 +131,7 @@ export async function executeSweep(mode: 'run' | 'backfill', flags: SweepFlags, 
     config,
     apiKey,
     shard,
-    accounts,
+    named,
     window,
     signal,
     alertConfig: alertConfigFromEnv(),
@@ -149,7 +150,8 @@ interface SweepCommand {
   config: Config;
   apiKey: string;
   shard: Shard | undefined;
-  accounts: string[];
+  /** The accounts SWEEPER_ACCOUNTS (or --account) names that this shard owns; `connected` adds the discovered ones. */
+  named: string[];
   window: TimeWindow | undefined;
   signal: AbortSignal | undefined;
   alertConfig: AlertConfig;
@@ -161,20 +163,25 @@ interface SweepCommand {
 }
 
 async function sweepCommand(command: SweepCommand, pool: Pool, logger: Logger): Promise<number> {
-  const { mode, flags, config, accounts, shard, signal } = command;
+  const { mode, flags, config, shard, signal } = command;
   const skipped: string[] = [];
-  if (accounts.length === 0) {
-    logger.info(forOperator({ shard: flags.shard }), 'no account falls in this shard; nothing to do');
-    return ExitCode.reconciled;
-  }
-  // One budget for every Stripe request of the process: listing, re-reads and refunds.
+  const revoked: string[] = [];
+  // Stripe's two limits as budgets every request of the process draws from (a shard takes its share of the key's).
   const provider = createStripeProvider({
     apiKey: command.apiKey,
     apiBase: config.stripeApiBase,
     timeoutMs: config.requestDeadlineMs,
     ratePerSecond: config.stripeRatePerSecond,
+    globalRatePerSecond: config.stripeGlobalRatePerSecond,
+    shares: shard?.count ?? 1,
     metadataKeys: config.metadataKeys,
   });
+  const selection = await accountsOf(command, pool, logger, provider.listAccounts);
+  const accounts = selection.accounts;
+  if (accounts.length === 0 && !selection.listingError) {
+    logger.info(forOperator({ shard: flags.shard }), 'no account falls in this shard; nothing to do');
+    return ExitCode.reconciled;
+  }
   const progress = createProgressReporter({
     terminal: stderrIsTerminal(),
     logger,
@@ -188,7 +195,7 @@ async function sweepCommand(command: SweepCommand, pool: Pool, logger: Logger): 
     ...providerSweepDeps(provider, { pace: true }),
     faultPoint: crashPointFromEnv(),
     onProgress: (p) => progress.onProgress(p),
-    onSkipped: (account) => skipped.push(account),
+    onSkipped: (account, reason) => (reason === 'backfill_in_progress' ? skipped : revoked).push(account),
   };
   const publish = metricsPublisher({
     pool,
@@ -200,9 +207,9 @@ async function sweepCommand(command: SweepCommand, pool: Pool, logger: Logger): 
     stripe429s: () => provider.counters.rateLimited,
   });
   let reports: SweepReport[] = [];
-  let failure: Error | undefined;
+  let failure: Error | undefined = selection.listingError;
   try {
-    const options = sweepOptionsOf(mode, flags, config, command);
+    const options = sweepOptionsOf(mode, flags, config, { ...command, accounts });
     reports = command.plan ? await planRun(deps, options, command.plan) : await sweep(deps, options);
   } catch (error) {
     progress.stop();
@@ -213,7 +220,7 @@ async function sweepCommand(command: SweepCommand, pool: Pool, logger: Logger): 
       throw withAdvice(mode, error);
     }
     reports = error.reports;
-    failure = error;
+    failure ??= error;
   }
   progress.stop();
   return finishSweep({
@@ -227,6 +234,7 @@ async function sweepCommand(command: SweepCommand, pool: Pool, logger: Logger): 
     accounts,
     reports,
     skipped,
+    revoked,
     ...(failure ? { failure } : {}),
     progress,
     ...(signal ? { signal } : {}),
@@ -234,6 +242,39 @@ async function sweepCommand(command: SweepCommand, pool: Pool, logger: Logger): 
     unnamed: reports.reduce((n, r) => n + r.unnamed_charges, 0),
     publish,
   });
+}
+
+/**
+ * The accounts this command sweeps: the named ones, and with `connected` the discovered
+ * ones of this shard (src/sweep/accounts.ts). `--account acct_…` with `connected` names
+ * one discovered before; it is swept alone, without listing the others.
+ */
+async function accountsOf(
+  command: SweepCommand,
+  pool: Pool,
+  logger: Logger,
+  listAccounts: (signal?: AbortSignal) => Promise<string[]>,
+): Promise<Awaited<ReturnType<typeof selectSwept>>> {
+  const { flags, config, shard } = command;
+  const owns = (a: string) => !shard || shardOf(a, shard.count) === shard.index;
+  if (flags.account !== undefined) {
+    if (!config.accounts.includes(flags.account) && !(await isDiscovered(pool, flags.account)))
+      throw new UsageError(
+        `--account ${flags.account} is neither in SWEEPER_ACCOUNTS nor a connected account discovered before`,
+      );
+    return { accounts: owns(flags.account) ? [flags.account] : [], discovery: null };
+  }
+  return selectSwept(
+    { pool, logger, listAccounts },
+    {
+      named: command.named,
+      connected: config.discoverConnected,
+      owns,
+      now: new Date(),
+      dryRun: Boolean(flags.dryRun),
+      ...(command.signal ? { signal: command.signal } : {}),
+    },
+  );
 }
 
 /** The sweep's options: the configuration, overridden by the command's flags. */
@@ -277,6 +318,7 @@ function sweepOptionsOf(
     // `--no-resume` is the only way to say false: a backfill resumes by default.
     resume: flags.resume !== false,
     lockWaitMs: run.lockWaitMs,
+    accountConcurrency: config.accountConcurrency,
     signal: run.signal,
   };
 }
@@ -310,6 +352,7 @@ function metricsPublisher(args: {
           accounts: args.accounts,
           ...(args.skipped ? { skipped: args.skipped } : {}),
           lastSuccessAt: await readLastSuccessByAccount(pool),
+          inactiveAccounts: await readInactiveAccounts(pool),
           completeness,
         },
       });
@@ -361,8 +404,14 @@ function parseShardFlag(text: string): Shard {
   return shard;
 }
 
+/**
+ * The named accounts this command may sweep, before the database is opened: `--account`
+ * when SWEEPER_ACCOUNTS names it (with `connected`, an `acct_…` discovered before is
+ * checked against the database later), else every named one; with `--shard`, its own.
+ */
 export function selectAccounts(config: Config, account: string | undefined, shard: Shard | undefined): string[] {
   if (account !== undefined && !config.accounts.includes(account)) {
+    if (config.discoverConnected && /^acct_[A-Za-z0-9]+$/.test(account)) return [];
     throw new UsageError(`--account ${account} is not in SWEEPER_ACCOUNTS (${config.accounts.join(', ')})`);
   }
   const candidates = account ? [account] : config.accounts;

@@ -1,3 +1,4 @@
+import { AccountUnavailableError } from '../../sweep/provider.js';
 import { describeAccount, describeRange, type UnixRange } from './window.js';
 import { ExitCode } from '../../exit-codes.js';
 
@@ -82,6 +83,25 @@ export class MissingReadPermissionError extends Error {
 }
 
 /**
+ * A connected account answered 403 `account_invalid`: the platform's access to it was
+ * revoked (it disconnected the platform), or it no longer exists. Nothing to retry, and
+ * nothing wrong with this sweeper: the sweep marks the account inactive and goes on
+ * with the others (docs/platforms.md "Revoked accounts").
+ */
+export class AccountAccessRevokedError extends AccountUnavailableError {
+  override readonly name = 'AccountAccessRevokedError';
+  readonly exitCode = ExitCode.failed;
+
+  constructor(account: string, stripeMessage: string) {
+    super(
+      account,
+      `Stripe refused access to connected account ${account} (403 account_invalid): the platform's access was revoked ` +
+        `or the account is gone; it is marked inactive until Stripe lists it again. Stripe said: ${stripeMessage}`,
+    );
+  }
+}
+
+/**
  * Nothing answers at the Stripe API's address: the connection was refused, or the host
  * name does not resolve. A wrong or dead STRIPE_API_BASE (a double not started, a typo)
  * is not worth minutes of retries: the run fails at once, saying where it tried, as
@@ -111,10 +131,11 @@ export class StripeUnreachableError extends Error {
  */
 export function failsEveryRequest(
   error: unknown,
-): error is InvalidStripeKeyError | MissingStripePermissionError | StripeUnreachableError {
+): error is InvalidStripeKeyError | MissingStripePermissionError | StripeUnreachableError | AccountAccessRevokedError {
   return (
     error instanceof InvalidStripeKeyError ||
     error instanceof MissingStripePermissionError ||
+    error instanceof AccountAccessRevokedError ||
     error instanceof StripeUnreachableError
   );
 }

@@ -31,7 +31,7 @@ import { IncompleteEventsError, MissingEventsPermissionError, type EventRange } 
 import { failsEveryRequest, MalformedPageError, MissingStripePermissionError, PageFetchError } from './errors.js';
 import { maxPagesFor } from './list-charges.js';
 import { pageShapeProblem, withRetries } from './page-source.js';
-import { RateBudget, type Sleep } from './rate-budget.js';
+import { RateBudget, type RequestBudget, type Sleep } from './rate-budget.js';
 import { createChargeRetriever, type RetrievedCharge } from './retrieve-charges.js';
 import type { ChangeSource } from '../../sweep/provider.js';
 import { errorMessage } from '../../errors.js';
@@ -119,7 +119,9 @@ export function sdkEventPageSource(stripe: Stripe): FetchEventPage {
       return await stripe.events.list(params, options);
     } catch (error) {
       // Raised here with Stripe's own message: the lister's 403 error names the charges permission.
-      if ((error as { statusCode?: unknown } | null | undefined)?.statusCode === 403)
+      // A connected account's `account_invalid` (access revoked) goes on to withRetries, which says so.
+      const { statusCode, code } = (error ?? {}) as { statusCode?: unknown; code?: unknown };
+      if (statusCode === 403 && !(code === 'account_invalid' && query.account !== null))
         throw new MissingEventsPermissionError(query.account, (error as Error).message);
       if (error instanceof Stripe.errors.StripeError) throw error;
       // The SDK trips over a body that is JSON but not an object (`null`, `[]`, `"x"`).
@@ -315,7 +317,9 @@ function configurationError(error: unknown): Error | undefined {
 export interface EventReaderDeps {
   stripe: Stripe;
   /** Share one with the charge lister: it is the process's request rate. */
-  budget?: RateBudget;
+  budget?: RequestBudget;
+  /** The re-reads by id (`GET /v1/charges/:id`, an endpoint of their own); default `budget`. */
+  retrieveBudget?: RequestBudget;
   counters?: StripeListCounters;
   retry?: Partial<RetryPolicy>;
   sleep?: Sleep;
@@ -336,7 +340,7 @@ export interface EventReader {
     ids: readonly string[],
     options?: { signal?: AbortSignal },
   ): Promise<RetrievedCharge[]>;
-  readonly budget: RateBudget;
+  readonly budget: RequestBudget;
   readonly counters: StripeListCounters;
 }
 
@@ -346,7 +350,12 @@ export function createEventReader(deps: EventReaderDeps): EventReader {
   const counters = deps.counters ?? new StripeListCounters();
   const retry = { budget, counters, policy: deps.retry, sleep: deps.sleep, random: deps.random };
   const fetchPage = withRetries(sdkEventPageSource(deps.stripe), retry);
-  const retriever = createChargeRetriever({ ...retry, stripe: deps.stripe, concurrency: deps.retrieveConcurrency });
+  const retriever = createChargeRetriever({
+    ...retry,
+    budget: deps.retrieveBudget ?? budget,
+    stripe: deps.stripe,
+    concurrency: deps.retrieveConcurrency,
+  });
   return {
     budget,
     counters,

@@ -5,7 +5,7 @@ import type { RefundFact, RefundRequest, ProviderEvidence } from '../../sweep/pr
 import { StripeListCounters } from './counters.js';
 import { DEFAULT_METADATA_KEYS, normalizeCharge, type MetadataKeys } from './normalize.js';
 import { withRetries, type RetryDeps } from './page-source.js';
-import { RateBudget } from './rate-budget.js';
+import { RateBudget, type RequestBudget } from './rate-budget.js';
 import { createChargeRetriever } from './retrieve-charges.js';
 import type { NormalizedCharge } from '../../sweep/provider.js';
 import { ExitCode } from '../../exit-codes.js';
@@ -20,7 +20,10 @@ import { ExitCode } from '../../exit-codes.js';
 
 export interface StripeEvidenceDeps {
   stripe: Stripe;
-  budget?: RateBudget;
+  /** Searches, refund lists and refunds. */
+  budget?: RequestBudget;
+  /** Re-reads by id (`GET /v1/charges/:id`); default `budget`. */
+  retrieveBudget?: RequestBudget;
   counters?: StripeListCounters;
   metadataKeys?: MetadataKeys;
   retry?: RetryDeps['policy'];
@@ -82,7 +85,7 @@ function evidenceClient(deps: StripeEvidenceDeps): EvidenceClient {
     // By id: the events reader's retriever, a few at a time under the same budget.
     retriever: createChargeRetriever({
       stripe: deps.stripe,
-      budget,
+      budget: deps.retrieveBudget ?? budget,
       counters,
       policy: deps.retry,
       sleep: deps.sleep,

@@ -1,5 +1,6 @@
 import Stripe from 'stripe';
 import { parseRetryAfter } from './backoff.js';
+import type { LimitScope } from './rate-budget.js';
 import { describeError } from './errors.js';
 
 export type FailureVerdict =
@@ -8,14 +9,19 @@ export type FailureVerdict =
       reason: 'rate_limited' | 'server_error' | 'connection' | 'deadline' | 'conflict' | 'stripe_should_retry';
       status?: number;
       retryAfterMs?: number;
+      /** A 429's `Stripe-Rate-Limited-Reason`, when it names one limit. */
+      limitedBy?: LimitScope;
     }
   | { action: 'give_up'; reason: string; status?: number }
   | { action: 'invalid_key'; message: string }
   | { action: 'unreachable'; code: 'ECONNREFUSED' | 'ENOTFOUND'; where: string }
-  | { action: 'missing_permission'; message: string };
+  | { action: 'missing_permission'; message: string }
+  /** 403 `account_invalid`: the key has no access to the account (a connected account revoked the platform). */
+  | { action: 'account_invalid'; message: string };
 
 interface ErrorLike {
   statusCode?: unknown;
+  code?: unknown;
   headers?: unknown;
   message?: unknown;
   /** StripeConnectionError: the transport failure, whose code says a timeout or a refusal. */
@@ -35,7 +41,11 @@ export function classifyListFailure(error: unknown, nowMs: number = Date.now()):
   const status = typeof err.statusCode === 'number' ? err.statusCode : undefined;
   const message = describeError(error);
   if (status === 401) return { action: 'invalid_key', message };
-  if (status === 403) return { action: 'missing_permission', message };
+  if (status === 403) {
+    return err.code === 'account_invalid'
+      ? { action: 'account_invalid', message }
+      : { action: 'missing_permission', message };
+  }
   const answered = answeredVerdict(err, status, message, nowMs);
   if (answered) return answered;
   if (status === undefined && isStripeError(error)) return unansweredVerdict(err.detail);
@@ -54,7 +64,10 @@ function answeredVerdict(
   const withRetryAfter = retryAfterMs === undefined ? {} : { retryAfterMs };
   if (shouldRetry === 'false')
     return { action: 'give_up', reason: `Stripe-Should-Retry: false (${describe(status, message)})`, status };
-  if (status === 429) return { action: 'retry', reason: 'rate_limited', status, ...withRetryAfter };
+  if (status === 429) {
+    const limitedBy = limitScopeOf(header(err.headers, 'stripe-rate-limited-reason'));
+    return { action: 'retry', reason: 'rate_limited', status, ...withRetryAfter, ...(limitedBy ? { limitedBy } : {}) };
+  }
   if (shouldRetry === 'true') return { action: 'retry', reason: 'stripe_should_retry', status, ...withRetryAfter };
   if (status === 409) return { action: 'retry', reason: 'conflict', status, ...withRetryAfter };
   if (status !== undefined && status >= 500)
@@ -78,6 +91,14 @@ function whereOf(detail: NonNullable<ErrorLike['detail']>): string {
   // Node's own words end with it: `connect ECONNREFUSED 127.0.0.1:443`, `getaddrinfo ENOTFOUND host`.
   const named = /(?:ECONNREFUSED|ENOTFOUND) (\S+)$/.exec(typeof detail.message === 'string' ? detail.message : '');
   return named?.[1] ?? 'its address';
+}
+
+/** Stripe's reasons: `global-rate`, `global-concurrency` (the key); `endpoint-rate`, `resource-specific` (one account's endpoint). */
+function limitScopeOf(reason: string | undefined): LimitScope | undefined {
+  if (reason === undefined) return undefined;
+  if (reason.startsWith('global')) return 'global';
+  if (reason === 'endpoint-rate' || reason === 'resource-specific') return 'account';
+  return undefined;
 }
 
 function isStripeError(error: unknown): boolean {

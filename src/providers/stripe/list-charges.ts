@@ -12,7 +12,7 @@ import {
   type FetchChargePage,
   type RawChargePage,
 } from './page-source.js';
-import { RateBudget, type Sleep } from './rate-budget.js';
+import { RateBudget, type RequestBudget, type Sleep } from './rate-budget.js';
 import type { PriorityGate } from './priority-gate.js';
 import { planNext, type SubWindowTask } from './subdivide.js';
 import type { MalformedCharge, NormalizedCharge } from '../../sweep/provider.js';
@@ -96,6 +96,66 @@ export async function* listChargeWindow(
     listing.end();
     options.signal?.removeEventListener('abort', onOuterAbort);
   }
+}
+
+/** What one request for a whole window said: its every charge when they fit in one page, else only that there are more. */
+export interface WindowPeek {
+  /** `has_more` was false: `charges` and `malformed` are the whole window. */
+  complete: boolean;
+  charges: NormalizedCharge[];
+  malformed: MalformedCharge[];
+}
+
+/**
+ * One request, `limit` 100, for the whole window: most accounts of a platform have had
+ * fewer charges than that since their last run, and then this one page is their whole
+ * listing. The page is checked as any listing's page is (shape, size, ids), and its
+ * charges are normalised the same way.
+ */
+export async function peekChargeWindow(
+  fetchPage: FetchChargePage,
+  account: string | null,
+  window: ChargeWindow,
+  options: Pick<WindowListingOptions, 'metadataKeys' | 'signal' | 'counters' | 'now'> = {},
+): Promise<WindowPeek> {
+  const range = toUnixRange(window);
+  if (range.gte === range.lt) return { complete: true, charges: [], malformed: [] };
+  const task: SubWindowTask = { gte: range.gte, lt: range.lt };
+  const signal = options.signal ?? new AbortController().signal;
+  let page: RawChargePage;
+  try {
+    // The caller stopping (SIGTERM) must not wait for a request still on the wire.
+    page = await untilAborted(
+      fetchPage({ account, gte: range.gte, lt: range.lt, limit: MAX_PAGE_SIZE }, signal),
+      signal,
+    );
+  } catch (error) {
+    if (signal.aborted) throw signal.reason;
+    if (failsEveryRequest(error)) throw error;
+    throw new IncompleteWindowError(account, range, range, describeError(error), { cause: error });
+  }
+  const problem = pageProblem(page, task, MAX_PAGE_SIZE, new Set());
+  if (problem)
+    throw new IncompleteWindowError(account, range, range, problem, { cause: new MalformedPageError(problem) });
+  const now = options.now ?? (() => Math.floor(Date.now() / 1000));
+  const batch = toBatch(account, task, page, options.metadataKeys ?? DEFAULT_METADATA_KEYS, now());
+  if (options.counters) {
+    options.counters.pages += 1;
+    options.counters.charges += batch.charges.length;
+    options.counters.malformed += batch.malformed.length;
+    options.counters.unnamed += batch.malformed.filter((m) => m.id === null).length;
+  }
+  return { complete: !page.hasMore, charges: batch.charges, malformed: batch.malformed };
+}
+
+/** `work`, or the signal's reason as soon as it aborts. */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 /** A listing's options with their defaults, checked. */
@@ -313,7 +373,7 @@ export interface ChargeListerDeps {
   /** Admits listing requests by priority (the earliest window first): see priority-gate.ts. */
   gate?: PriorityGate;
   /** Share one across listers and accounts: it is the process's request rate. */
-  budget?: RateBudget;
+  budget?: RequestBudget;
   counters?: StripeListCounters;
   concurrency?: number;
   metadataKeys?: MetadataKeys;
@@ -328,11 +388,14 @@ export interface ChargeLister {
     window: ChargeWindow,
     /**
      * `concurrency`: sub-windows of this listing at once (default: the lister's);
-     * `priority`: this listing's place at the gate, lower first (default: none, not gated).
+     * `priority`: this listing's place at the gate, lower first (default: none, not gated);
+     * `gate`: the gate to pass (default: the lister's).
      */
-    options?: { signal?: AbortSignal; concurrency?: number; priority?: number },
+    options?: { signal?: AbortSignal; concurrency?: number; priority?: number; gate?: PriorityGate },
   ): AsyncGenerator<ChargeBatch, void, undefined>;
-  readonly budget: RateBudget;
+  /** One request for the whole window (peekChargeWindow). */
+  peek(account: string | null, window: ChargeWindow, options?: { signal?: AbortSignal }): Promise<WindowPeek>;
+  readonly budget: RequestBudget;
   readonly counters: StripeListCounters;
 }
 
@@ -351,7 +414,7 @@ export function createChargeLister(deps: ChargeListerDeps): ChargeLister {
     budget,
     counters,
     list(account, window, options = {}) {
-      const { gate } = deps;
+      const gate = options.gate ?? deps.gate;
       const priority = options.priority;
       const fetch: FetchChargePage =
         gate && priority !== undefined
@@ -362,7 +425,14 @@ export function createChargeLister(deps: ChargeListerDeps): ChargeLister {
         metadataKeys: deps.metadataKeys,
         signal: options.signal,
         counters,
-        spareCapacity: () => !budget.backlogged(),
+        spareCapacity: () => !budget.backloggedFor(account),
+      });
+    },
+    peek(account, window, options = {}) {
+      return peekChargeWindow(fetchPage, account, window, {
+        metadataKeys: deps.metadataKeys,
+        signal: options.signal,
+        counters,
       });
     },
   };

@@ -2,6 +2,7 @@ import Stripe from 'stripe';
 import { backoffDelayMs, DEFAULT_RETRY_POLICY, type RetryPolicy } from './backoff.js';
 import { StripeListCounters } from './counters.js';
 import {
+  AccountAccessRevokedError,
   describeError,
   InvalidStripeKeyError,
   MalformedPageError,
@@ -10,7 +11,7 @@ import {
   StripeUnreachableError,
 } from './errors.js';
 import { classifyListFailure } from './failure.js';
-import { realSleep, RateBudget, type Sleep } from './rate-budget.js';
+import { realSleep, type RequestBudget, type Sleep } from './rate-budget.js';
 
 /** One `GET /v1/charges` request: a created range, optionally continued after a charge. */
 export interface PageQuery {
@@ -81,7 +82,8 @@ export function pageShapeProblem(data: unknown, hasMore: unknown): string | null
 }
 
 export interface RetryDeps {
-  budget: RateBudget;
+  /** Every attempt waits here first (the account's and the process's budgets). */
+  budget: RequestBudget;
   counters: StripeListCounters;
   policy?: Partial<RetryPolicy>;
   sleep?: Sleep;
@@ -92,8 +94,10 @@ export interface RetryDeps {
 
 /**
  * Every attempt waits for a token of the shared budget, then transient failures are
- * retried with backoff up to the attempt bound. 401/403 become typed configuration
- * errors (nothing to retry); anything else final becomes a PageFetchError.
+ * retried with backoff up to the attempt bound (a 429 among them: Stripe's SDKs never
+ * retry one). 401/403 become typed configuration errors (nothing to retry), and a
+ * connected account's 403 `account_invalid` an AccountAccessRevokedError; anything else
+ * final becomes a PageFetchError.
  */
 export function withRetries<Q extends { account: string | null }, R>(
   // Generic over the request: charge pages, event pages and charge re-reads share this loop.
@@ -109,7 +113,7 @@ export function withRetries<Q extends { account: string | null }, R>(
   return async (query, signal) => {
     let deadlineMisses = 0;
     for (let attempt = 1; ; attempt += 1) {
-      await budget.acquire(signal);
+      await budget.acquireFor(query.account, signal);
       counters.requests += 1;
       const sent = performance.now();
       let error: unknown;
@@ -125,6 +129,11 @@ export function withRetries<Q extends { account: string | null }, R>(
       if (verdict.action === 'invalid_key') throw new InvalidStripeKeyError(query.account, verdict.message);
       if (verdict.action === 'missing_permission')
         throw new MissingStripePermissionError(query.account, verdict.message);
+      if (verdict.action === 'account_invalid') {
+        // The platform's own key on the platform: a permission. On a connected account: access revoked.
+        if (query.account === null) throw new MissingStripePermissionError(query.account, verdict.message);
+        throw new AccountAccessRevokedError(query.account, verdict.message);
+      }
       countFailure(
         counters,
         error,
@@ -156,7 +165,7 @@ export function withRetries<Q extends { account: string | null }, R>(
       }
       counters.retries += 1;
       const delayMs = backoffDelayMs(attempt, policy, random, verdict.retryAfterMs);
-      if (verdict.reason === 'rate_limited') budget.pause(delayMs);
+      if (verdict.reason === 'rate_limited') budget.pauseFor(query.account, delayMs, verdict.limitedBy);
       await sleep(delayMs, signal);
     }
   };

@@ -13,7 +13,7 @@ import {
 import { STRIPE_MAX_PAGE_SIZE } from './limits.js';
 import { CURRENCY, STRIPE_ID } from './normalize.js';
 import { withRetries, type RetryDeps } from './page-source.js';
-import { RateBudget } from './rate-budget.js';
+import { RateBudget, type RequestBudget } from './rate-budget.js';
 
 /**
  * Payouts for the sweep (docs/judgement.md "Payouts and fees"): an account's payouts
@@ -123,7 +123,7 @@ export function normalizeBalanceTransaction(raw: unknown): NormalizedBalanceTran
 
 export interface StripePayoutsDeps {
   stripe: Stripe;
-  budget?: RateBudget;
+  budget?: RequestBudget;
   counters?: StripeListCounters;
   retry?: RetryDeps['policy'];
   sleep?: RetryDeps['sleep'];

@@ -2,16 +2,23 @@ import { createStripePayouts } from './payouts.js';
 import { createStripeRefunds } from './refunds.js';
 import type Stripe from 'stripe';
 import { accountIdOf } from '../../domain/identity.js';
-import { requestsPerLatency, type PaymentProvider, type ProviderFacts } from '../../sweep/provider.js';
+import {
+  requestsPerLatency,
+  type ChargeSource,
+  type PaymentProvider,
+  type ProviderFacts,
+} from '../../sweep/provider.js';
+import { createAccountLister } from './accounts.js';
+import { StripeBudgets } from './budgets.js';
 import { createStripeClient } from './client.js';
 import { StripeListCounters } from './counters.js';
 import { changeSource, createEventReader } from './events.js';
 import { createStripeEvidence } from './evidence.js';
 import { STRIPE_IDEMPOTENCY_WINDOW_MS } from './limits.js';
-import { createChargeLister, DEFAULT_CONCURRENCY, MAX_PAGE_SIZE } from './list-charges.js';
+import { createChargeLister, DEFAULT_CONCURRENCY, MAX_PAGE_SIZE, type ChargeLister } from './list-charges.js';
 import type { MetadataKeys } from './normalize.js';
 import { admittedListingRequests, PriorityGate } from './priority-gate.js';
-import { DEFAULT_RATE_PER_SECOND, RateBudget } from './rate-budget.js';
+import { DEFAULT_RATE_PER_SECOND } from './rate-budget.js';
 
 /** Stripe's facts the sweep's rules follow: its idempotency window, its page size, the request rate this process allows itself. */
 export function stripeFacts(ratePerSecond: number = DEFAULT_RATE_PER_SECOND): ProviderFacts {
@@ -30,8 +37,15 @@ export function listingConcurrency(ratePerSecond: number, meanLatencyMs: number 
 }
 
 export type StripeProviderOptions = {
-  /** Requests per second for everything the provider sends (listing, re-reads, refunds); default 25. */
+  /** Requests per second per account and endpoint (SWEEPER_STRIPE_RATE); default 25. */
   ratePerSecond?: number;
+  /** Requests per second of the whole process (SWEEPER_STRIPE_GLOBAL_RATE); default: no lower than `ratePerSecond`. */
+  globalRatePerSecond?: number;
+  /**
+   * Processes sharing the key's limits (`--shard I/N`: N): each takes 1/N of the global
+   * budget and of the platform's own accounts listing, which every shard reads.
+   */
+  shares?: number;
   /** Metadata names of the claim attribution; default `tenant_id`, `idempotency_key`. */
   metadataKeys?: MetadataKeys;
 } & (
@@ -46,55 +60,110 @@ export type StripeProviderOptions = {
 
 export interface StripeProvider extends PaymentProvider {
   readonly stripe: Stripe;
-  /** One budget for every Stripe request of the process: listing, re-reads and refunds. */
-  readonly budget: RateBudget;
+  /** Stripe's two limits as budgets every request of the process draws from: listing, re-reads, refunds, accounts. */
+  readonly budgets: StripeBudgets;
   /** Requests, 429s and latency of everything the provider sent. */
   readonly counters: StripeListCounters;
+  listAccounts: NonNullable<PaymentProvider['listAccounts']>;
+  peekCharges: NonNullable<PaymentProvider['peekCharges']>;
 }
 
 /**
- * Stripe as a PaymentProvider: the windowed lister, the events reader, and the
- * re-reads and refunds, all under one rate budget and one set of counters. What the
- * CLI, the demo and the benchmarks wire a sweep with (with `providerSweepDeps`).
+ * Stripe as a PaymentProvider: the windowed lister, the events reader, the re-reads and
+ * refunds, and the connected accounts, all under Stripe's two limits (per account and
+ * endpoint, and per key: budgets.ts) and one set of counters. What the CLI, the demo and
+ * the benchmarks wire a sweep with (with `providerSweepDeps`).
  */
 export function createStripeProvider(options: StripeProviderOptions): StripeProvider {
   const stripe =
     options.stripe ??
     createStripeClient({ apiKey: options.apiKey, apiBase: options.apiBase, timeoutMs: options.timeoutMs });
-  const facts = stripeFacts(options.ratePerSecond);
-  const budget = new RateBudget({ ratePerSecond: facts.ratePerSecond });
+  const perAccount = options.ratePerSecond ?? DEFAULT_RATE_PER_SECOND;
+  const shares = Math.max(1, options.shares ?? 1);
+  const budgets = new StripeBudgets({
+    perAccount,
+    global: Math.max(perAccount, options.globalRatePerSecond ?? perAccount) / shares,
+  });
+  // One account's requests go no faster than either budget allows.
+  const facts = stripeFacts(Math.min(perAccount, budgets.global.ratePerSecond));
   const counters = new StripeListCounters();
-  // Slices listed at once finish in the order they are judged (priority-gate.ts).
-  const gate = new PriorityGate(() =>
-    admittedListingRequests({ ratePerSecond: facts.ratePerSecond, meanLatencyMs: counters.meanLatencyMs() }),
-  );
-  const lister = createChargeLister({ stripe, budget, counters, gate, metadataKeys: options.metadataKeys });
-  let listings = 0;
-  const refunds = createStripeRefunds({ stripe, budget, counters, metadataKeys: options.metadataKeys });
+  const lister = createChargeLister({
+    stripe,
+    budget: budgets.endpoint('GET /v1/charges'),
+    counters,
+    metadataKeys: options.metadataKeys,
+  });
+  const refunds = createStripeRefunds({
+    stripe,
+    budget: budgets.endpoint('GET /v1/refunds'),
+    counters,
+    metadataKeys: options.metadataKeys,
+  });
+  const retrieveBudget = budgets.endpoint('GET /v1/charges/:id');
   return {
     name: 'stripe',
     facts,
     stripe,
-    budget,
+    budgets,
     counters,
-    listCharges: (account, window, signal) =>
-      (async function* () {
-        // Counted while iterated: a listing never started holds no share.
-        listings += 1;
-        try {
-          const concurrency = listingConcurrency(facts.ratePerSecond, counters.meanLatencyMs(), listings);
-          yield* lister.list(accountIdOf(account), window, { signal, concurrency, priority: window.from.getTime() });
-        } finally {
-          listings -= 1;
-        }
-      })(),
-    listChanges: changeSource(createEventReader({ stripe, budget, counters })),
+    listCharges: accountListings(lister, facts.ratePerSecond, counters),
+    peekCharges: async (account, window, signal) => {
+      const peek = await lister.peek(accountIdOf(account), window, signal ? { signal } : {});
+      return { complete: peek.complete, charges: peek.charges, malformed: peek.malformed };
+    },
+    listChanges: changeSource(
+      createEventReader({ stripe, budget: budgets.endpoint('GET /v1/events'), retrieveBudget, counters }),
+    ),
     listRefunds: refunds.listRefunds,
-    payouts: createStripePayouts({ stripe, budget, counters }),
+    payouts: createStripePayouts({ stripe, budget: budgets.endpoint('GET /v1/payouts'), counters }),
     evidence: {
-      ...createStripeEvidence({ stripe, budget, counters, metadataKeys: options.metadataKeys }),
+      ...createStripeEvidence({
+        stripe,
+        budget: budgets.endpoint('GET /v1/charges/search'),
+        retrieveBudget,
+        counters,
+        metadataKeys: options.metadataKeys,
+      }),
       refundsById: refunds.refundsById,
     },
+    listAccounts: createAccountLister({
+      stripe,
+      budget: budgets.endpoint('GET /v1/accounts', perAccount / shares),
+      counters,
+    }),
     pace: () => ({ ratePerSecond: facts.ratePerSecond, meanLatencyMs: counters.meanLatencyMs() }),
   };
+}
+
+/**
+ * The listing of each account, through a gate of its own (priority-gate.ts): an
+ * account's slices finish in the order they are judged, and one account's backlog never
+ * holds requests another account could send.
+ */
+function accountListings(lister: ChargeLister, ratePerSecond: number, counters: StripeListCounters): ChargeSource {
+  const accounts = new Map<string, { gate: PriorityGate; listings: number }>();
+  return (account, window, signal) =>
+    (async function* () {
+      let entry = accounts.get(account);
+      if (!entry) {
+        const gate = new PriorityGate(() =>
+          admittedListingRequests({ ratePerSecond, meanLatencyMs: counters.meanLatencyMs() }),
+        );
+        accounts.set(account, (entry = { gate, listings: 0 }));
+      }
+      // Counted while iterated: a listing never started holds no share.
+      entry.listings += 1;
+      try {
+        const concurrency = listingConcurrency(ratePerSecond, counters.meanLatencyMs(), entry.listings);
+        yield* lister.list(accountIdOf(account), window, {
+          signal,
+          concurrency,
+          priority: window.from.getTime(),
+          gate: entry.gate,
+        });
+      } finally {
+        entry.listings -= 1;
+        if (entry.listings === 0) accounts.delete(account);
+      }
+    })();
 }

@@ -23,6 +23,22 @@ export interface RateBudgetOptions {
 
 export const DEFAULT_RATE_PER_SECOND = 25;
 
+/** Which of Stripe's limits a 429 named (`Stripe-Rate-Limited-Reason`): an account's endpoint, or the whole key. */
+export type LimitScope = 'account' | 'global';
+
+/**
+ * What one request waits on before it goes out, for the account it is made for (null:
+ * the platform): a single process-wide bucket (RateBudget), or Stripe's two limits
+ * (StripeBudgets, budgets.ts).
+ */
+export interface RequestBudget {
+  acquireFor(account: string | null, signal?: AbortSignal): Promise<void>;
+  /** Stripe answered 429: hold back the budget it named (unknown: every budget the request drew from). */
+  pauseFor(account: string | null, ms: number, scope?: LimitScope): void;
+  /** Requests of this account already wait for their tokens: splitting a listing further only adds requests. */
+  backloggedFor(account: string | null): boolean;
+}
+
 /**
  * A token bucket every Stripe request of the process draws from; share one instance
  * across accounts and listers so that together they stay under the limit.
@@ -32,7 +48,7 @@ export const DEFAULT_RATE_PER_SECOND = 25;
  * first come, first served without a queue, and a reservation is a pure computation
  * that tests drive with a fake clock.
  */
-export class RateBudget {
+export class RateBudget implements RequestBudget {
   readonly ratePerSecond: number;
   readonly burst: number;
   private readonly clock: MonotonicClock;
@@ -95,6 +111,18 @@ export class RateBudget {
     signal?.throwIfAborted();
     const waitMs = this.reserve();
     if (waitMs > 0) await this.sleep(waitMs, signal);
+  }
+
+  acquireFor(_account: string | null, signal?: AbortSignal): Promise<void> {
+    return this.acquire(signal);
+  }
+
+  pauseFor(_account: string | null, ms: number): void {
+    this.pause(ms);
+  }
+
+  backloggedFor(): boolean {
+    return this.backlogged();
   }
 
   stats(): { granted: number; waitedMs: number; pauses: number; ratePerSecond: number } {

@@ -14,7 +14,7 @@ import {
   type MetadataKeys,
 } from './normalize.js';
 import { withRetries, type RetryDeps } from './page-source.js';
-import { RateBudget } from './rate-budget.js';
+import { RateBudget, type RequestBudget } from './rate-budget.js';
 
 /**
  * Refunds for the sweep (docs/judgement.md "Refunds the application makes"): listed by
@@ -77,7 +77,7 @@ export function normalizeRefund(raw: unknown, account: string | null, keys: Meta
 
 export interface StripeRefundsDeps {
   stripe: Stripe;
-  budget?: RateBudget;
+  budget?: RequestBudget;
   counters?: StripeListCounters;
   metadataKeys?: MetadataKeys;
   retry?: RetryDeps['policy'];
