@@ -3,6 +3,8 @@ import type { ChargeFact } from './facts.js';
 import { CHARGE_COLUMNS, chargeFact } from './charge-rows.js';
 import type { ReferenceGroup } from './judge/outcomes.js';
 import { suspectSets } from './judge/outcomes.js';
+import { isCovered, readCoverage } from './coverage.js';
+import type { TimeWindow } from './window.js';
 
 /**
  * The facts of the outcome (docs/judgement.md "Duplicate payments for one order"): for the
@@ -70,7 +72,8 @@ export async function loadOutcomeFacts(
   suspectWindowMs: number,
 ): Promise<OutcomeFacts> {
   const { where, args } = select(selection);
-  const references = await loadReferences(db, account, where, args);
+  const inBatch = 'window' in selection ? selection.window : null;
+  const references = await sweptMembersOnly(db, account, await loadReferences(db, account, where, args), inBatch);
   const suspects = suspectWindowMs > 0 ? await loadSuspects(db, account, where, args, suspectWindowMs) : [];
   const ids = [...references.flatMap((g) => g.charges.map((c) => c.id)), ...suspects.map((c) => c.id)];
   const verdicts =
@@ -97,6 +100,26 @@ async function loadReferences(
     group.charges.push(chargeFact(r));
   }
   return [...groups.values()];
+}
+
+/**
+ * A group's charges created where some run has judged, or in the batch itself: a charge the
+ * mirror holds from a read by id (a payment row named it) but no run has swept is never part
+ * of a finding (docs/judgement.md "What has been swept"); its backfill judges it.
+ */
+async function sweptMembersOnly(
+  db: Queryable,
+  account: string,
+  groups: ReferenceGroup[],
+  batch: TimeWindow | null,
+): Promise<ReferenceGroup[]> {
+  const times = groups.flatMap((g) => g.charges.map((c) => c.created.getTime()));
+  if (times.length === 0) return groups;
+  const range = { from: new Date(Math.min(...times)), to: new Date(Math.max(...times) + 1) };
+  const coverage = await readCoverage(db, account, range);
+  const swept = (c: ChargeFact) =>
+    isCovered(coverage, c.created) || (batch !== null && c.created >= batch.from && c.created < batch.to);
+  return groups.map((g) => ({ ...g, charges: g.charges.filter(swept) })).filter((g) => g.charges.length > 0);
 }
 
 /**

@@ -36,6 +36,11 @@ const seeds = {
   'plans: moved evidence': [],
   'sweep-properties: invariants': [
     {
+      seed: 483171204,
+      path: '1162:0:5:1:2:1:4:4:4:4:6:7:5:5:5:7:7:10:10:12:12:13:12:12:12:12',
+      note: 'a rerun raised duplicate_effect with a charge the mirror held from a read by id but no run had swept; reference groups now keep only swept charges and the batch',
+    },
+    {
       seed: 1445341559,
       path: '71:0:0:0:5:3:4:6:5:5:7:5:5:5:7:7:6:8:8:8:8',
       note: 'a payment row without tenant/key whose charge a stored answer names was judged twice (matched and amount_mismatch)',
