@@ -47,6 +47,8 @@ interface AccountState {
   deepReadAt: Date | null;
   /** Where the refunds step last listed to (refund-step.ts); null before its first. */
   refundCursor: Date | null;
+  /** When the payouts step last listed the account's payouts (payout-step.ts); null before its first. */
+  payoutsListedAt: Date | null;
   /** Some run judged part of the deep re-read's range: its re-read would list Stripe. */
   sweptRecently: boolean;
   /** Refund intents to settle, or duplicates whose tenants' keys are judged: work beyond the window. */
@@ -73,6 +75,7 @@ SELECT a AS account,
        (SELECT cursor FROM recon_event_cursors c WHERE c.account = a) AS cursor,
        (SELECT last_at FROM recon_deep_reads d WHERE d.account = a) AS deep_read_at,
        (SELECT cursor FROM recon_refund_cursors rc WHERE rc.account = a) AS refund_cursor,
+       (SELECT listed_at FROM recon_payout_accounts pa WHERE pa.account = a) AS payouts_listed_at,
        EXISTS (SELECT 1 FROM recon_runs r WHERE r.account = a AND r.checkpoint > r.window_from AND r.checkpoint > $2) AS swept_recently,
        EXISTS (SELECT 1 FROM recon_refunds x WHERE x.account = a AND x.state = 'intent')
          OR EXISTS (SELECT 1 FROM recon_findings f WHERE f.category = 'duplicate_effect' AND f.account = a AND f.first_seen_at >= $3)
@@ -165,6 +168,7 @@ async function readStates(
     cursor: Date | null;
     deep_read_at: Date | null;
     refund_cursor: Date | null;
+    payouts_listed_at: Date | null;
     swept_recently: boolean;
     pending: boolean;
   }>(STATES, [
@@ -180,6 +184,7 @@ async function readStates(
         cursor: r.cursor,
         deepReadAt: r.deep_read_at,
         refundCursor: r.refund_cursor,
+        payoutsListedAt: r.payouts_listed_at,
         sweptRecently: r.swept_recently,
         pending: r.pending,
       },
@@ -226,8 +231,9 @@ function planOf(
   });
   if (!window) return 'unsettled';
   if (state.pending) return 'own-sweep';
-  // The payouts step (payout-step.ts) lists the account's payouts every run: not settled here.
-  if (steps.payouts) return 'own-sweep';
+  // The payouts step (payout-step.ts) lists an account's payouts once SWEEPER_PAYOUT_EVERY has
+  // passed since its last listing: such an account takes its own sweep; in between, nothing to do.
+  if (steps.payouts && !payoutsListedRecently(state, options, started)) return 'own-sweep';
   // The refunds step goes on from its cursor: one behind this window has days to judge first.
   if (steps.refunds && state.refundCursor && state.refundCursor.getTime() < window.from.getTime()) return 'own-sweep';
   const read = widen(window, options.leaseMs, started);
@@ -530,4 +536,9 @@ async function openCounts(db: Queryable, accounts: readonly string[]): Promise<M
     [accounts],
   );
   return new Map(rows.map((r) => [r.account, r.n]));
+}
+
+function payoutsListedRecently(state: AccountState, options: SweepOptions, started: Date): boolean {
+  const listed = state.payoutsListedAt;
+  return listed !== null && started.getTime() - listed.getTime() < options.payoutEveryMs;
 }

@@ -56,9 +56,11 @@ const options = (accounts: string[], over: Partial<SweepOptions> = {}): SweepOpt
     ...over,
   });
 
-function depsOf(provider: StripeProvider, clock = () => NOW): SweepDeps {
-  // Without the payouts step, which lists payouts every run (idle accounts are not settled together with it).
-  return { pool: db.pool, clock, logger: silentLogger(), ...providerSweepDeps(provider), payouts: undefined };
+function depsOf(provider: StripeProvider, clock = () => NOW, withPayouts = false): SweepDeps {
+  // Without the payouts step unless asked: it lists each account's payouts once an hour, and
+  // most tests here count the requests of one run (the last test counts them with it).
+  const deps = { pool: db.pool, clock, logger: silentLogger(), ...providerSweepDeps(provider) };
+  return withPayouts ? deps : { ...deps, payouts: undefined };
 }
 
 /** What a run sweeps: the platform and every connected account Stripe lists now. */
@@ -211,6 +213,28 @@ describe('idle accounts', () => {
     const lags = status.most_lagging.map((w) => w.lag_seconds);
     expect(lags).toEqual([...lags].sort((a, b) => b - a));
     expect(status.accounts).toMatchObject({ active: 60, inactive: 0 });
+  });
+});
+
+describe('idle accounts with the payouts step', () => {
+  it('settle together between payout listings: at most two requests each half an hour later', async () => {
+    const ids = double.seedAccounts(30);
+    const provider = providerOf();
+    const selection = await discover(provider);
+    await sweep(
+      depsOf(provider, () => NOW, true),
+      options(selection.accounts),
+    );
+    const t2 = new Date(NOW.getTime() + HOUR / 2);
+    double.clock.set(t2.getTime());
+    double.counters.reset();
+    const reports = await sweep(
+      depsOf(provider, () => t2, true),
+      options(selection.accounts),
+    );
+    expect(reports.every((r) => r.status === 'succeeded')).toBe(true);
+    for (const account of ids) expect(double.counters.account(account), account).toBeLessThanOrEqual(2);
+    expect(double.counters.get('GET /v1/payouts')).toBe(0);
   });
 });
 
