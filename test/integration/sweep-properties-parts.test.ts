@@ -23,7 +23,7 @@ describe('the sweep over random histories', () => {
     async () => {
       await checkProperty(
         'sweep-properties: parts',
-        { normal: 50, deep: 1_000 },
+        { normal: 30, deep: 1_000 },
         [historyArb, fc.integer({ min: 1, max: 3 })],
         async (h, batchCharges) => {
           const outcome = async (options: Partial<SweepOptions>) => {
