@@ -11,7 +11,7 @@ import {
   StripeUnreachableError,
 } from './errors.js';
 import { classifyListFailure } from './failure.js';
-import { realSleep, type RequestBudget, type Sleep } from './rate-budget.js';
+import { RateBudget, realSleep, type RequestBudget, type Sleep } from './rate-budget.js';
 
 /** One `GET /v1/charges` request: a created range, optionally continued after a charge. */
 export interface PageQuery {
@@ -181,4 +181,32 @@ function countFailure(counters: StripeListCounters, error: unknown, connection: 
 function describeFailure(status: number | undefined, error: unknown): string {
   const message = describeError(error);
   return status === undefined ? message : `HTTP ${status}: ${message}`;
+}
+
+/** One SDK call on an account (`Stripe-Account` for a connected one); the SDK's own retries off. */
+export interface AccountCall {
+  account: string | null;
+  run: (options: Stripe.RequestOptions) => Promise<unknown>;
+}
+
+/** SDK calls under the shared budget and these retry rules: the refunds' and payouts' listings and reads. */
+export function accountCalls(deps: {
+  budget?: RequestBudget;
+  counters?: StripeListCounters;
+  retry?: RetryDeps['policy'];
+  sleep?: RetryDeps['sleep'];
+}): (call: AccountCall, signal: AbortSignal) => Promise<unknown> {
+  return withRetries(
+    (call: AccountCall) => {
+      const options: Stripe.RequestOptions = { maxNetworkRetries: 0 };
+      if (call.account) options.stripeAccount = call.account;
+      return call.run(options);
+    },
+    {
+      budget: deps.budget ?? new RateBudget(),
+      counters: deps.counters ?? new StripeListCounters(),
+      policy: deps.retry,
+      sleep: deps.sleep,
+    },
+  );
 }

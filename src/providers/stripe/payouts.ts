@@ -2,7 +2,7 @@ import Stripe from 'stripe';
 import { accountIdOf } from '../../domain/identity.js';
 import type { NormalizedBalanceTransaction, NormalizedPayout, PayoutSource } from '../../sweep/provider.js';
 import type { TimeWindow } from '../../sweep/window.js';
-import { StripeListCounters } from './counters.js';
+import type { StripeListCounters } from './counters.js';
 import {
   BALANCE_READ,
   MissingReadPermissionError,
@@ -12,8 +12,8 @@ import {
 } from './errors.js';
 import { STRIPE_MAX_PAGE_SIZE } from './limits.js';
 import { CURRENCY, STRIPE_ID } from './normalize.js';
-import { withRetries, type RetryDeps } from './page-source.js';
-import { RateBudget, type RequestBudget } from './rate-budget.js';
+import { accountCalls, type RetryDeps } from './page-source.js';
+import type { RequestBudget } from './rate-budget.js';
 
 /**
  * Payouts for the sweep (docs/judgement.md "Payouts and fees"): an account's payouts
@@ -136,19 +136,7 @@ interface ListAnswer {
 
 /** Stripe's payouts and their balance transactions, for the sweep's payouts step. */
 export function createStripePayouts(deps: StripePayoutsDeps): PayoutSource {
-  const send = withRetries(
-    <R>(call: { account: string | null; run: (options: Stripe.RequestOptions) => Promise<R> }) => {
-      const options: Stripe.RequestOptions = { maxNetworkRetries: 0 };
-      if (call.account) options.stripeAccount = call.account;
-      return call.run(options);
-    },
-    {
-      budget: deps.budget ?? new RateBudget(),
-      counters: deps.counters ?? new StripeListCounters(),
-      policy: deps.retry,
-      sleep: deps.sleep,
-    },
-  );
+  const send = accountCalls(deps);
   /** Every page of one listing, following `starting_after`; a 403 names the permission this listing needs. */
   async function* pages(
     account: string,

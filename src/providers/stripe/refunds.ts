@@ -2,7 +2,7 @@ import Stripe from 'stripe';
 import { accountIdOf } from '../../domain/identity.js';
 import type { MalformedCharge, NormalizedRefund, RefundPage, RefundSource } from '../../sweep/provider.js';
 import type { TimeWindow } from '../../sweep/window.js';
-import { StripeListCounters } from './counters.js';
+import type { StripeListCounters } from './counters.js';
 import { MissingReadPermissionError, MissingStripePermissionError, REFUNDS_READ } from './errors.js';
 import { STRIPE_MAX_PAGE_SIZE } from './limits.js';
 import {
@@ -13,8 +13,8 @@ import {
   TENANT_ID,
   type MetadataKeys,
 } from './normalize.js';
-import { withRetries, type RetryDeps } from './page-source.js';
-import { RateBudget, type RequestBudget } from './rate-budget.js';
+import { accountCalls, type RetryDeps } from './page-source.js';
+import type { RequestBudget } from './rate-budget.js';
 
 /**
  * Refunds for the sweep (docs/judgement.md "Refunds the application makes"): listed by
@@ -95,19 +95,7 @@ export function createStripeRefunds(deps: StripeRefundsDeps): {
   ) => Promise<NormalizedRefund[]>;
 } {
   const keys = deps.metadataKeys ?? DEFAULT_METADATA_KEYS;
-  const send = withRetries(
-    <R>(call: { account: string | null; run: (options: Stripe.RequestOptions) => Promise<R> }) => {
-      const options: Stripe.RequestOptions = { maxNetworkRetries: 0 };
-      if (call.account) options.stripeAccount = call.account;
-      return call.run(options);
-    },
-    {
-      budget: deps.budget ?? new RateBudget(),
-      counters: deps.counters ?? new StripeListCounters(),
-      policy: deps.retry,
-      sleep: deps.sleep,
-    },
-  );
+  const send = accountCalls(deps);
   const request = async <R>(account: string, run: (o: Stripe.RequestOptions) => Promise<R>, signal?: AbortSignal) => {
     try {
       return (await send({ account: accountIdOf(account), run }, signal ?? new AbortController().signal)) as R;
