@@ -55,6 +55,9 @@ function env(db: TestDatabase, key: string, extra: Record<string, string> = {}):
 }
 
 async function run(db: TestDatabase, key = FULL_KEY, extra: Record<string, string> = {}) {
+  // The built CLI starts within the second the last run listed payouts: moving that listing
+  // two seconds back is this run starting later, past SWEEPER_PAYOUT_EVERY (1s here).
+  await db.pool.query(`UPDATE recon_payout_accounts SET listed_at = listed_at - interval '2 seconds'`);
   const result = await runCli(['run', '--json'], env(db, key, extra));
   const line = result.stdout.trim().split('\n')[0];
   return { ...result, report: line ? JSON.parse(line) : null };
