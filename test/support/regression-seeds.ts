@@ -36,6 +36,11 @@ const seeds = {
   'plans: moved evidence': [],
   'sweep-properties: invariants': [
     {
+      seed: -2013163831,
+      path: '438:0:0:0:4:1:0:0:2:0:1:1:1:1:1:1:1:1:1:1:1:1:2:2:3:3:3:7:5:3:7:7:7:8:8:8:8:8:8:8:8',
+      note: 'CI deep run: the same rerun duplicate_effect with an unswept charge as seed 483171204; passes with reference groups kept to swept charges',
+    },
+    {
       seed: 483171204,
       path: '1162:0:5:1:2:1:4:4:4:4:6:7:5:5:5:7:7:10:10:12:12:13:12:12:12:12',
       note: 'a rerun raised duplicate_effect with a charge the mirror held from a read by id but no run had swept; reference groups now keep only swept charges and the batch',
