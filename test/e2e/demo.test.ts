@@ -73,7 +73,10 @@ describe('sweeper demo', () => {
     const url = /psql '([^']+)'/.exec(lines[0]!)?.[1] ?? '';
     expect(new URL(url).password).toBe('');
     expect(new URL(url).pathname).toMatch(/^\/sweeper_demo_\d+$/);
-    const client = new pg.Client({ connectionString: url, password: decodeURIComponent(server.password) });
+    // The password goes into the URL: node-postgres lets a connection string's (empty) password win over the option.
+    const withPassword = new URL(url);
+    withPassword.password = server.password;
+    const client = new pg.Client({ connectionString: withPassword.toString() });
     await client.connect();
     const { rows } = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM recon_findings`);
     await client.end();
