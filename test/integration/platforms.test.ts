@@ -235,6 +235,10 @@ describe('idle accounts with the payouts step', () => {
     expect(reports.every((r) => r.status === 'succeeded')).toBe(true);
     for (const account of ids) expect(double.counters.account(account), account).toBeLessThanOrEqual(2);
     expect(double.counters.get('GET /v1/payouts')).toBe(0);
+    // Settled together, not each in its own sweep (whose payouts step would report itself skipped).
+    const connected = reports.filter((r) => ids.includes(r.account));
+    expect(connected).toHaveLength(ids.length);
+    expect(connected.filter((r) => r.payouts !== undefined)).toEqual([]);
   });
 });
 
