@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/pool.js';
 import { findingKey } from '../domain/identity.js';
 import type { Finding } from './judge/index.js';
+import { CATEGORIES, type Category } from './categories.js';
 import type { RepairOutcome } from './repairs.js';
 
 /**
@@ -96,9 +97,18 @@ export async function recordFindings(
 }
 
 /**
+ * The payouts step's categories (payout-step.ts): their subjects are a payout, a balance
+ * transaction, and a charge (unpaid_effect), which a charge's batch judges too, by other
+ * rules. Only the payouts step judges them, so only it closes them.
+ */
+const PAYOUT_CATEGORIES: readonly Category[] = ['payout_mismatch', 'unrecorded_balance_transaction', 'unpaid_effect'];
+
+/**
  * Open findings about subjects this slice looked at that it no longer finds have
  * healed (a late writer completed its claim, Stripe settled a charge): they are
- * closed as resolved by the sweeper, so alerts clear without a person.
+ * closed as resolved by the sweeper, so alerts clear without a person. Only findings
+ * of the categories the caller judges: a step never closes another step's finding about
+ * the same subject (a charge's unpaid_effect is not healed by its charge matching).
  */
 export async function closeHealedFindings(
   db: Queryable,
@@ -112,9 +122,12 @@ export async function closeHealedFindings(
     freshlyRead?: readonly string[];
     /** Categories whose findings only a person closes, found again or not. */
     keepCategories?: readonly string[];
+    /** The categories this step judges (the payouts step's); default: every category but the payouts step's. */
+    categories?: readonly Category[];
   },
 ): Promise<number> {
   if (args.judgedSubjects.length === 0) return 0;
+  const keep = args.categories ? CATEGORIES.filter((c) => !args.categories?.includes(c)) : PAYOUT_CATEGORIES;
   // findingKey() is the string the statement builds as category || chr(31) || subject.
   const stillFound = args.findings.map((f) => findingKey(f.category, f.subject));
   // The open findings are found from the subjects (a probe each in recon_findings_open_subject),
@@ -143,7 +156,7 @@ export async function closeHealedFindings(
       args.now,
       args.runId,
       args.freshlyRead ?? [],
-      args.keepCategories ?? [],
+      [...(args.keepCategories ?? []), ...keep],
     ],
   );
   return result.rowCount ?? 0;

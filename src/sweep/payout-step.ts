@@ -206,6 +206,8 @@ async function judgeUnpaidPayments(step: PayoutStep): Promise<void> {
       now,
       judgedSubjects: [...open, ...findings.map((f) => f.subject)],
       findings,
+      // The subjects are charges: their charge findings are the batches' to close.
+      categories: ['unpaid_effect'],
     });
     await notePayoutAccount(client, { ...state, account, unpaidJudgedTo: to, runId: ctx.run.id, now });
     await ctx.lock.confirmHeld(client);

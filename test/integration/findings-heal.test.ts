@@ -163,6 +163,48 @@ describe('closing healed findings', () => {
     ]);
   });
 
+  it("a charge's batch never closes its unpaid_effect, and the payouts step closes only unpaid_effect", async () => {
+    // One charge, judged by its batch (its dispute) and by the payouts step (no payout holds it).
+    await finding(ACCOUNT, 'status_drift', 'ch_both');
+    await finding(ACCOUNT, 'unpaid_effect', 'ch_both');
+    await finding(ACCOUNT, 'payout_mismatch', 'po_1');
+    const byBatch = await closeHealedFindings(db.pool, {
+      account: ACCOUNT,
+      runId: 'run_2',
+      now: NOW,
+      judgedSubjects: ['ch_both', 'po_1'],
+      findings: [],
+    });
+    expect(byBatch).toBe(1);
+    const byPayouts = await closeHealedFindings(db.pool, {
+      account: ACCOUNT,
+      runId: 'run_3',
+      now: NOW,
+      judgedSubjects: ['ch_both'],
+      findings: [],
+      categories: ['unpaid_effect'],
+    });
+    expect(byPayouts).toBe(1);
+    expect((await states()).map((f) => [f.category, f.state, f.last_seen_run])).toEqual([
+      ['payout_mismatch', 'open', 'run_seed'],
+      ['status_drift', 'resolved', 'run_2'],
+      ['unpaid_effect', 'resolved', 'run_3'],
+    ]);
+    // The other way round: the payouts step leaves the charge's own findings open.
+    await db.pool.query(`UPDATE recon_findings SET state = 'open', closed_by = NULL`);
+    expect(
+      await closeHealedFindings(db.pool, {
+        account: ACCOUNT,
+        runId: 'run_4',
+        now: NOW,
+        judgedSubjects: ['ch_both'],
+        findings: [stillFound('unpaid_effect', 'ch_both')],
+        categories: ['unpaid_effect'],
+      }),
+    ).toBe(0);
+    expect((await states()).map((f) => f.state)).toEqual(['open', 'open', 'open']);
+  });
+
   it('closes nothing when nothing was judged or every judged finding is still found', async () => {
     await finding(ACCOUNT, 'amount_mismatch', 'k1');
     const none = await closeHealedFindings(db.pool, {
