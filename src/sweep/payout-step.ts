@@ -88,21 +88,40 @@ export async function sweepPayouts(
   const listed: PayoutFact[] = [];
   for await (const page of source.listPayouts(account, window, options.signal))
     listed.push(...page.map((p) => payoutFact(p, account)));
+  await fault(deps, 'payouts:listed');
   step.report.listed += listed.length;
-  const toReconcile = await recordListed(step, listed, {
-    account,
-    since: state?.since ?? window.from,
-    unpaidJudgedTo: state?.unpaidJudgedTo ?? window.from,
-    // Payouts are listed without a gap up to here (a backfill: to its end, when it reaches
-    // past the last listing); the next scheduled listing starts here at the latest.
-    listedAt: scheduled || !state || window.from <= state.listedAt ? window.to : state.listedAt,
-  });
+  const { listedTo, ...before } = listingState(state, window, scheduled);
+  const toReconcile = await recordListed(step, listed, { account, ...before });
+  await fault(deps, 'payouts:recorded');
   for (const payout of toReconcile) {
     options.signal?.throwIfAborted();
     await reconcilePayout(step, source, payout);
   }
-  await judgeUnpaidPayments(step);
+  await judgeUnpaidPayments(step, listedTo);
   return step.report;
+}
+
+/** The account's payout state noted with the listing, and where the listing reaches once its payouts are reconciled. */
+function listingState(
+  state: PayoutAccountState | null,
+  window: TimeWindow,
+  scheduled: boolean,
+): PayoutAccountState & { listedTo: Date } {
+  return {
+    since: state?.since ?? window.from,
+    unpaidJudgedTo: state?.unpaidJudgedTo ?? window.from,
+    // The listing counts once what it found is reconciled (judgeUnpaidPayments notes it):
+    // after a crash before, the next run lists again instead of waiting SWEEPER_PAYOUT_EVERY.
+    listedAt: state?.listedAt ?? window.from,
+    // Payouts are listed without a gap up to here (a backfill: to its end, when it reaches
+    // past the last listing); the next scheduled listing starts here at the latest.
+    listedTo: scheduled || !state || window.from <= state.listedAt ? window.to : state.listedAt,
+  };
+}
+
+/** Crash tests: the step's named points (`payouts:listed`, `payout:<id>:judged`, …). */
+async function fault(deps: SweepDeps, name: string): Promise<void> {
+  await deps.faultPoint?.(name);
 }
 
 function listedRecently(step: PayoutStep, state: PayoutAccountState | null): boolean {
@@ -163,6 +182,7 @@ async function reconcilePayout(step: PayoutStep, source: PayoutSource, payout: P
   const account = ctx.run.account;
   const listed: NormalizedBalanceTransaction[] = [];
   for await (const page of source.payoutTransactions(account, payout.id, options.signal)) listed.push(...page);
+  await deps.faultPoint?.(`payout:${payout.id}:listed`);
   const fetchedAt = deps.clock();
   const txns = listed.map(transactionFact);
   await ctx.inTransaction(async (client) => {
@@ -173,6 +193,8 @@ async function reconcilePayout(step: PayoutStep, source: PayoutSource, payout: P
     report.fees += await recordFees(client, account, judged.fees);
     await recordReconciled(client, { payout, sums: judged.sums, runId: ctx.run.id, now });
     await record(step, client, judged.findings);
+    // Inside the transaction: a crash here rolls the payout back, unreconciled.
+    await deps.faultPoint?.(`payout:${payout.id}:judged`);
     await ctx.lock.confirmHeld(client);
     report.reconciled += 1;
     report.transactions += judged.sums.transactions;
@@ -181,17 +203,21 @@ async function reconcilePayout(step: PayoutStep, source: PayoutSource, payout: P
   await deps.faultPoint?.(`payout:${payout.id}:reconciled`);
 }
 
-/** Payments that grew older than the grace since the last run, and the open unpaid_effect findings again. */
-async function judgeUnpaidPayments(step: PayoutStep): Promise<void> {
+/**
+ * Payments that grew older than the grace since the last run, and the open unpaid_effect
+ * findings again; with `listedTo`, this run's listing, whose payouts are now reconciled.
+ */
+async function judgeUnpaidPayments(step: PayoutStep, listedTo?: Date): Promise<void> {
   const { ctx, deps, options } = step;
   const account = ctx.run.account;
   await ctx.inTransaction(async (client) => {
-    const state = await readPayoutAccount(client, account);
-    if (!state) return;
+    const read = await readPayoutAccount(client, account);
+    if (!read) return;
+    const state = listedTo && listedTo > read.listedAt ? { ...read, listedAt: listedTo } : read;
     const now = deps.clock();
     // Judged only where the payouts that would hold them were listed: up to the last listing, less the grace.
-    const listedTo = Math.min(ctx.readUntil.getTime(), state.listedAt.getTime());
-    const to = new Date(Math.max(state.unpaidJudgedTo.getTime(), listedTo - options.payoutGraceMs));
+    const listed = Math.min(ctx.readUntil.getTime(), state.listedAt.getTime());
+    const to = new Date(Math.max(state.unpaidJudgedTo.getTime(), listed - options.payoutGraceMs));
     const open = await openUnpaidSubjects(client, account);
     const payments = await loadUnpaidPayments(client, {
       account,
@@ -210,6 +236,7 @@ async function judgeUnpaidPayments(step: PayoutStep): Promise<void> {
       categories: ['unpaid_effect'],
     });
     await notePayoutAccount(client, { ...state, account, unpaidJudgedTo: to, runId: ctx.run.id, now });
+    await fault(deps, 'payouts:unpaid');
     await ctx.lock.confirmHeld(client);
   });
 }
