@@ -565,6 +565,42 @@ const seeds = {
   'sweep-parts: tiles': [],
   'platforms: shards': [],
   'platforms: budgets': [],
+  'payouts-properties: reconcile': [
+    {
+      seed: 2012991061,
+      path: '5:4:0:3:4:8:10:11:11:13:10:11:14:6:5:10:9:9:9:14:10:10:10:10',
+      note: "a disputed payment's batch closed its open unpaid_effect (any category of a judged subject healed); a step now closes only its own categories",
+      example: [
+        {
+          runs: [240, 330, 480],
+          ops: [
+            { kind: 'charge', at: 0, writer: 'library', amount: 100, currency: 'usd' },
+            { kind: 'payout', at: 120, mode: 'auto', unexplained: 0 },
+            { kind: 'charge', at: 120, writer: 'library', amount: 100, currency: 'usd' },
+            { kind: 'dispute', at: 310, of: 1 },
+          ],
+        },
+      ],
+    },
+  ],
+  'payouts-properties: crash': [
+    {
+      seed: 2143504494,
+      path: '5:2:1:1:1:4:2:4:2:3:3:3:4:5',
+      note: 'killed after the listing committed, the payout not reconciled: the resumed run took the listing as done (SWEEPER_PAYOUT_EVERY) and left it; a listing now counts once its payouts are reconciled',
+      example: [
+        {
+          runs: [240, 330, 375],
+          ops: [
+            { kind: 'charge', at: 0, writer: 'library', amount: 100, currency: 'usd' },
+            { kind: 'refund', at: 0, of: 0, writer: 'library', partial: true },
+            { kind: 'payout', at: 120, mode: 'auto', unexplained: 0 },
+          ],
+        },
+        { run: 0, point: 'payouts:recorded', nth: 0 },
+      ],
+    },
+  ],
 } satisfies Record<string, RegressionSeed[]>;
 
 /** A property's name: checkProperty takes it, and the fixed seed of `npm test` derives from it. */
