@@ -242,7 +242,7 @@ async function expectOracle(o: PayoutOracle, when: string): Promise<void> {
 /** The database without what differs between two runs doing the same work (run ids, read times). */
 async function snapshot(cursors = true): Promise<Record<string, unknown[]>> {
   const q = async (sql: string) => (await db.pool.query(sql)).rows;
-  return {
+  const tables = {
     ...(await normalizedTables(db.pool)),
     payouts: await q(
       `SELECT payout_id, account, itemised, created, arrival_date, currency, amount, status, transactions, charges, refunds,
@@ -267,6 +267,10 @@ async function snapshot(cursors = true): Promise<Record<string, unknown[]>> {
         WHERE category IN ('payout_mismatch', 'unrecorded_balance_transaction', 'unpaid_effect') ORDER BY category, subject`,
     ),
   };
+  // Rows in one order whatever ties the ORDER BY leaves (two repairs of one charge, say).
+  const canonical = (rows: unknown[]) =>
+    rows.map((r) => [JSON.stringify(r), r] as const).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return Object.fromEntries(Object.entries(tables).map(([k, rows]) => [k, canonical(rows).map(([, r]) => r)]));
 }
 
 interface Crash {
