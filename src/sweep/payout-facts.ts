@@ -98,10 +98,13 @@ export async function oldestAwaitedPayout(db: Queryable, account: string): Promi
   return rows[0]?.created ?? null;
 }
 
-/** What the sweep knew of these payouts before this read: read before the mirror is written. */
+/**
+ * What the sweep knew of these payouts before this read: read before the mirror is written.
+ * A manual payout's record (not itemised) is no reconciliation.
+ */
 export async function payoutHistories(db: Queryable, ids: readonly string[]): Promise<Map<string, PayoutHistory>> {
   const { rows } = await db.query<{ id: string; status: PayoutStatus | null; reconciled: boolean }>(
-    `SELECT i.id, coalesce(r.status, m.status) AS status, (r.payout_id IS NOT NULL) AS reconciled
+    `SELECT i.id, coalesce(r.status, m.status) AS status, coalesce(r.itemised, false) AS reconciled
        FROM unnest($1::text[]) AS i(id)
        LEFT JOIN stripe_payouts m ON m.payout_id = i.id
        LEFT JOIN recon_payouts r ON r.payout_id = i.id`,
