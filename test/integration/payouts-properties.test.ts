@@ -204,17 +204,6 @@ async function expectOracle(o: PayoutOracle, when: string): Promise<void> {
   expect(await findings('unrecorded_balance_transaction'), `${when}: unrecorded_balance_transaction`).toEqual(
     [...o.unrecorded].sort(),
   );
-  if (process.env.PAYPROP_DEBUG)
-    console.log(
-      when,
-      JSON.stringify(
-        (await q(`SELECT category, subject, state, closed_by, details FROM recon_findings`)).concat(
-          await q(`SELECT * FROM payments`),
-        ),
-        null,
-        1,
-      ),
-    );
   expect(await findings('unpaid_effect', 'open'), `${when}: unpaid_effect open`).toEqual([...o.unpaidOpen].sort());
   expect(
     ids(

@@ -32,7 +32,12 @@ export type Op =
   | { kind: 'dispute'; at: number; of: number }
   | { kind: 'closeDispute'; at: number; of: number; outcome: 'won' | 'lost' }
   | { kind: 'adjust'; at: number; amount: number; fee: boolean }
-  | { kind: 'payout'; at: number; mode: 'auto' | 'held' | 'in_transit' | 'manual'; unexplained: number }
+  | {
+      kind: 'payout';
+      at: number;
+      mode: 'auto' | 'held' | 'in_transit' | 'manual' | 'manual_in_transit';
+      unexplained: number;
+    }
   | { kind: 'complete'; at: number; of: number }
   | { kind: 'payoutFails'; at: number; of: number; how: 'fail' | 'cancel' };
 
@@ -107,6 +112,7 @@ function opArb(until: number): fc.Arbitrary<Op> {
           'held' as const,
           'in_transit' as const,
           'manual' as const,
+          'manual_in_transit' as const,
         ),
         unexplained: fc.oneof(
           { weight: 4, arbitrary: fc.constant(0) },
@@ -308,9 +314,9 @@ export function historyMaker(world: HistoryWorld) {
     let paid;
     try {
       paid = world.double.runPayout(null, {
-        automatic: op.mode !== 'manual',
+        automatic: !op.mode.startsWith('manual'),
         holdReconciliation: op.mode === 'held' || op.mode === 'in_transit',
-        status: op.mode === 'in_transit' ? 'in_transit' : 'paid',
+        status: op.mode.endsWith('in_transit') ? 'in_transit' : 'paid',
         unexplained: op.unexplained,
       });
     } catch (error) {

@@ -582,6 +582,21 @@ const seeds = {
         },
       ],
     },
+    {
+      seed: 0,
+      path: '0',
+      note: 'written by hand: a manual payout seen in transit, then canceled, was a payout_mismatch (its not-itemised record counted as reconciled)',
+      example: [
+        {
+          runs: [240, 285, 330],
+          ops: [
+            { kind: 'charge', at: 0, writer: 'library', amount: 1000, currency: 'usd' },
+            { kind: 'payout', at: 200, mode: 'manual_in_transit', unexplained: 0 },
+            { kind: 'payoutFails', at: 250, of: 0, how: 'cancel' },
+          ],
+        },
+      ],
+    },
   ],
   'payouts-properties: crash': [
     {
