@@ -9,6 +9,7 @@ import { partitionedDatabase, type TestDatabase } from '../support/db.js';
 import { PROPERTY_TIMEOUT } from '../support/history-sweeps.js';
 import { normalizedTables } from '../support/normalized-tables.js';
 import {
+  CONNECTED,
   EVERY_MS,
   GRACE_MS,
   historyMaker,
@@ -38,7 +39,9 @@ import { checkProperty } from '../support/properties.js';
  */
 
 const HOUR = 3_600_000;
-const ACCOUNT = 'platform';
+/** The platform (USD) and a connected account settling in EUR, as the sweep names them. */
+const ACCOUNTS = ['platform', CONNECTED] as const;
+const doubleAccount = (account: string) => (account === 'platform' ? null : account);
 
 let double: StripeDouble;
 let db: TestDatabase;
@@ -92,13 +95,17 @@ async function reset(): Promise<void> {
   double.clock.set(clock.now);
   // Charges are available at once: each payout takes what came before it.
   double.configureAccount(null, { payoutDelayDays: 0 });
+  double.addAccount({ id: CONNECTED, defaultCurrency: 'eur' });
+  double.configureAccount(CONNECTED, { payoutDelayDays: 0 });
   // DELETE, not TRUNCATE: a few rows each, and TRUNCATE of the partitioned tables takes a lock per
   // partition. The repairs' audit is append-only: only TRUNCATE empties it.
   await db.pool.query(`TRUNCATE recon_repairs; ${TABLES.map((t) => `DELETE FROM ${t};`).join(' ')}`);
 }
 
-/** One scheduled run of the platform at the clock's now; `faultPoint` may throw to kill it. */
-async function runSweep(over: { payoutEveryMs?: number; faultPoint?: (name: string) => void } = {}) {
+/** One scheduled run of both accounts at the clock's now; `faultPoint` may throw to kill it. */
+async function runSweep(
+  over: { payoutEveryMs?: number; faultPoint?: (name: string) => void } = {},
+): Promise<SweepReport[]> {
   const provider = createStripeProvider({
     apiKey: 'sk_test_payouts',
     apiBase: double.url,
@@ -112,11 +119,11 @@ async function runSweep(over: { payoutEveryMs?: number; faultPoint?: (name: stri
     ...providerSweepDeps(provider),
     ...(over.faultPoint ? { faultPoint: over.faultPoint } : {}),
   };
-  const [report] = await sweep(
+  return sweep(
     deps,
     sweepOptions({
       mode: 'run',
-      accounts: [ACCOUNT],
+      accounts: [...ACCOUNTS],
       // The first run reaches the history's start; one slice a run.
       firstRunLookbackMs: 5 * HOUR,
       sliceMs: 6 * HOUR,
@@ -125,17 +132,16 @@ async function runSweep(over: { payoutEveryMs?: number; faultPoint?: (name: stri
       allowMassRepair: true,
     }),
   );
-  return report as SweepReport;
 }
 
-async function localRows(): Promise<LocalRows> {
+async function localRows(account: string): Promise<LocalRows> {
   const payments = await db.pool.query<{ charge_id: string; status: string; amount: number; created_at: Date }>(
     `SELECT charge_id, status, amount::float8 AS amount, created_at FROM payments WHERE account = $1`,
-    [ACCOUNT],
+    [account],
   );
   const refunds = await db.pool.query<{ refund_id: string }>(
     `SELECT refund_id FROM payment_refunds WHERE account = $1`,
-    [ACCOUNT],
+    [account],
   );
   return { payments: payments.rows, refunds: new Set(refunds.rows.map((r) => r.refund_id)) };
 }
@@ -143,11 +149,12 @@ async function localRows(): Promise<LocalRows> {
 const ids = (rows: Array<{ subject: string }>) => rows.map((r) => r.subject).sort();
 
 /** What the database holds of payouts and fees, against what the oracle says it must. */
-async function expectOracle(o: PayoutOracle, when: string): Promise<void> {
-  const q = async <T extends Record<string, unknown>>(sql: string) => (await db.pool.query<T>(sql)).rows;
+async function expectOracle(o: PayoutOracle, account: string, when: string): Promise<void> {
+  const q = async <T extends Record<string, unknown>>(sql: string) => (await db.pool.query<T>(sql, [account])).rows;
   const payouts = await q<Record<string, unknown>>(
     `SELECT payout_id, itemised, status, transactions, charges::float8, refunds::float8, disputes::float8,
-            fees::float8, other::float8, net::float8, residual::float8 FROM recon_payouts ORDER BY payout_id`,
+            fees::float8, other::float8, net::float8, residual::float8 FROM recon_payouts WHERE account = $1
+      ORDER BY payout_id`,
   );
   const expected = [...o.seen]
     .filter(([id, p]) => !p.automatic || o.reconciled.has(id))
@@ -172,7 +179,7 @@ async function expectOracle(o: PayoutOracle, when: string): Promise<void> {
 
   const mirrored = await q<Record<string, unknown>>(
     `SELECT txn_id, payout_id, type, reporting_category, amount::float8, fee::float8, net::float8, currency,
-            exchange_rate::float8, source_id FROM stripe_balance_transactions ORDER BY txn_id`,
+            exchange_rate::float8, source_id FROM stripe_balance_transactions WHERE account = $1 ORDER BY txn_id`,
   );
   expect(mirrored, `${when}: stripe_balance_transactions`).toEqual(
     [...o.transactions]
@@ -194,7 +201,8 @@ async function expectOracle(o: PayoutOracle, when: string): Promise<void> {
   const findings = async (category: string, state?: string) =>
     ids(
       await q<{ subject: string }>(
-        `SELECT subject FROM recon_findings WHERE category = '${category}'${state ? ` AND state = '${state}'` : ''}`,
+        `SELECT subject FROM recon_findings
+          WHERE account = $1 AND category = '${category}'${state ? ` AND state = '${state}'` : ''}`,
       ),
     );
   expect(await findings('payout_mismatch'), `${when}: payout_mismatch`).toEqual([...o.mismatch].sort());
@@ -208,14 +216,16 @@ async function expectOracle(o: PayoutOracle, when: string): Promise<void> {
   expect(
     ids(
       await q<{ subject: string }>(
-        `SELECT subject FROM recon_findings WHERE category = 'unpaid_effect' AND state <> 'open' AND closed_by = 'sweeper'`,
+        `SELECT subject FROM recon_findings
+          WHERE account = $1 AND category = 'unpaid_effect' AND state <> 'open' AND closed_by = 'sweeper'`,
       ),
     ),
     `${when}: unpaid_effect closed by sweeper`,
   ).toEqual([...o.unpaidClosed].sort());
 
   const fees = await q<Record<string, unknown>>(
-    `SELECT charge_id, fee::float8, net::float8, settlement_currency, exchange_rate::float8 FROM payments ORDER BY charge_id`,
+    `SELECT charge_id, fee::float8, net::float8, settlement_currency, exchange_rate::float8 FROM payments
+      WHERE account = $1 ORDER BY charge_id`,
   );
   expect(fees, `${when}: fees on payment rows`).toEqual(
     fees.map((r) => {
@@ -276,56 +286,83 @@ interface Crash {
 async function play(h: PayoutHistory, crash: Crash | null): Promise<void> {
   await reset();
   const maker = historyMaker(world());
-  const oracle = newPayoutOracle();
+  const oracles = new Map(ACCOUNTS.map((a) => [a, newPayoutOracle()]));
   let next = 0;
   for (const [k, run] of h.runs.entries()) {
     for (; next < h.ops.length && (h.ops[next]?.at ?? Infinity) < run; next += 1) await maker.apply(h.ops[next]!);
     clock.now = minutes(run);
     double.clock.set(clock.now);
-    if (crash?.run === k) {
-      let seen = 0;
-      await runSweep({
-        faultPoint: (name) => {
-          const step = crash.point.startsWith('payouts:');
-          const hit = step ? name === crash.point : name.startsWith('payout:') && name.endsWith(`:${crash.point}`);
-          if (!hit || (!step && (seen += 1) !== crash.nth + 1)) return;
-          killed.killed += 1;
-          throw new Error(`killed at ${name}`);
-        },
-      }).catch((error: unknown) => {
-        // The account fails for its payouts step; the rest of its run stands.
-        if (!(error instanceof SweepFailedError) || !/^killed at /.test(error.message)) throw error;
+    if (crash?.run === k) await crashedRun(crash);
+    const reports = await runSweep();
+    for (const account of ACCOUNTS) {
+      const report = reports.find((r) => r.account === account);
+      expect(report?.status, report?.error).toBe('succeeded');
+      const expected = oracleRun(oracles.get(account)!, {
+        double,
+        account: doubleAccount(account),
+        now: clock.now,
+        rows: await localRows(account),
+        chargeOf: maker.made.chargeOf,
+        graceMs: GRACE_MS,
+        everyMs: EVERY_MS,
       });
+      const when = `${account}, run ${k} at ${new Date(clock.now).toISOString()}`;
+      if (crash?.run !== k)
+        expect(
+          {
+            skipped: report?.payouts?.skipped,
+            listed: report?.payouts?.listed,
+            awaiting: report?.payouts?.awaiting,
+            reconciled: report?.payouts?.reconciled,
+          },
+          `${when}: the run's payouts report`,
+        ).toEqual(expected);
+      await expectOracle(oracles.get(account)!, account, when);
     }
-    const report = await runSweep();
-    expect(report.status, report.error).toBe('succeeded');
-    const expected = oracleRun(oracle, {
-      double,
-      now: clock.now,
-      rows: await localRows(),
-      chargeOf: maker.made.chargeOf,
-      graceMs: GRACE_MS,
-      everyMs: EVERY_MS,
-    });
-    const when = `run ${k} at ${new Date(clock.now).toISOString()}`;
-    if (crash?.run !== k)
-      expect(
-        {
-          skipped: report.payouts?.skipped,
-          listed: report.payouts?.listed,
-          awaiting: report.payouts?.awaiting,
-          reconciled: report.payouts?.reconciled,
-        },
-        `${when}: the run's payouts report`,
-      ).toEqual(expected);
-    await expectOracle(oracle, when);
   }
+  for (const [account, o] of oracles) tally(account, o);
+}
+
+/** What the histories exercised, summed over the cases (printed by a deep run): a property that checks nothing passes too. */
+const exercised: Record<string, number> = {};
+function tally(account: string, o: PayoutOracle): void {
+  const add = (what: string, n: number) =>
+    (exercised[`${account} ${what}`] = (exercised[`${account} ${what}`] ?? 0) + n);
+  add('payouts reconciled', o.reconciled.size);
+  add('manual payouts', [...o.seen.values()].filter((p) => !p.automatic).length);
+  add('FX charge transactions', [...o.transactions.values()].filter(({ txn }) => txn.exchange_rate !== null).length);
+  add('payout_mismatch', o.mismatch.size);
+  add('unrecorded_balance_transaction', o.unrecorded.size);
+  add('unpaid_effect open', o.unpaidOpen.size);
+  add('unpaid_effect closed', o.unpaidClosed.size);
+  add('fees recorded', o.fees.size);
+}
+
+/** A run killed once at the crash's point (the nth payout's, counted across the accounts), as a process dies. */
+async function crashedRun(crash: Crash): Promise<void> {
+  let seen = 0;
+  let fired = false;
+  await runSweep({
+    faultPoint: (name) => {
+      const step = crash.point.startsWith('payouts:');
+      const hit = step ? name === crash.point : name.startsWith('payout:') && name.endsWith(`:${crash.point}`);
+      if (fired || !hit || (!step && (seen += 1) !== crash.nth + 1)) return;
+      fired = true;
+      killed.killed += 1;
+      throw new Error(`killed at ${name}`);
+    },
+  }).catch((error: unknown) => {
+    // The account fails for its payouts step; the rest of its run stands.
+    if (!(error instanceof SweepFailedError) || !/^killed at /.test(error.message)) throw error;
+  });
 }
 
 /** How many crash cases were killed where they said (a history with no payout to kill at is not). */
 const killed = { cases: 0, killed: 0 };
 afterAll(() => {
-  if (DEEP) console.log(`payouts crash property: ${killed.killed} of ${killed.cases} cases killed at their point`);
+  if (!DEEP) return;
+  console.log(`payouts crash property: ${killed.killed} of ${killed.cases} cases killed at their point`);
+  console.log(`payouts properties exercised (summed over cases and shrinks): ${JSON.stringify(exercised, null, 1)}`);
 });
 
 describe('payouts over random money histories', () => {
@@ -339,21 +376,22 @@ describe('payouts over random money histories', () => {
         for (const payoutEveryMs of [EVERY_MS, 0]) {
           clock.now += 1_000;
           double.clock.set(clock.now);
-          const again = await runSweep({ payoutEveryMs });
-          expect(again.status, again.error).toBe('succeeded');
-          // An idle account between two listings is settled with others (src/sweep/quiet.ts): no payouts step.
-          expect(
-            again.payouts ?? { reconciled: 0, fees: 0, found: {} },
-            `the rerun's payouts (SWEEPER_PAYOUT_EVERY ${payoutEveryMs})`,
-          ).toMatchObject({
-            reconciled: 0,
-            fees: 0,
-            found: {},
-          });
-          expect(
-            Object.values(again.repaired).reduce((a, b) => a + b, 0),
-            'the rerun repaired',
-          ).toBe(0);
+          for (const again of await runSweep({ payoutEveryMs })) {
+            expect(again.status, again.error).toBe('succeeded');
+            // An idle account between two listings is settled with others (src/sweep/quiet.ts): no payouts step.
+            expect(
+              again.payouts ?? { reconciled: 0, fees: 0, found: {} },
+              `the rerun's payouts (SWEEPER_PAYOUT_EVERY ${payoutEveryMs})`,
+            ).toMatchObject({
+              reconciled: 0,
+              fees: 0,
+              found: {},
+            });
+            expect(
+              Object.values(again.repaired).reduce((a, b) => a + b, 0),
+              'the rerun repaired',
+            ).toBe(0);
+          }
           expect(await snapshot(false), `a rerun (SWEEPER_PAYOUT_EVERY ${payoutEveryMs}) changed the database`).toEqual(
             before,
           );

@@ -25,16 +25,30 @@ export const EVERY_MS = 30 * MIN;
 /** The first run: old payments (before it, less the grace) are never judged unpaid. */
 const FIRST_RUN_MINUTES = 240;
 
+/** Where an op happens (charges, adjustments, payouts): absent, the platform. */
+export type On = 'platform' | 'connected';
+/** A connected account settling in EUR: its payouts are read with its Stripe-Account. */
+export const CONNECTED = 'acct_1PayoutsPropEur';
+export const accountOf = (on: On | undefined): string | null => (on === 'connected' ? CONNECTED : null);
+
 export type Op =
-  | { kind: 'charge'; at: number; writer: 'library' | 'hand' | 'none'; amount: number; currency: 'usd' | 'eur' }
+  | {
+      kind: 'charge';
+      at: number;
+      on?: On;
+      writer: 'library' | 'hand' | 'none';
+      amount: number;
+      currency: 'usd' | 'eur';
+    }
   | { kind: 'refund'; at: number; of: number; writer: 'library' | 'hand' | 'dashboard' | 'dying'; partial: boolean }
   | { kind: 'refundFails'; at: number; of: number; how: 'fail' | 'cancel' }
   | { kind: 'dispute'; at: number; of: number }
   | { kind: 'closeDispute'; at: number; of: number; outcome: 'won' | 'lost' }
-  | { kind: 'adjust'; at: number; amount: number; fee: boolean }
+  | { kind: 'adjust'; at: number; on?: On; amount: number; fee: boolean }
   | {
       kind: 'payout';
       at: number;
+      on?: On;
       mode: 'auto' | 'held' | 'in_transit' | 'manual' | 'manual_in_transit';
       unexplained: number;
     }
@@ -49,6 +63,7 @@ export interface PayoutHistory {
 }
 
 const of = fc.nat({ max: 20 });
+const on = fc.constantFrom<On>('platform', 'platform', 'connected');
 
 function opArb(until: number): fc.Arbitrary<Op> {
   const at = fc.integer({ min: 0, max: until - 1 });
@@ -58,6 +73,7 @@ function opArb(until: number): fc.Arbitrary<Op> {
       arbitrary: fc.record({
         kind: fc.constant('charge' as const),
         at,
+        on,
         writer: fc.constantFrom('library' as const, 'library' as const, 'hand' as const, 'none' as const),
         amount: fc.integer({ min: 100, max: 20_000 }),
         currency: fc.constantFrom('usd' as const, 'usd' as const, 'eur' as const),
@@ -97,6 +113,7 @@ function opArb(until: number): fc.Arbitrary<Op> {
       arbitrary: fc.record({
         kind: fc.constant('adjust' as const),
         at,
+        on,
         amount: fc.integer({ min: -500, max: 500 }).filter((n) => n !== 0),
         fee: fc.boolean(),
       }),
@@ -106,6 +123,7 @@ function opArb(until: number): fc.Arbitrary<Op> {
       arbitrary: fc.record({
         kind: fc.constant('payout' as const),
         at,
+        on,
         mode: fc.constantFrom(
           'auto' as const,
           'auto' as const,
@@ -148,7 +166,14 @@ export const minutes = (m: number): number => HISTORY_BASE.getTime() + m * MIN;
 
 /** What the history made, for the oracle: every object's id and what it is of. */
 export interface Made {
-  charges: Array<{ id: string; recorded: boolean; remaining: number; refunded: number; disputed: boolean }>;
+  charges: Array<{
+    id: string;
+    account: string | null;
+    recorded: boolean;
+    remaining: number;
+    refunded: number;
+    disputed: boolean;
+  }>;
   refunds: Array<{ id: string; chargeId: string; status: 'succeeded' | 'failed' | 'canceled' }>;
   disputes: Array<{ id: string; chargeId: string; open: boolean }>;
   payouts: Array<{ id: string; held: boolean; returned: boolean }>;
@@ -196,13 +221,19 @@ export function historyMaker(world: HistoryWorld) {
 
   async function charge(op: Extract<Op, { kind: 'charge' }>): Promise<void> {
     const when = at(op);
+    const account = accountOf(op.on);
     const key = `order-${(n += 1)}`;
     let id: string;
     if (op.writer === 'library') {
       const paid = await library.chargeOnce({
         tenantId: TENANT,
         key,
-        request: { amount: op.amount, currency: op.currency, paymentMethod: 'pm_card_visa' },
+        request: {
+          amount: op.amount,
+          currency: op.currency,
+          paymentMethod: 'pm_card_visa',
+          ...(account ? { account } : {}),
+        },
       });
       if (paid.outcome !== 'charged') throw new Error(`the library's charge ${key}: ${paid.outcome}`);
       const { rows } = await world.pool.query<{ charge_id: string }>(
@@ -211,18 +242,25 @@ export function historyMaker(world: HistoryWorld) {
       );
       id = rows[0]?.charge_id as string;
     } else if (op.writer === 'hand') {
-      id = world.double.createCharge(null, {
+      id = world.double.createCharge(account, {
         amount: op.amount,
         currency: op.currency,
         metadata: { tenant_id: TENANT, idempotency_key: key },
       }).id;
       await world.pool.query(
-        `INSERT INTO payments (charge_id, tenant_id, idempotency_key, amount, currency, status, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, 'succeeded', $6, $6)`,
-        [id, TENANT, key, op.amount, op.currency, when],
+        `INSERT INTO payments (charge_id, tenant_id, idempotency_key, account_id, amount, currency, status, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, 'succeeded', $7, $7)`,
+        [id, TENANT, key, account, op.amount, op.currency, when],
       );
-    } else id = world.double.createCharge(null, { amount: op.amount, currency: op.currency }).id;
-    made.charges.push({ id, recorded: op.writer !== 'none', remaining: op.amount, refunded: 0, disputed: false });
+    } else id = world.double.createCharge(account, { amount: op.amount, currency: op.currency }).id;
+    made.charges.push({
+      id,
+      account,
+      recorded: op.writer !== 'none',
+      remaining: op.amount,
+      refunded: 0,
+      disputed: false,
+    });
   }
 
   async function refund(op: Extract<Op, { kind: 'refund' }>): Promise<void> {
@@ -233,12 +271,13 @@ export function historyMaker(world: HistoryWorld) {
     const amount = op.partial ? Math.max(1, Math.floor(target.remaining / 2)) : target.remaining;
     const writer = target.recorded ? op.writer : 'dashboard';
     const key = `refund-${(n += 1)}`;
+    const on = target.account ? { account: target.account } : {};
     const before = new Set(world.double.refunds(target.id).map((r) => r.id));
     if (writer === 'library') {
-      const done = await library.refundOnce({ tenantId: TENANT, key, request: { chargeId: target.id, amount } });
+      const done = await library.refundOnce({ tenantId: TENANT, key, request: { chargeId: target.id, amount, ...on } });
       if (done.outcome !== 'refunded') throw new Error(`the library's refund ${key}: ${done.outcome}`);
     } else if (writer === 'dying') {
-      await dying.refundOnce({ tenantId: TENANT, key, request: { chargeId: target.id, amount } }).then(
+      await dying.refundOnce({ tenantId: TENANT, key, request: { chargeId: target.id, amount, ...on } }).then(
         () => {
           throw new Error('the dying worker lived');
         },
@@ -246,7 +285,7 @@ export function historyMaker(world: HistoryWorld) {
           if (!(error instanceof Error) || error.message !== 'the worker died') throw error;
         },
       );
-    } else if (writer === 'hand') await handRefund(target.id, key, amount, when);
+    } else if (writer === 'hand') await handRefund(target, key, amount, when);
     else world.double.createRefund(target.id, { amount });
     const id = world.double.refunds(target.id).find((r) => !before.has(r.id))?.id;
     if (!id) throw new Error(`no refund of ${target.id} was made (${writer})`);
@@ -257,25 +296,31 @@ export function historyMaker(world: HistoryWorld) {
   }
 
   /** Another writer: the refund at Stripe, its row, and a claim whose stored answer is Stripe's Refund object. */
-  async function handRefund(chargeId: string, key: string, amount: number, when: Date): Promise<void> {
+  async function handRefund(
+    { id: chargeId, account }: Made['charges'][number],
+    key: string,
+    amount: number,
+    when: Date,
+  ): Promise<void> {
     const refund = world.double.createRefund(chargeId, {
       amount,
       metadata: { tenant_id: TENANT, idempotency_key: key },
     });
     await world.pool.query(
-      `INSERT INTO payment_refunds (refund_id, charge_id, tenant_id, idempotency_key, amount, currency, status, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, 'succeeded', $7, $7)`,
-      [refund.id, chargeId, TENANT, key, amount, refund.currency, when],
+      `INSERT INTO payment_refunds (refund_id, charge_id, tenant_id, idempotency_key, account_id, amount, currency, status,
+                                    created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, 'succeeded', $8, $8)`,
+      [refund.id, chargeId, TENANT, key, account, amount, refund.currency, when],
     );
     await world.pool.query(`UPDATE payments SET amount_refunded = amount_refunded + $2 WHERE charge_id = $1`, [
       chargeId,
       amount,
     ]);
     await world.pool.query(
-      `INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, downstream_key, response_status,
-                                     response_body, created_at, completed_at, updated_at)
-       VALUES ($1, $2, 'hand', 'completed', $3, 200, $4, $5, $5, $5)`,
-      [TENANT, key, `hand-${key}`, JSON.stringify(refund), when],
+      `INSERT INTO idempotency_keys (tenant_id, key, request_fingerprint, status, downstream_key, account_id,
+                                     response_status, response_body, created_at, completed_at, updated_at)
+       VALUES ($1, $2, 'hand', 'completed', $3, $4, 200, $5, $6, $6, $6)`,
+      [TENANT, key, `hand-${key}`, account, JSON.stringify(refund), when],
     );
   }
 
@@ -313,7 +358,7 @@ export function historyMaker(world: HistoryWorld) {
     at(op);
     let paid;
     try {
-      paid = world.double.runPayout(null, {
+      paid = world.double.runPayout(accountOf(op.on), {
         automatic: !op.mode.startsWith('manual'),
         holdReconciliation: op.mode === 'held' || op.mode === 'in_transit',
         status: op.mode.endsWith('in_transit') ? 'in_transit' : 'paid',
@@ -363,7 +408,7 @@ export function historyMaker(world: HistoryWorld) {
           return closeDispute(op);
         case 'adjust':
           at(op);
-          world.double.addAdjustment(null, {
+          world.double.addAdjustment(accountOf(op.on), {
             amount: op.fee ? -Math.abs(op.amount) : op.amount,
             reportingCategory: op.fee ? 'fee' : 'other_adjustment',
           });

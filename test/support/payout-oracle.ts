@@ -79,13 +79,14 @@ export interface RunExpectation {
 }
 
 /**
- * One scheduled run at `now` on the platform account. `chargeOf` names a refund's or a
- * dispute's charge by its id. `settings` are SWEEPER_PAYOUT_GRACE and SWEEPER_PAYOUT_EVERY.
+ * One scheduled run at `now` on `account` (null: the platform). `chargeOf` names a refund's
+ * or a dispute's charge by its id. `settings` are SWEEPER_PAYOUT_GRACE and SWEEPER_PAYOUT_EVERY.
  */
 export function oracleRun(
   o: PayoutOracle,
   args: {
     double: StripeDouble;
+    account: string | null;
     now: number;
     rows: LocalRows;
     chargeOf: ReadonlyMap<string, string>;
@@ -105,7 +106,7 @@ export function oracleRun(
     if (o.listedAt !== null) starts.push(o.listedAt);
     const from = Math.min(...starts);
     const listed = args.double
-      .payouts(null)
+      .payouts(args.account)
       .filter((p) => p.created >= Math.floor(from / 1000) && p.created < Math.ceil(now / 1000));
     out.listed = listed.length;
     for (const p of listed) listPayout(o, p);
@@ -115,7 +116,7 @@ export function oracleRun(
     for (const p of listed) {
       if (p.automatic && p.reconciliation_status !== 'completed' && !RETURNED.has(p.status)) out.awaiting += 1;
       if (!p.automatic || p.reconciliation_status !== 'completed' || o.reconciled.has(p.id)) continue;
-      reconcile(o, p, args.double.balanceTransactions(null, { payout: p.id }), args);
+      reconcile(o, p, args.double.balanceTransactions(args.account, { payout: p.id }), args);
       out.reconciled += 1;
     }
   }
