@@ -36,7 +36,7 @@ export type Op =
       kind: 'charge';
       at: number;
       on?: On;
-      writer: 'library' | 'hand' | 'none';
+      writer: 'library' | 'dying' | 'hand' | 'none';
       amount: number;
       currency: 'usd' | 'eur';
     }
@@ -74,7 +74,13 @@ function opArb(until: number): fc.Arbitrary<Op> {
         kind: fc.constant('charge' as const),
         at,
         on,
-        writer: fc.constantFrom('library' as const, 'library' as const, 'hand' as const, 'none' as const),
+        writer: fc.constantFrom(
+          'library' as const,
+          'library' as const,
+          'dying' as const,
+          'hand' as const,
+          'none' as const,
+        ),
         amount: fc.integer({ min: 100, max: 20_000 }),
         currency: fc.constantFrom('usd' as const, 'usd' as const, 'eur' as const),
       }),
@@ -219,28 +225,38 @@ export function historyMaker(world: HistoryWorld) {
     return new Date(world.clock.now);
   };
 
+  const chargeRequest = (op: Extract<Op, { kind: 'charge' }>, account: string | null) => ({
+    amount: op.amount,
+    currency: op.currency,
+    paymentMethod: 'pm_card_visa',
+    ...(account ? { account } : {}),
+  });
+
   async function charge(op: Extract<Op, { kind: 'charge' }>): Promise<void> {
     const when = at(op);
     const account = accountOf(op.on);
     const key = `order-${(n += 1)}`;
     let id: string;
     if (op.writer === 'library') {
-      const paid = await library.chargeOnce({
-        tenantId: TENANT,
-        key,
-        request: {
-          amount: op.amount,
-          currency: op.currency,
-          paymentMethod: 'pm_card_visa',
-          ...(account ? { account } : {}),
-        },
-      });
+      const paid = await library.chargeOnce({ tenantId: TENANT, key, request: chargeRequest(op, account) });
       if (paid.outcome !== 'charged') throw new Error(`the library's charge ${key}: ${paid.outcome}`);
       const { rows } = await world.pool.query<{ charge_id: string }>(
         `SELECT charge_id FROM payments WHERE idempotency_key = $1`,
         [key],
       );
       id = rows[0]?.charge_id as string;
+    } else if (op.writer === 'dying') {
+      // The worker dies once Stripe charged: no row until the sweep records it (claim_without_effect).
+      const before = new Set(world.double.chargeIds(account));
+      await dying.chargeOnce({ tenantId: TENANT, key, request: chargeRequest(op, account) }).then(
+        () => {
+          throw new Error('the dying worker lived');
+        },
+        (error: unknown) => {
+          if (!(error instanceof Error) || error.message !== 'the worker died') throw error;
+        },
+      );
+      id = world.double.chargeIds(account).find((c) => !before.has(c)) as string;
     } else if (op.writer === 'hand') {
       id = world.double.createCharge(account, {
         amount: op.amount,
