@@ -4,7 +4,7 @@ import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
 import { createStripeClient } from '../../src/providers/stripe/client.js';
 import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { cliEnv, runCli } from '../support/cli.js';
+import { cliEnv, SHORT_RUN_SETTINGS, runCli } from '../support/cli.js';
 
 /**
  * docs/judgement.md "The repair brake" over the refunds step: 60 refund workers died after
@@ -80,12 +80,7 @@ function run(extra: string[] = []) {
     cliEnv(
       { db, stripe: double.url, key: 'sk_test_brake' },
       {
-        SWEEPER_ACCOUNTS: 'platform',
-        SWEEPER_CLAIM_LEASE: '5s',
-        SWEEPER_SETTLE: '65s',
-        SWEEPER_OVERLAP: '1m',
-        SWEEPER_FIRST_RUN_LOOKBACK: '1h',
-        SWEEPER_EVENTS_LAG: '1s',
+        ...SHORT_RUN_SETTINGS,
       },
     ),
   );
