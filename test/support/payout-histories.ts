@@ -6,9 +6,10 @@ import type { StripeDouble } from '../../testkit/stripe-double/index.js';
 
 /**
  * Random money histories for the payouts property tests (test/integration/payouts-properties.test.ts),
- * made in the test kit's Stripe double and the real schema on a simulated clock: charges
- * (some presented in EUR on the USD platform) the application made through the claim
- * library, another writer recorded by hand, or nobody recorded; refunds through the
+ * made in the test kit's Stripe double and the real schema on a simulated clock, on the
+ * platform (USD) and on a connected account settling in EUR: charges (some presented in
+ * the other currency) the application made through the claim library (one whose worker
+ * dies once Stripe charged), another writer recorded by hand, or nobody recorded; refunds through the
  * library's `refundOnce` (one whose worker dies after Stripe refunded), by hand with a
  * claim in Stripe's Refund shape, or from the dashboard, some failing or canceled later;
  * disputes, won or lost; adjustments and Stripe fees; and payouts the double assembles
