@@ -72,7 +72,7 @@ function opArb(until: number): fc.Arbitrary<Op> {
   const at = fc.integer({ min: 60, max: until - 1 });
   return fc.oneof(
     {
-      weight: 6,
+      weight: 8,
       arbitrary: fc.record({
         kind: fc.constant('charge' as const),
         at,
@@ -134,6 +134,8 @@ function opArb(until: number): fc.Arbitrary<Op> {
         at,
         on,
         mode: fc.constantFrom(
+          'auto' as const,
+          'auto' as const,
           'auto' as const,
           'auto' as const,
           'held' as const,
