@@ -272,6 +272,32 @@ if (platform) {
   ]);
 }
 
+/** Issue 27: one automatic payout of 10,000 balance transactions, reconciled end to end. */
+const payoutsResult = load('e2e-payouts');
+const payoutRows: string[][] = [];
+if (payoutsResult) {
+  const set = payoutsResult.settings as Json;
+  for (const r of payoutsResult.runs as Json[]) {
+    const step = r.payouts_step as Json;
+    payoutRows.push([
+      `one automatic payout of ${fmt(set.transactions, 0)} balance transactions at ${set.server_limit_per_account_endpoint} req/s and ${r.latency_ms} ms: the payouts step's wall / request bound (its requests at the limit)`,
+      `**${fmt(step.wall_over_bound)}×**`,
+      '≤ 1.2×',
+      met(step.wall_over_bound <= 1.2),
+      `${fmt(step.wall_s)} s for ${fmt(step.requests, 0)} requests (${step.pages_needed} pages of data; bound ${fmt(step.bound_s)} s); over the floor (two round trips in sequence, the last answer's latency, ${fmt(step.floor_s)} s) ${fmt(step.wall_over_floor)}×; listing ${fmt(step.listing_s)} s at ${fmt(step.listing_requests_per_second, 1)}/s, ${fmt(step.mean_in_flight)} requests in flight; ${step.rate_limited_429} × 429`,
+    ]);
+    const report = r.payouts_report as Json;
+    const db = r.database as Json;
+    payoutRows.push([
+      `the same run (${r.latency_ms} ms): transactions linked to local rows, findings, residual, payment rows with fees`,
+      `**${fmt(report.linked, 0)}** of ${fmt(set.charges + set.refunds, 0)}, **${Object.keys(r.findings as Json).length}**, **${fmt(db.residual, 0)}**, **${fmt(db.fees_recorded, 0)}** of ${fmt(set.charges, 0)}`,
+      'all, 0, 0, all',
+      met(r.checks_ok === true),
+      `${fmt(report.transactions, 0)} transactions besides the payout's own (${fmt(set.charges, 0)} charges, ${fmt(set.refunds, 0)} refunds, ${fmt(set.fees, 0)} fees), ${fmt(db.mirrored, 0)} mirrored; whole backfill ${fmt((r.run as Json).wall_s)} s, CPU ${fmt((r.run as Json).cpu_s)} s`,
+    ]);
+  }
+}
+
 if (sessions.length > 1)
   notes.push(
     `**These results come from ${sessions.length} different sessions** (${sessions.join(', ')}): ratios within one file are from one session, the table mixes files.`,
@@ -348,6 +374,16 @@ const lines: string[] = [
         '',
       ]
     : []),
+  ...(payoutRows.length
+    ? [
+        '## Issue 27, payouts end to end',
+        '',
+        '| measure | this run | goal | met | raw figures |',
+        '|---|---|---|---|---|',
+        ...payoutRows.map((r) => `| ${r.join(' | ')} |`),
+        '',
+      ]
+    : []),
   '## Settings',
   '',
 ];
@@ -384,6 +420,18 @@ if (platform) {
   const set = platform.settings as Json;
   lines.push(
     `- **Platform** (bench/e2e-platform.ts): \`sweeper run --json\` twice with \`SWEEPER_ACCOUNTS=platform,connected\` and \`SWEEPER_STRIPE_GLOBAL_RATE=${set.server_limit_global}\`; the double lists ${fmt(set.accounts, 0)} connected accounts and enforces ${set.server_limit_per_account_endpoint} requests/s per account and endpoint and ${set.server_limit_global}/s per key (token buckets, burst one second's worth), ${set.latency_ms} ms before every answer; the busy accounts' charges lie 1–3 h before the first run. Requests counted by the double, every endpoint; the bound is those requests at the key's limit.`,
+  );
+}
+if (payoutsResult) {
+  const set = payoutsResult.settings as Json;
+  lines.push(
+    `- **Payouts** (bench/e2e-payouts.ts): the double holds ${fmt(set.charges, 0)} charges over ${set.charges_window.from} .. ${set.charges_window.to}, full refunds of every tenth and ${fmt(set.fees, 0)} Stripe fees over the day before the payout, and one automatic payout (paid, reconciliation completed) of all ${fmt(set.transactions, 0)} balance transactions, its own among them; every charge's completed claim and payment row and every refund's row are written before the run. \`sweeper backfill --from ${set.backfill_window.from} --to ${set.backfill_window.to} --json\` (the built CLI, ${Object.entries(
+      set.sweeper_env as Record<string, string>,
+    )
+      .map(([k, v]) => `\`${k}=${v}\``)
+      .join(
+        ', ',
+      )}: one tenant's random amounts would otherwise be suspected duplicates) on a fresh database for each latency (${(set.latencies_ms as number[]).join(' and ')} ms), the double enforcing ${set.server_limit_per_account_endpoint} requests/s per account and endpoint. The payouts step's wall runs from the double receiving \`GET /v1/payouts\` to the CLI's exit; its requests are that listing's and \`GET /v1/balance_transactions\`'s, as the double counted them.`,
   );
 }
 if (claims) {
