@@ -9,9 +9,12 @@ import { planNext, splitPoint, type PageOutline, type SubWindowTask } from './su
  * round trips; in parallel, what the rate budget allows). Stripe lists them newest first,
  * so subdivide.ts's planning holds as for charges, with one difference: a payout's
  * transactions have no known lower bound (a charge can wait months for its payout), so
- * the first sub-window is open below, and it is split where the density of the page just
- * read puts a few pages' worth, not at its middle (which, from 1970, would cost a page of
- * nothing per halving). The last open part is listed once from its start: usually empty.
+ * the first sub-window is open below. After its page, the rest is cut at once into
+ * sub-windows of about CHUNK_PAGES pages at that page's density (half the concurrency of
+ * them), plus the part still open below them, asked for first and cut the same way when
+ * its page is back (at the end, usually one empty page). Bounded sub-windows split as
+ * charges' do, where densitySplit says (halving a window that reaches far below its
+ * pages would cost a page of nothing per halving).
  */
 
 export interface TransactionPage {

@@ -190,6 +190,8 @@ export function createStripePayouts(deps: StripePayoutsDeps): PayoutSource {
         yield data.map((raw) => normalizePayout(raw, accountIdOf(account)));
     },
     async *payoutTransactions(account: string, payoutId: string, signal?: AbortSignal) {
+      // No spare-capacity check: with a burst of 1 the budget reads as backlogged whenever two
+      // requests leave together, which would stop the splits that keep the listing at the limit.
       const pages = listTransactionWindows(transactionPages(deps, account, payoutId), {
         concurrency: Math.max(1, Math.floor(deps.concurrency ?? DEFAULT_CONCURRENCY)),
         limit: STRIPE_MAX_PAGE_SIZE,
