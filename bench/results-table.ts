@@ -23,8 +23,9 @@ function load(name: string): Json | null {
 const rl = load('e2e-rate-limited');
 const un = load('e2e-unthrottled');
 const claims = load('claims');
+const pod = load('e2e-pod-memory');
 const refs = load('e2e-references');
-const headline = [rl, un, refs, claims].filter((r): r is Json => r !== null);
+const headline = [rl, un, refs, claims, pod].filter((r): r is Json => r !== null);
 if (headline.length === 0) {
   process.stderr.write('no end-to-end results in bench/results: run `npm run bench` first\n');
   process.exit(1);
@@ -310,6 +311,38 @@ if (payoutsResult) {
   }
 }
 
+// The 1M backfill inside a memory cgroup (a pod's limit) vs unlimited, one session (bench/e2e-pod-memory.ts).
+const podRows: string[][] = [];
+if (pod) {
+  const set = pod.settings as Json;
+  const runs = pod.runs as Json[];
+  const limited = runs.filter((r) => r.variant === 'limited');
+  const unlimited = runs.filter((r) => r.variant === 'unlimited');
+  const label = `${chargesLabel(set.charges)} charges, no rate limit, inside a ${set.memory_limit} memory cgroup with \`NODE_OPTIONS=${set.limited_node_options}\``;
+  podRows.push([
+    `${label}: completes (every charge scanned, the same findings as unlimited)`,
+    `**${pod.completes ? 'yes' : 'no'}**`,
+    'yes',
+    met(pod.completes === true),
+    `exit ${limited.map((r) => r.exit_code).join(', ')}; peak RSS ${mb(pod.limited.max_rss_mb)} (unlimited ${mb(pod.unlimited.max_rss_mb)}); the cgroup's own peak ${mb(pod.limited.cgroup_peak_mb)}, limit reached ${fmt(pod.limited.limit_hits, 0)} times`,
+  ]);
+  podRows.push([
+    "the same: the sweep's CPU inside the limit / unlimited (the same session, the same seeded database)",
+    pod.cpu_limited_over_unlimited === null ? 'n/a' : `**${fmt(pod.cpu_limited_over_unlimited)}×**`,
+    `≤ ${pod.goal}×`,
+    pod.cpu_limited_over_unlimited === null ? '—' : met(pod.cpu_limited_over_unlimited <= pod.goal),
+    `${fmt(pod.limited.cpu_s)} s vs ${fmt(pod.unlimited.cpu_s)} s (user + system, medians of ${set.rounds}); wall ${limited.map((r) => `${fmt(r.wall_s)} s`).join(', ')} vs ${unlimited.map((r) => `${fmt(r.wall_s)} s`).join(', ')}`,
+  ]);
+  for (const t of runs.filter((r) => r.variant === 'trial'))
+    podRows.push([
+      `tried: the same inside the limit with \`NODE_OPTIONS=${t.node_options}\``,
+      t.completed ? `${fmt(t.cpu_s / pod.unlimited.cpu_s)}×` : 'did not complete',
+      '—',
+      '—',
+      `exit ${t.exit_code}; CPU ${fmt(t.cpu_s)} s, peak RSS ${mb(t.max_rss_mb)}, the cgroup's peak ${mb(t.cgroup?.peak_mb)}`,
+    ]);
+}
+
 if (sessions.length > 1)
   notes.push(
     `**These results come from ${sessions.length} different sessions** (${sessions.join(', ')}): ratios within one file are from one session, the table mixes files.`,
@@ -396,6 +429,16 @@ const lines: string[] = [
         '',
       ]
     : []),
+  ...(podRows.length
+    ? [
+        '## Issue 29, a 256 MiB pod',
+        '',
+        '| measure | this run | goal | met | raw figures |',
+        '|---|---|---|---|---|',
+        ...podRows.map((r) => `| ${r.join(' | ')} |`),
+        '',
+      ]
+    : []),
   '## Settings',
   '',
 ];
@@ -444,6 +487,12 @@ if (payoutsResult) {
       .join(
         ', ',
       )}: one tenant's random amounts would otherwise be suspected duplicates) on a fresh database for each latency (${(set.latencies_ms as number[]).join(' and ')} ms), the double enforcing ${set.server_limit_per_account_endpoint} requests/s per account and endpoint. The payouts step's wall runs from the double receiving \`GET /v1/payouts\` to the CLI's exit; its requests are that listing's and \`GET /v1/balance_transactions\`'s, as the double counted them.`,
+  );
+}
+if (pod) {
+  const set = pod.settings as Json;
+  lines.push(
+    `- **Pod memory** (bench/e2e-pod-memory.ts): \`sweeper backfill\` of ${fmt(set.charges, 0)} realistic charges over ${set.window.from} .. ${set.window.to}, as the unthrottled run (\`SWEEPER_STRIPE_RATE=${set.sweeper_stripe_rate}\`, the workload above), once without a limit and once inside a memory cgroup of ${set.memory_limit} (bench/memory-limit.ts, as a pod's \`resources.limits.memory\`) with \`NODE_OPTIONS=${set.limited_node_options}\`${(set.trials as string[]).length ? `, and once per other setting tried` : ''}, each on its own copy of one seeded database (\`CREATE DATABASE … TEMPLATE\`), the same Stripe double, ${set.rounds} round(s), the order flipped each round. Peak RSS by /usr/bin/time -v (it counts the node binary's pages, which a pod's cgroup would count too); the cgroup's peak (\`memory.max_usage_in_bytes\`) counts only what was charged to it.`,
   );
 }
 if (claims) {
