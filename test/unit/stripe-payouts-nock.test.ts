@@ -201,6 +201,20 @@ describe('Stripe payouts adapter', () => {
     expect(noBalance.message).toContain('Balance read permission (rak_balance_read)');
   });
 
+  it('retries spent on 429s: one line naming the listing and the account', async () => {
+    const limited = { error: { type: 'rate_limit_error', message: 'Too many requests.', code: 'rate_limit' } };
+    nock(STRIPE_ORIGIN).get('/v1/payouts').query(true).times(2).reply(429, limited);
+    const listing = await failure(all(payouts().listPayouts('acct_4', { from: FROM, to: TO })));
+    expect(listing.message).toMatch(
+      /^the payouts listing of acct_4 could not be read: gave up after 2 attempts, the last: HTTP 429/,
+    );
+    nock(STRIPE_ORIGIN).get('/v1/balance_transactions').query(true).times(2).reply(429, limited);
+    const txns = await failure(all(payouts().payoutTransactions('acct_4', 'po_7')));
+    expect(txns.message).toMatch(
+      /^the balance transactions of po_7 of acct_4 could not be listed: gave up after 2 attempts, the last: HTTP 429/,
+    );
+  });
+
   it('a transaction that cannot be summed fails the listing, naming it', async () => {
     nock(STRIPE_ORIGIN)
       .get('/v1/balance_transactions')

@@ -206,7 +206,7 @@ describe('Stripe refunds adapter', () => {
     expect(a.budget.stats().pauses).toBe(1);
   });
 
-  it('gives up on 429s after the attempt bound, saying so (the step names the account)', async () => {
+  it('gives up on 429s after the attempt bound, naming the account and the range', async () => {
     const limited = errorBody('rate_limit_error', 'Too many requests.', 'rate_limit');
     intercept(
       '/v1/refunds',
@@ -216,7 +216,10 @@ describe('Stripe refunds adapter', () => {
     const a = adapter();
     const error = await failure(all(a.listRefunds('acct_3', { from: FROM, to: TO })));
     expect(error).not.toBeInstanceOf(MissingReadPermissionError);
-    expect(error.message).toBe(`gave up after ${POLICY.maxAttempts} attempts, the last: HTTP 429: Too many requests.`);
+    expect(error.message).toMatch(
+      /^refunds of account acct_3 created in \[2026-03-10T00:00:00\.000Z, 2026-03-10T01:00:01\.000Z\) could not be listed: gave up after 3 attempts, the last: HTTP 429: Too many requests\.$/,
+    );
+    expect(POLICY.maxAttempts).toBe(3);
     expect(a.counters.snapshot()).toMatchObject({ requests: POLICY.maxAttempts, rateLimited: POLICY.maxAttempts });
   });
 

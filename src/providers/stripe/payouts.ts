@@ -7,6 +7,7 @@ import {
   BALANCE_READ,
   MissingReadPermissionError,
   MissingStripePermissionError,
+  PageFetchError,
   PAYOUTS_READ,
   type ReadPermission,
 } from './errors.js';
@@ -165,6 +166,10 @@ export function createStripePayouts(deps: StripePayoutsDeps): PayoutSource {
       } catch (error) {
         if (error instanceof MissingStripePermissionError)
           throw new MissingReadPermissionError(error.account, what, stripeSaid(error.message));
+        if (error instanceof PageFetchError)
+          throw new Error(`the ${what.noun} listing of ${account} could not be read: ${error.message}`, {
+            cause: error,
+          });
         throw error;
       }
       if (!Array.isArray(page.data) || typeof page.has_more !== 'boolean')
@@ -227,6 +232,10 @@ function transactionPages(deps: StripePayoutsDeps, account: string, payoutId: st
     } catch (error) {
       if (error instanceof MissingStripePermissionError)
         throw new MissingReadPermissionError(error.account, BALANCE_READ, stripeSaid(error.message));
+      if (error instanceof PageFetchError)
+        throw new Error(`the balance transactions of ${payoutId} of ${account} could not be listed: ${error.message}`, {
+          cause: error,
+        });
       throw error;
     }
   };
