@@ -880,7 +880,7 @@ CREATE INDEX recon_findings_open_charge ON public.recon_findings USING btree (ac
 
 CREATE INDEX recon_findings_open_reference ON public.recon_findings USING btree (account, reference) WHERE ((state = 'open'::text) AND (reference IS NOT NULL));
 
-CREATE INDEX recon_findings_open_subject ON public.recon_findings USING btree (account, subject) WHERE (state = 'open'::text);
+CREATE INDEX recon_findings_open_subject ON public.recon_findings USING btree ((((account || chr(31)) || subject))) WHERE (state = 'open'::text);
 
 CREATE INDEX recon_payouts_account_arrival ON public.recon_payouts USING btree (account, arrival_date);
 
