@@ -51,16 +51,18 @@ CREATE TABLE stripe_charge_keys (
   created         timestamptz NOT NULL,
   PRIMARY KEY (tenant_id, idempotency_key, account, charge_id, created)
 );
--- `expire` drops the entries of the days it drops from the mirror.
-CREATE INDEX stripe_charge_keys_created ON stripe_charge_keys (created);
+-- `expire` drops the entries of the days it drops from the mirror, reading the whole
+-- table to find them (once a day at most), rather than every charge landed paying for an
+-- index on `created` (src/db/expire.ts).
 
 -- SECURITY DEFINER: the least-privilege runtime role (jobs/sql/least-privilege-role.sql)
 -- writes the mirror, and only reads this table; the entries are written as the owner.
+-- `landed` holds each mirror row once (its primary key is in the entry's): no DISTINCT.
 CREATE FUNCTION sweeper_note_charge_keys() RETURNS trigger
   LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
   INSERT INTO stripe_charge_keys (tenant_id, idempotency_key, account, charge_id, created)
-  SELECT DISTINCT tenant_id, idempotency_key, account, charge_id, created FROM landed
+  SELECT tenant_id, idempotency_key, account, charge_id, created FROM landed
    WHERE tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
   ON CONFLICT DO NOTHING;
   RETURN NULL;
@@ -85,13 +87,13 @@ CREATE TABLE stripe_charge_references (
   charge_id text        NOT NULL,
   PRIMARY KEY (account, tenant_id, reference, created, charge_id)
 );
-CREATE INDEX stripe_charge_references_created ON stripe_charge_references (created);
+-- No index on `created`: `expire` finds the old entries as stripe_charge_keys' above.
 
 CREATE FUNCTION sweeper_note_charge_references() RETURNS trigger
   LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
   INSERT INTO stripe_charge_references (account, tenant_id, reference, created, charge_id)
-  SELECT DISTINCT account, coalesce(tenant_id, ''), reference, created, charge_id FROM landed
+  SELECT account, coalesce(tenant_id, ''), reference, created, charge_id FROM landed
    WHERE reference IS NOT NULL
   ON CONFLICT DO NOTHING;
   RETURN NULL;

@@ -197,7 +197,7 @@ CREATE FUNCTION public.sweeper_note_charge_keys() RETURNS trigger
     AS $$
 BEGIN
   INSERT INTO stripe_charge_keys (tenant_id, idempotency_key, account, charge_id, created)
-  SELECT DISTINCT tenant_id, idempotency_key, account, charge_id, created FROM landed
+  SELECT tenant_id, idempotency_key, account, charge_id, created FROM landed
    WHERE tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
   ON CONFLICT DO NOTHING;
   RETURN NULL;
@@ -209,7 +209,7 @@ CREATE FUNCTION public.sweeper_note_charge_references() RETURNS trigger
     AS $$
 BEGIN
   INSERT INTO stripe_charge_references (account, tenant_id, reference, created, charge_id)
-  SELECT DISTINCT account, coalesce(tenant_id, ''), reference, created, charge_id FROM landed
+  SELECT account, coalesce(tenant_id, ''), reference, created, charge_id FROM landed
    WHERE reference IS NOT NULL
   ON CONFLICT DO NOTHING;
   RETURN NULL;
@@ -901,10 +901,6 @@ CREATE INDEX recon_runs_account_started ON public.recon_runs USING btree (accoun
 CREATE INDEX stripe_balance_transactions_payout ON public.stripe_balance_transactions USING btree (payout_id);
 
 CREATE INDEX stripe_balance_transactions_source ON public.stripe_balance_transactions USING btree (source_id) WHERE (source_id IS NOT NULL);
-
-CREATE INDEX stripe_charge_keys_created ON public.stripe_charge_keys USING btree (created);
-
-CREATE INDEX stripe_charge_references_created ON public.stripe_charge_references USING btree (created);
 
 CREATE INDEX stripe_charges_account_created ON ONLY public.stripe_charges USING btree (account, created);
 
