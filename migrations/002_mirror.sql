@@ -58,9 +58,24 @@ CREATE TABLE stripe_charge_keys (
 -- SECURITY DEFINER: the least-privilege runtime role (jobs/sql/least-privilege-role.sql)
 -- writes the mirror, and only reads this table; the entries are written as the owner.
 -- `landed` holds each mirror row once (its primary key is in the entry's): no DISTINCT.
+-- Rows new to the mirror are filed with a plain INSERT: their entries are new too, unless
+-- the mirror lost a row and kept its entry (TRUNCATE), and ON CONFLICT's speculative
+-- insertion costs more per row than the rare retry. On a conflict the subtransaction
+-- rolls back and the entries are filed again with ON CONFLICT DO NOTHING, as rows updated
+-- (read again) always are.
 CREATE FUNCTION sweeper_note_charge_keys() RETURNS trigger
   LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
+  IF TG_OP = 'INSERT' THEN
+    BEGIN
+      INSERT INTO stripe_charge_keys (tenant_id, idempotency_key, account, charge_id, created)
+      SELECT tenant_id, idempotency_key, account, charge_id, created FROM landed
+       WHERE tenant_id IS NOT NULL AND idempotency_key IS NOT NULL;
+      RETURN NULL;
+    EXCEPTION WHEN unique_violation THEN
+      NULL; -- an entry was there already: filed below, skipping those
+    END;
+  END IF;
   INSERT INTO stripe_charge_keys (tenant_id, idempotency_key, account, charge_id, created)
   SELECT tenant_id, idempotency_key, account, charge_id, created FROM landed
    WHERE tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
@@ -89,9 +104,20 @@ CREATE TABLE stripe_charge_references (
 );
 -- No index on `created`: `expire` finds the old entries as stripe_charge_keys' above.
 
+-- Filed as stripe_charge_keys' entries are (above).
 CREATE FUNCTION sweeper_note_charge_references() RETURNS trigger
   LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
+  IF TG_OP = 'INSERT' THEN
+    BEGIN
+      INSERT INTO stripe_charge_references (account, tenant_id, reference, created, charge_id)
+      SELECT account, coalesce(tenant_id, ''), reference, created, charge_id FROM landed
+       WHERE reference IS NOT NULL;
+      RETURN NULL;
+    EXCEPTION WHEN unique_violation THEN
+      NULL; -- an entry was there already: filed below, skipping those
+    END;
+  END IF;
   INSERT INTO stripe_charge_references (account, tenant_id, reference, created, charge_id)
   SELECT account, coalesce(tenant_id, ''), reference, created, charge_id FROM landed
    WHERE reference IS NOT NULL

@@ -196,6 +196,16 @@ CREATE FUNCTION public.sweeper_note_charge_keys() RETURNS trigger
     SET search_path TO '$user', 'public'
     AS $$
 BEGIN
+  IF TG_OP = 'INSERT' THEN
+    BEGIN
+      INSERT INTO stripe_charge_keys (tenant_id, idempotency_key, account, charge_id, created)
+      SELECT tenant_id, idempotency_key, account, charge_id, created FROM landed
+       WHERE tenant_id IS NOT NULL AND idempotency_key IS NOT NULL;
+      RETURN NULL;
+    EXCEPTION WHEN unique_violation THEN
+      NULL; -- an entry was there already: filed below, skipping those
+    END;
+  END IF;
   INSERT INTO stripe_charge_keys (tenant_id, idempotency_key, account, charge_id, created)
   SELECT tenant_id, idempotency_key, account, charge_id, created FROM landed
    WHERE tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
@@ -208,6 +218,16 @@ CREATE FUNCTION public.sweeper_note_charge_references() RETURNS trigger
     SET search_path TO '$user', 'public'
     AS $$
 BEGIN
+  IF TG_OP = 'INSERT' THEN
+    BEGIN
+      INSERT INTO stripe_charge_references (account, tenant_id, reference, created, charge_id)
+      SELECT account, coalesce(tenant_id, ''), reference, created, charge_id FROM landed
+       WHERE reference IS NOT NULL;
+      RETURN NULL;
+    EXCEPTION WHEN unique_violation THEN
+      NULL; -- an entry was there already: filed below, skipping those
+    END;
+  END IF;
   INSERT INTO stripe_charge_references (account, tenant_id, reference, created, charge_id)
   SELECT account, coalesce(tenant_id, ''), reference, created, charge_id FROM landed
    WHERE reference IS NOT NULL
