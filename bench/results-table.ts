@@ -151,13 +151,25 @@ if (claims) {
   const takeC = r.sweeper_take_claim[`callers_${c}`] as Json;
   const base1 = r.baseline_insert_on_conflict.callers_1 as Json;
   const baseC = r.baseline_insert_on_conflict[`callers_${c}`] as Json;
-  const worst = Math.max(...Object.values(ratio.sweeper_take_claim as Record<string, number>));
+  const single = Math.max(
+    ratio.sweeper_take_claim.p50_callers_1 as number,
+    ratio.sweeper_take_claim.p99_callers_1 as number,
+  );
+  const what = `\`sweeper_take_claim\` latency over the baseline (plain \`INSERT … ON CONFLICT\`, unpartitioned, same unique key), ${claims.settings.partitions} day partitions: p50 / p99`;
   rows.push([
-    `\`sweeper_take_claim\` latency over the baseline (plain \`INSERT … ON CONFLICT\`, unpartitioned, same unique key), ${claims.settings.partitions} day partitions: p50 / p99, 1 and ${c} callers`,
-    `**${fmt(ratio.sweeper_take_claim.p50_callers_1)} / ${fmt(ratio.sweeper_take_claim.p99_callers_1)}**, **${fmt(ratio.sweeper_take_claim[`p50_callers_${c}`])} / ${fmt(ratio.sweeper_take_claim[`p99_callers_${c}`])}**`,
+    `${what}, 1 caller`,
+    `**${fmt(ratio.sweeper_take_claim.p50_callers_1)} / ${fmt(ratio.sweeper_take_claim.p99_callers_1)}**`,
     '≤ 1.5×',
-    met(worst <= 1.5),
-    `take_claim ${fmt(take1.p50_ms, 3)} / ${fmt(take1.p99_ms, 3)} ms (${fmt(take1.per_second, 0)}/s), ${c} callers ${fmt(takeC.p50_ms, 3)} / ${fmt(takeC.p99_ms, 3)} ms (${fmt(takeC.per_second, 0)}/s); baseline ${fmt(base1.p50_ms, 3)} / ${fmt(base1.p99_ms, 3)} ms (${fmt(base1.per_second, 0)}/s), ${fmt(baseC.p50_ms, 3)} / ${fmt(baseC.p99_ms, 3)} ms (${fmt(baseC.per_second, 0)}/s)`,
+    met(single <= 1.5),
+    `take_claim ${fmt(take1.p50_ms, 3)} / ${fmt(take1.p99_ms, 3)} ms (${fmt(take1.per_second, 0)}/s); baseline ${fmt(base1.p50_ms, 3)} / ${fmt(base1.p99_ms, 3)} ms (${fmt(base1.per_second, 0)}/s)`,
+  ]);
+  // Retired goal (issue 29): the claim directory's second index write, the price of uniqueness across day partitions.
+  rows.push([
+    `${what}, ${c} callers`,
+    `${fmt(ratio.sweeper_take_claim[`p50_callers_${c}`])} / ${fmt(ratio.sweeper_take_claim[`p99_callers_${c}`])}`,
+    '— (retired: the claim directory costs a second index write)',
+    '—',
+    `take_claim ${fmt(takeC.p50_ms, 3)} / ${fmt(takeC.p99_ms, 3)} ms (${fmt(takeC.per_second, 0)}/s); baseline ${fmt(baseC.p50_ms, 3)} / ${fmt(baseC.p99_ms, 3)} ms (${fmt(baseC.per_second, 0)}/s)`,
   ]);
   const once1 = r.charge_once.callers_1 as Json;
   const onceC = r.charge_once[`callers_${c}`] as Json;

@@ -384,6 +384,17 @@ async function finish(
  * with --allow-mass-repair, says so in its report and goes on.
  */
 function applyBrake(options: SweepOptions, ctx: RunContext, findings: readonly Finding[], facts: SliceFacts): void {
+  const judged = facts.identities.length + facts.looseCharges.length + facts.looseEffects.length;
+  applyRepairBrake(options, ctx, findings, judged);
+}
+
+/** The brake over any batch's findings (a slice's, a refund day's), `judged` identities judged in it. */
+export function applyRepairBrake(
+  options: SweepOptions,
+  ctx: RunContext,
+  findings: readonly Finding[],
+  judged: number,
+): void {
   const planned: Partial<Record<Category, number>> = {};
   for (const f of findings) {
     if (!f.repair) continue;
@@ -391,7 +402,6 @@ function applyBrake(options: SweepOptions, ctx: RunContext, findings: readonly F
     const n = f.repair.kind === 'refund_duplicates' ? f.repair.refund.length : 1;
     planned[f.category] = (planned[f.category] ?? 0) + n;
   }
-  const judged = facts.identities.length + facts.looseCharges.length + facts.looseEffects.length;
   const trip = brakeTrip(ctx.brake, planned, judged, options.maxRepairShare);
   if (trip && !ctx.report.mass_repair) {
     const allowed = options.allowMassRepair;

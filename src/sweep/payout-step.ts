@@ -21,7 +21,7 @@ import {
   transactionFact,
   type PayoutAccountState,
 } from './payout-facts.js';
-import type { NormalizedBalanceTransaction, PayoutSource } from './provider.js';
+import type { NormalizedBalanceTransaction, NormalizedPayout, PayoutSource } from './provider.js';
 import type { PayoutsReport, SweepDeps, SweepOptions } from './types.js';
 import type { TimeWindow } from './window.js';
 
@@ -67,6 +67,8 @@ export async function sweepPayouts(
   deps: SweepDeps,
   options: SweepOptions,
   ctx: RunContext,
+  /** The listing the runner's group made for this run (quiet.ts): used when it covers the same window. */
+  prelisted?: { window: TimeWindow; listed: readonly NormalizedPayout[] },
 ): Promise<PayoutsReport | undefined> {
   const source = deps.payouts;
   if (!source) return undefined;
@@ -86,8 +88,11 @@ export async function sweepPayouts(
   }
   const window = listingWindow(step, awaited, state);
   const listed: PayoutFact[] = [];
-  for await (const page of source.listPayouts(account, window, options.signal))
-    listed.push(...page.map((p) => payoutFact(p, account)));
+  if (prelisted && sameWindow(prelisted.window, window))
+    listed.push(...prelisted.listed.map((p) => payoutFact(p, account)));
+  else
+    for await (const page of source.listPayouts(account, window, options.signal))
+      listed.push(...page.map((p) => payoutFact(p, account)));
   step.report.listed += listed.length;
   const toReconcile = await recordListed(step, listed, {
     account,
@@ -103,6 +108,10 @@ export async function sweepPayouts(
   }
   await judgeUnpaidPayments(step);
   return step.report;
+}
+
+function sameWindow(a: TimeWindow, b: TimeWindow): boolean {
+  return a.from.getTime() === b.from.getTime() && a.to.getTime() === b.to.getTime();
 }
 
 function listedRecently(step: PayoutStep, state: PayoutAccountState | null): boolean {

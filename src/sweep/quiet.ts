@@ -2,7 +2,8 @@ import { inTransaction, type Queryable } from '../db/pool.js';
 import { emptyCounts } from './categories.js';
 import { EVENTS_SAFE_MS } from './changes.js';
 import type { SweepLock } from './lock.js';
-import { AccountUnavailableError, type ChargePeek } from './provider.js';
+import { emptyPayoutsReport } from './payout-step.js';
+import { AccountUnavailableError, type ChargePeek, type NormalizedPayout, type PayoutSource } from './provider.js';
 import { emptyReport, newRunId } from './reports.js';
 import type { ChangesReport, SweepDeps, SweepOptions, SweepReport } from './types.js';
 import { formatShard, scheduledWindow, widen, type TimeWindow } from './window.js';
@@ -29,6 +30,14 @@ export interface Prepared {
   window: TimeWindow;
   /** The one request for the whole window, when it was made. */
   peek?: ChargePeek;
+  /** The account's payouts, when the group listed them (payout-step.ts lists them again only for another window). */
+  payouts?: PrelistedPayouts;
+}
+
+/** A payouts listing the group made: the window it covered and every payout in it. */
+export interface PrelistedPayouts {
+  window: TimeWindow;
+  listed: NormalizedPayout[];
 }
 
 export interface QuietOutcome {
@@ -53,6 +62,10 @@ interface AccountState {
   sweptRecently: boolean;
   /** Refund intents to settle, or duplicates whose tenants' keys are judged: work beyond the window. */
   pending: boolean;
+  /** An automatic payout mirrored and not reconciled yet: the payouts step has one to reconcile. */
+  payoutsAwaited: boolean;
+  /** An open unpaid_effect finding, or succeeded payments that grew older than the grace on an account with automatic payouts. */
+  unpaidWork: boolean;
 }
 
 interface Plan {
@@ -67,6 +80,8 @@ interface Plan {
   cursor: Date | null;
   /** A first deep re-read with nothing swept before to compare: recorded, nothing listed. */
   recordDeepRead: boolean;
+  /** The payouts listing due (payout-step.ts listingWindow); null: listed recently, or no payouts step. */
+  payouts: TimeWindow | null;
 }
 
 const STATES = `
@@ -79,7 +94,13 @@ SELECT a AS account,
        EXISTS (SELECT 1 FROM recon_runs r WHERE r.account = a AND r.checkpoint > r.window_from AND r.checkpoint > $2) AS swept_recently,
        EXISTS (SELECT 1 FROM recon_refunds x WHERE x.account = a AND x.state = 'intent')
          OR EXISTS (SELECT 1 FROM recon_findings f WHERE f.category = 'duplicate_effect' AND f.account = a AND f.first_seen_at >= $3)
-         OR EXISTS (SELECT 1 FROM recon_findings f WHERE f.account = a AND f.category = 'unstable_keys' AND f.state = 'open') AS pending
+         OR EXISTS (SELECT 1 FROM recon_findings f WHERE f.account = a AND f.category = 'unstable_keys' AND f.state = 'open') AS pending,
+       EXISTS (SELECT 1 FROM stripe_payouts p WHERE p.account = a AND p.automatic AND p.status NOT IN ('failed', 'canceled')
+                  AND NOT EXISTS (SELECT 1 FROM recon_payouts r WHERE r.payout_id = p.payout_id)) AS payouts_awaited,
+       EXISTS (SELECT 1 FROM recon_findings f WHERE f.account = a AND f.category = 'unpaid_effect' AND f.state = 'open')
+         OR (EXISTS (SELECT 1 FROM stripe_payouts o WHERE o.account = a AND o.automatic)
+             AND EXISTS (SELECT 1 FROM payments p WHERE p.account = a AND p.status = 'succeeded' AND p.amount > 0 AND p.created_at < $4
+                            AND p.created_at >= coalesce((SELECT pa.unpaid_judged_to FROM recon_payout_accounts pa WHERE pa.account = a), $4))) AS unpaid_work
   FROM unnest($1::text[]) AS a`;
 
 /**
@@ -128,8 +149,8 @@ export async function settleQuietAccounts(
   outcome.revoked.push(...probed.revoked);
   outcome.reports.push(...(await recordInterrupted(deps, options, probed.interrupted, started)));
   const local = await withLocalEvidence(deps.pool, probed.candidates);
-  for (const { plan, peek } of probed.busy)
-    outcome.busy.push({ account: plan.account, prepared: preparedOf(plan, started, peek) });
+  for (const { plan, peek, payouts } of probed.busy)
+    outcome.busy.push({ account: plan.account, prepared: preparedOf(plan, started, peek, payouts) });
   const quiet = probed.candidates.filter((c) => {
     if (!local.has(c.plan.account)) return true;
     outcome.busy.push({ account: c.plan.account, prepared: preparedOf(c.plan, started, c.peek) });
@@ -144,7 +165,8 @@ export async function settleQuietAccounts(
   const unreconciled = await recordQuiet(deps, options, lock, { started, now, runs });
   const counts = await openCounts(deps.pool, unsettled);
   const ms = Date.now() - t0;
-  for (const run of runs) outcome.reports.push(quietReport(options, run, unreconciled.get(run.plan.account), ms));
+  for (const run of runs)
+    outcome.reports.push(quietReport(options, run, unreconciled.get(run.plan.account), ms, Boolean(deps.payouts)));
   for (const account of unsettled)
     outcome.reports.push({
       ...emptyReport(options, account, ''),
@@ -171,10 +193,13 @@ async function readStates(
     payouts_listed_at: Date | null;
     swept_recently: boolean;
     pending: boolean;
+    payouts_awaited: boolean;
+    unpaid_work: boolean;
   }>(STATES, [
     accounts,
     new Date(now.getTime() - options.deepReadDays * DAY_MS),
     new Date(now.getTime() - options.duplicateLookbackMs),
+    new Date(now.getTime() - options.payoutGraceMs),
   ]);
   return new Map(
     rows.map((r) => [
@@ -187,6 +212,8 @@ async function readStates(
         payoutsListedAt: r.payouts_listed_at,
         sweptRecently: r.swept_recently,
         pending: r.pending,
+        payoutsAwaited: r.payouts_awaited,
+        unpaidWork: r.unpaid_work,
       },
     ]),
   );
@@ -232,12 +259,17 @@ function planOf(
   if (!window) return 'unsettled';
   if (state.pending) return 'own-sweep';
   // The payouts step (payout-step.ts) lists an account's payouts once SWEEPER_PAYOUT_EVERY has
-  // passed since its last listing: such an account takes its own sweep; in between, nothing to do.
-  if (steps.payouts && !payoutsListedRecently(state, options, started)) return 'own-sweep';
+  // passed since its last listing. The group lists them too; an account with a payout to
+  // reconcile or payments to judge unpaid takes its own sweep.
+  let payouts: TimeWindow | null = null;
+  if (steps.payouts && !payoutsListedRecently(state, options, started)) {
+    if (state.payoutsAwaited || state.unpaidWork) return 'own-sweep';
+    payouts = payoutListing(state, options, started);
+  }
   // The refunds step goes on from its cursor: one behind this window has days to judge first.
   if (steps.refunds && state.refundCursor && state.refundCursor.getTime() < window.from.getTime()) return 'own-sweep';
   const read = widen(window, options.leaseMs, started);
-  if (!events) return { account, state, window, read, before: null, cursor: null, recordDeepRead: false };
+  if (!events) return { account, state, window, read, before: null, cursor: null, recordDeepRead: false, payouts };
   const lag = Math.max(options.eventsLagMs, options.settleMs);
   const before = new Date(Math.floor((started.getTime() - lag) / 1000) * 1000);
   const cursor = state.cursor ?? new Date(started.getTime() - options.firstRunLookbackMs);
@@ -248,12 +280,24 @@ function planOf(
   const oneDay =
     before.getTime() - cursor.getTime() <= DAY_MS && started.getTime() - cursor.getTime() <= EVENTS_SAFE_MS;
   if (!oneDay || (deepDue && state.sweptRecently)) return 'own-sweep';
-  return { account, state, window, read, before, cursor, recordDeepRead: deepDue };
+  return { account, state, window, read, before, cursor, recordDeepRead: deepDue, payouts };
+}
+
+/** payout-step.ts listingWindow with no payout awaited: the grace, back to the end of the last listing. */
+function payoutListing(state: AccountState, options: SweepOptions, started: Date): TimeWindow {
+  const from = started.getTime() - options.payoutGraceMs;
+  const listed = state.payoutsListedAt?.getTime() ?? from;
+  return { from: new Date(Math.min(from, listed)), to: started };
 }
 
 /** What the account's own sweep starts from. */
-function preparedOf(plan: Plan, started: Date, peek: ChargePeek | undefined): Prepared {
-  return { started, window: plan.window, ...(peek ? { peek } : {}) };
+function preparedOf(plan: Plan, started: Date, peek: ChargePeek | undefined, payouts?: NormalizedPayout[]): Prepared {
+  return {
+    started,
+    window: plan.window,
+    ...(peek ? { peek } : {}),
+    ...(payouts && plan.payouts ? { payouts: { window: plan.payouts, listed: payouts } } : {}),
+  };
 }
 
 /** Where the events cursor is after this run: read up to `before`, or left where it was. */
@@ -267,7 +311,7 @@ type Probed = { plan: Plan; peek: ChargePeek };
 interface ProbeOutcome {
   /** Nothing new at Stripe: settled here unless something local lies in the window. */
   candidates: Probed[];
-  busy: Array<{ plan: Plan; peek?: ChargePeek }>;
+  busy: Array<{ plan: Plan; peek?: ChargePeek; payouts?: NormalizedPayout[] }>;
   revoked: string[];
   /** Stopped (SIGTERM, the run deadline) while their requests were out. */
   interrupted: Plan[];
@@ -282,7 +326,8 @@ interface QuietRun {
 
 /**
  * The group's Stripe requests, all at once (the budgets pace them): each account's
- * window in one request, then its events only when the window is empty.
+ * window in one request, then its events only when the window is empty, then its payouts
+ * when their listing is due.
  */
 async function probe(deps: SweepDeps, options: SweepOptions, plans: readonly Plan[]): Promise<ProbeOutcome> {
   const peekCharges = deps.peekCharges as NonNullable<SweepDeps['peekCharges']>;
@@ -310,6 +355,14 @@ async function probe(deps: SweepDeps, options: SweepOptions, plans: readonly Pla
             }
           }
         }
+        if (plan.payouts && deps.payouts) {
+          const payouts = await listedPayouts(deps.payouts, plan.account, plan.payouts, options.signal);
+          // Any payout: its own sweep mirrors and judges them, from this listing.
+          if (payouts.length > 0) {
+            out.busy.push({ plan, peek, payouts });
+            return;
+          }
+        }
         out.candidates.push({ plan, peek });
       } catch (error) {
         if (options.signal?.aborted) out.interrupted.push(plan);
@@ -320,6 +373,17 @@ async function probe(deps: SweepDeps, options: SweepOptions, plans: readonly Pla
     }),
   );
   return out;
+}
+
+async function listedPayouts(
+  source: PayoutSource,
+  account: string,
+  window: TimeWindow,
+  signal: AbortSignal | undefined,
+): Promise<NormalizedPayout[]> {
+  const listed: NormalizedPayout[] = [];
+  for await (const page of source.listPayouts(account, window, signal)) listed.push(...page);
+  return listed;
 }
 
 async function withLocalEvidence(db: Queryable, candidates: readonly Probed[]): Promise<Set<string>> {
@@ -375,6 +439,7 @@ async function recordQuiet(
     );
     await advanceAll(client, plans, ids, now, options);
     if (deps.listRefunds) await advanceRefundCursors(client, plans, ids, now);
+    await notePayoutsListed(client, plans, ids, { started, now, graceMs: options.payoutGraceMs });
     await lock.confirmHeld(client);
     return new Map(rows.map((r) => [r.account, r.unreconciled]));
   });
@@ -419,6 +484,35 @@ async function advanceAll(
       [deep.map((d) => d.plan.account), deep.map((d) => d.id), now, range.from, deep.map((d) => d.plan.window.to)],
     );
   }
+}
+
+/**
+ * The payout accounts whose listing the group made and found empty, as payout-step.ts records
+ * such a listing: listed to the run's start, payments judged unpaid up to the grace before it.
+ */
+async function notePayoutsListed(
+  db: Queryable,
+  plans: readonly Plan[],
+  ids: readonly string[],
+  at: { started: Date; now: Date; graceMs: number },
+): Promise<void> {
+  const listed = plans.flatMap((p, i) => (p.payouts ? [{ plan: p, window: p.payouts, id: ids[i] as string }] : []));
+  if (listed.length === 0) return;
+  await db.query(
+    `INSERT INTO recon_payout_accounts AS a (account, since, unpaid_judged_to, listed_at, run_id, updated_at)
+     SELECT t.account, t.since, $4, $5, t.run_id, $6 FROM unnest($1::text[], $2::timestamptz[], $3::text[]) AS t(account, since, run_id)
+     ON CONFLICT (account) DO UPDATE
+        SET unpaid_judged_to = GREATEST(a.unpaid_judged_to, EXCLUDED.unpaid_judged_to),
+            listed_at = GREATEST(a.listed_at, EXCLUDED.listed_at), run_id = EXCLUDED.run_id, updated_at = EXCLUDED.updated_at`,
+    [
+      listed.map((l) => l.plan.account),
+      listed.map((l) => l.window.from),
+      listed.map((l) => l.id),
+      new Date(at.started.getTime() - at.graceMs),
+      at.started,
+      at.now,
+    ],
+  );
 }
 
 /** The refunds cursors of the quiet accounts: their windows had no refund activity, as a quiet day of refund-step.ts. */
@@ -478,6 +572,7 @@ function quietReport(
   run: QuietRun,
   unreconciled: number | undefined,
   durationMs: number,
+  payoutsStep: boolean,
 ): SweepReport {
   const { plan } = run;
   return {
@@ -486,6 +581,8 @@ function quietReport(
     unreconciled: unreconciled ?? 0,
     duration_ms: durationMs,
     ...(run.changes ? { changes: run.changes } : {}),
+    // As before the payouts step: a quiet account's report names the step only when the group listed its payouts.
+    ...(payoutsStep && plan.payouts ? { payouts: emptyPayoutsReport() } : {}),
   };
 }
 

@@ -1,7 +1,7 @@
 import type { PoolClient } from '../db/pool.js';
 import type { Category } from './categories.js';
 import { MALFORMED_CHARGE_CATEGORY } from './categories.js';
-import type { RunContext } from './batch.js';
+import { applyRepairBrake, type RunContext } from './batch.js';
 import { closeHealedFindings, recordFindings } from './findings-store.js';
 import type { Finding } from './judge/index.js';
 import { judgeRefunds, type RefundFacts } from './judge/refunds.js';
@@ -236,6 +236,8 @@ async function judgeAndRecord(
   const now = deps.clock();
   const judgement = judgeRefunds(facts, { now, providerIdempotencyWindowMs: deps.idempotencyWindowMs });
   const findings = [...judgement.findings, ...malformed.flatMap(unreadableRefund)];
+  // Refund rows inserted and claims completed are repairs like a slice's: the same brake, per run.
+  applyRepairBrake(step.options, ctx, findings, judgement.judgedSubjects.length);
   const execute = async () =>
     new Map([
       ...(await executeRefundRepairs(client, run.account, findings, now)),

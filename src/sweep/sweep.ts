@@ -4,7 +4,7 @@ import { countOpenFindings, findResumableBackfill, insertRun, readWatermark } fr
 import { sweepChanges } from './changes.js';
 import type { RunWrites } from './run-mode.js';
 import { sweepAccounts } from './runner.js';
-import type { Prepared } from './quiet.js';
+import type { Prepared, PrelistedPayouts } from './quiet.js';
 import { sweepSlice, type SliceContext } from './slice.js';
 import { nothingVerifiedYet } from './verify.js';
 import { newBrakeState } from './brake.js';
@@ -58,6 +58,8 @@ interface AccountSweep {
   prefetcher: SlicePrefetcher | null;
   /** Date.now() when the account's sweep began, for duration_ms. */
   t0: number;
+  /** The payouts listing the runner's group already made (quiet.ts). */
+  prelisted?: PrelistedPayouts;
 }
 
 async function sweepAccount(
@@ -104,7 +106,10 @@ async function sweepAccount(
     checkpoint: window.start,
   };
   const ctx = runContext(writes, { run, report, log, lock, readUntil: started });
-  const a: AccountSweep = { deps, options, account, writes, ctx, window, slices: [], prefetcher: null, t0 };
+  const a: AccountSweep = {
+    ...{ deps, options, account, writes, ctx, window, slices: [], prefetcher: null, t0 },
+    ...(prepared?.payouts ? { prelisted: prepared.payouts } : {}),
+  };
   try {
     await a.writes.onRun((db) => insertRun(db, run));
     await listWindow(a, prepared?.peek);
@@ -288,7 +293,7 @@ async function sweepAppRefunds(a: AccountSweep): Promise<Error | undefined> {
 async function sweepAccountPayouts(a: AccountSweep): Promise<Error | undefined> {
   const { ctx } = a;
   try {
-    await sweepPayouts(a.deps, a.options, ctx);
+    await sweepPayouts(a.deps, a.options, ctx, a.prelisted);
     return undefined;
   } catch (error) {
     if (a.options.signal?.aborted || a.writes.broken) throw error;

@@ -5,7 +5,7 @@ import { startStripeDouble, type EventTiming, type StripeDouble } from '../../te
 import { createStripeClient } from '../../src/providers/stripe/client.js';
 import { emptyCounts } from '../../src/sweep/categories.js';
 import { cloneDatabase, createTestDatabase, type TestDatabase } from '../support/db.js';
-import { cliEnv, runCli } from '../support/cli.js';
+import { cliEnv, SHORT_RUN_SETTINGS, runCli } from '../support/cli.js';
 import { normalizedTables } from '../support/normalized-tables.js';
 import { seedClaim, seedEffect, seedSweptRange } from '../support/scenario.js';
 import { atDepth } from '../support/depth.js';
@@ -54,14 +54,7 @@ function env(db: TestDatabase, double: StripeDouble, extra: Record<string, strin
   return cliEnv(
     { db, stripe: double.url, key: RESTRICTED_KEY },
     {
-      SWEEPER_ACCOUNTS: 'platform',
-      // A scheduled run covers little: the last hour on a first run, then from its
-      // watermark minus a minute; settle as short as a 5 s lease allows.
-      SWEEPER_CLAIM_LEASE: '5s',
-      SWEEPER_SETTLE: '65s',
-      SWEEPER_OVERLAP: '1m',
-      SWEEPER_FIRST_RUN_LOOKBACK: '1h',
-      SWEEPER_EVENTS_LAG: '1s',
+      ...SHORT_RUN_SETTINGS,
       SWEEPER_LOG_LEVEL: 'info',
       ...extra,
     },

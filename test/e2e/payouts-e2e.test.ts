@@ -4,7 +4,7 @@ import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
 import { createStripeClient } from '../../src/providers/stripe/client.js';
 import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
 import { cloneDatabase, createTestDatabase, type TestDatabase } from '../support/db.js';
-import { cliEnv, runCli } from '../support/cli.js';
+import { cliEnv, SHORT_RUN_SETTINGS, runCli } from '../support/cli.js';
 import { normalizedTables } from '../support/normalized-tables.js';
 
 /**
@@ -41,12 +41,7 @@ function env(db: TestDatabase, key: string, extra: Record<string, string> = {}):
   return cliEnv(
     { db, stripe: double.url, key },
     {
-      SWEEPER_ACCOUNTS: 'platform',
-      SWEEPER_CLAIM_LEASE: '5s',
-      SWEEPER_SETTLE: '65s',
-      SWEEPER_OVERLAP: '1m',
-      SWEEPER_FIRST_RUN_LOOKBACK: '1h',
-      SWEEPER_EVENTS_LAG: '1s',
+      ...SHORT_RUN_SETTINGS,
       SWEEPER_PAYOUT_GRACE: '1h',
       SWEEPER_PAYOUT_EVERY: '1s',
       ...extra,

@@ -6,7 +6,7 @@ import { createClaimClient } from '../../src/claims/index.js';
 import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
 import { createStripeClient } from '../../src/providers/stripe/client.js';
 import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
-import { cliEnv, runCli } from '../support/cli.js';
+import { cliEnv, SHORT_RUN_SETTINGS, runCli } from '../support/cli.js';
 import { cloneDatabase, createTestDatabase, type TestDatabase } from '../support/db.js';
 
 /**
@@ -28,12 +28,7 @@ const env = (db: TestDatabase, extra: Record<string, string> = {}) =>
   cliEnv(
     { db, stripe: double.url, key: KEY },
     {
-      SWEEPER_ACCOUNTS: 'platform',
-      SWEEPER_CLAIM_LEASE: '5s',
-      SWEEPER_SETTLE: '65s',
-      SWEEPER_OVERLAP: '1m',
-      SWEEPER_FIRST_RUN_LOOKBACK: '1h',
-      SWEEPER_EVENTS_LAG: '1s',
+      ...SHORT_RUN_SETTINGS,
       SWEEPER_LOG_LEVEL: 'warn',
       ...extra,
     },

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../src/log.js';
+import { createLogger, silentLogger } from '../../src/log.js';
 import { createStripeProvider, type StripeProvider } from '../../src/providers/stripe/provider.js';
 import { readAccountsStatus, selectAccounts } from '../../src/sweep/accounts.js';
 import { providerSweepDeps } from '../../src/sweep/provider.js';
@@ -239,6 +239,55 @@ describe('idle accounts with the payouts step', () => {
     const connected = reports.filter((r) => ids.includes(r.account));
     expect(connected).toHaveLength(ids.length);
     expect(connected.filter((r) => r.payouts !== undefined)).toEqual([]);
+  });
+});
+
+describe('a first run with the payouts step', () => {
+  it('lists idle accounts’ payouts with their group and records each listing as its own sweep would', async () => {
+    const ids = double.seedAccounts(30);
+    const [busy, paid] = ids as [string, string];
+    chargesOf(busy, 3);
+    // Charges long before the window, paid out yesterday: the listing finds a payout to reconcile.
+    for (let i = 0; i < 2; i += 1)
+      double.createCharge(paid, { amount: 5000 + i, created: new Date(NOW.getTime() - 4 * 24 * HOUR) });
+    double.clock.set(NOW.getTime() - 24 * HOUR);
+    const payout = double.runPayout(paid);
+    double.clock.set(NOW.getTime());
+    double.counters.reset();
+    const provider = providerOf();
+    const selection = await discover(provider);
+    const lines: string[] = [];
+    const logger = createLogger({ destination: { write: (line: string) => lines.push(line) } });
+    const reports = await sweep({ ...depsOf(provider, () => NOW, true), logger }, options(selection.accounts));
+    expect(reports.every((r) => r.status === 'succeeded')).toBe(true);
+    const idle = ids.filter((a) => a !== busy && a !== paid);
+    // Settled together, the platform too (nothing of its own): not each in its own sweep.
+    const together = lines
+      .map((l) => JSON.parse(l) as { msg: string; accounts?: number })
+      .filter((l) => l.msg === 'accounts with nothing new settled together');
+    expect(together.reduce((n, l) => n + (l.accounts ?? 0), 0)).toBe(idle.length + 1);
+    // The window, the events and the payouts: one request each, and the group settled them.
+    for (const account of idle) expect(double.counters.account(account), account).toBe(3);
+    for (const r of reports.filter((x) => idle.includes(x.account)))
+      expect(r.payouts, r.account).toEqual(expect.objectContaining({ listed: 0, skipped: false, reconciled: 0 }));
+    // The account with a payout went to its own sweep with the group's listing: listed once, reconciled.
+    expect(double.counters.account(paid, 'GET /v1/payouts')).toBe(1);
+    expect(reports.find((r) => r.account === paid)?.payouts).toMatchObject({ listed: 1, reconciled: 1 });
+    const { rows: reconciled } = await db.pool.query(`SELECT payout_id FROM recon_payouts`);
+    expect(reconciled).toEqual([{ payout_id: payout.id }]);
+    // What the group recorded equals what an own sweep (the busy account's) recorded.
+    const { rows } = await db.pool.query<{ account: string; since: Date; unpaid_judged_to: Date; listed_at: Date }>(
+      `SELECT account, since, unpaid_judged_to, listed_at FROM recon_payout_accounts WHERE account = ANY($1::text[])`,
+      [ids],
+    );
+    expect(rows).toHaveLength(ids.length);
+    const shape = (r: (typeof rows)[number]) => [
+      r.since.getTime(),
+      r.unpaid_judged_to.getTime(),
+      r.listed_at.getTime(),
+    ];
+    const own = rows.find((r) => r.account === busy) as (typeof rows)[number];
+    for (const r of rows.filter((x) => idle.includes(x.account))) expect(shape(r), r.account).toEqual(shape(own));
   });
 });
 

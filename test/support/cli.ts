@@ -18,6 +18,19 @@ export function cliEnv<S extends Record<string, string | undefined>>(
   return { DATABASE_URL: target.db.url, STRIPE_API_KEY: target.key, STRIPE_API_BASE: target.stripe, ...settings };
 }
 
+/**
+ * A scheduled run over little, on the real clock: the last hour on a first run, then from
+ * its watermark minus a minute; settle as short as a 5 s lease allows.
+ */
+export const SHORT_RUN_SETTINGS = {
+  SWEEPER_ACCOUNTS: 'platform',
+  SWEEPER_CLAIM_LEASE: '5s',
+  SWEEPER_SETTLE: '65s',
+  SWEEPER_OVERLAP: '1m',
+  SWEEPER_FIRST_RUN_LOOKBACK: '1h',
+  SWEEPER_EVENTS_LAG: '1s',
+} as const;
+
 /** The `sweeper: …` lines of a run's stderr: what an operator reads (the rest is JSON logs). */
 export function sweeperLines(stderr: string): string[] {
   return stderr.split('\n').filter((line) => line.startsWith('sweeper: '));

@@ -306,7 +306,9 @@ export async function emptySweepTables(db: Queryable): Promise<void> {
      DELETE FROM recon_finding_charges; DELETE FROM recon_findings; DELETE FROM recon_watermarks;
      DELETE FROM recon_runs; DELETE FROM stripe_charges; DELETE FROM stripe_charge_references;
      DELETE FROM payments; DELETE FROM idempotency_keys; DELETE FROM idempotency_key_directory;
-     DELETE FROM claim_outcomes; DELETE FROM claim_quota`,
+     DELETE FROM claim_outcomes; DELETE FROM claim_quota;
+     DELETE FROM payment_refunds; DELETE FROM stripe_refunds; DELETE FROM recon_refund_cursors; DELETE FROM stripe_disputes;
+     DELETE FROM stripe_balance_transactions; DELETE FROM stripe_payouts; DELETE FROM recon_payouts; DELETE FROM recon_payout_accounts`,
   );
 }
 
