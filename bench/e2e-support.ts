@@ -414,8 +414,13 @@ export function memoryLimitSetting(): string {
  * environment (the bench's own SWEEPER_* variables pass through), stdout parsed as
  * JSON lines, stderr to a log file. Exit 0 and 3 (findings open) are success.
  */
-export async function runSweeper(label: string, args: string[], env: Record<string, string>): Promise<CliRun> {
-  const run = await runTimed(label, [path.join(ROOT, 'bin/sweeper.js'), ...args], env);
+export async function runSweeper(
+  label: string,
+  args: string[],
+  env: Record<string, string>,
+  limit: MemoryLimit | null = cgroupLimit(),
+): Promise<CliRun> {
+  const run = await runTimed(label, [path.join(ROOT, 'bin/sweeper.js'), ...args], env, limit);
   if (run.exit_code !== 0 && run.exit_code !== 3) {
     const tail = readFileSync(run.log_file, 'utf8').split('\n').slice(-15).join('\n');
     throw new Error(`sweeper ${args.join(' ')} exited ${run.exit_code} (${label}); log ${run.log_file}:\n${tail}`);
@@ -427,8 +432,14 @@ export async function runSweeper(label: string, args: string[], env: Record<stri
  * `node <argv>` timed from spawn to exit, under /usr/bin/time -v when the machine has
  * it (peak RSS and CPU time of the process), else with its VmHWM sampled from /proc.
  * The environment: the bench's own minus database and Stripe settings, plus `env`.
+ * `limit`: the memory cgroup it runs in (BENCH_MEMORY_LIMIT's unless given; null: none).
  */
-export async function runTimed(label: string, argv: string[], env: Record<string, string>): Promise<CliRun> {
+export async function runTimed(
+  label: string,
+  argv: string[],
+  env: Record<string, string>,
+  limit: MemoryLimit | null = cgroupLimit(),
+): Promise<CliRun> {
   mkdirSync(LOG_DIR, { recursive: true });
   const logFile = path.join(LOG_DIR, `${label}.log`);
   const timeFile = path.join(LOG_DIR, `${label}.time`);
@@ -436,7 +447,6 @@ export async function runTimed(label: string, argv: string[], env: Record<string
   const timed: [string, string[]] = useTime
     ? [TIME, ['-v', '-o', timeFile, process.execPath, ...argv]]
     : [process.execPath, argv];
-  const limit = cgroupLimit();
   const [file, args] = limit ? insideLimit(limit, ...timed) : timed;
   const clean = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !/^(DATABASE_URL|STRIPE_|PG[A-Z]+$)/.test(k)),

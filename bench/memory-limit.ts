@@ -28,9 +28,16 @@ function parseMemoryLimit(text: string): number {
 /** The limit BENCH_MEMORY_LIMIT asks for, its cgroup made; null when unset. */
 export function memoryLimitFromEnv(env: NodeJS.ProcessEnv = process.env): MemoryLimit | null {
   const text = env.BENCH_MEMORY_LIMIT;
-  if (!text) return null;
+  return text ? makeMemoryLimit(text) : null;
+}
+
+/**
+ * A memory cgroup limited to `text` (`256M`, `1G`), named after this process and `tag`
+ * (a benchmark that runs some processes limited and some not makes its own).
+ */
+export function makeMemoryLimit(text: string, tag = 'env'): MemoryLimit {
   const bytes = parseMemoryLimit(text);
-  const name = `sweeper-bench-${process.pid}`;
+  const name = `sweeper-bench-${process.pid}-${tag}`;
   try {
     if (existsSync(path.join(V1, 'memory.limit_in_bytes'))) {
       const dir = path.join(V1, name);
@@ -47,10 +54,30 @@ export function memoryLimitFromEnv(env: NodeJS.ProcessEnv = process.env): Memory
     }
   } catch (error) {
     throw new Error(
-      `BENCH_MEMORY_LIMIT=${text} needs a memory cgroup this process may create (run as root): ${String(error)}`,
+      `memory limit ${text} needs a memory cgroup this process may create (run as root): ${String(error)}`,
     );
   }
-  throw new Error(`BENCH_MEMORY_LIMIT=${text}: this machine has no cgroup memory controller`);
+  throw new Error(`memory limit ${text}: this machine has no cgroup memory controller`);
+}
+
+/** What the cgroup saw: its peak usage (page cache included) and how often it hit the limit; null when unreadable. */
+export function memoryLimitUsage(limit: MemoryLimit): { peak_mb: number | null; limit_hits: number | null } {
+  const dir = path.dirname(limit.procs);
+  const read = (file: string): number | null => {
+    try {
+      const text = readFileSync(path.join(dir, file), 'utf8');
+      const value = file === 'memory.events' ? /^max (\d+)/m.exec(text)?.[1] : text.trim();
+      return value === undefined ? null : Number(value);
+    } catch {
+      return null;
+    }
+  };
+  const v1 = existsSync(path.join(dir, 'memory.max_usage_in_bytes'));
+  const peak = v1 ? read('memory.max_usage_in_bytes') : read('memory.peak');
+  return {
+    peak_mb: peak === null ? null : Math.round(peak / 2 ** 20),
+    limit_hits: v1 ? read('memory.failcnt') : read('memory.events'),
+  };
 }
 
 /** `file args…` wrapped so that the process enters the cgroup before it starts (`exec`, same pid). */

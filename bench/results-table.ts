@@ -23,8 +23,9 @@ function load(name: string): Json | null {
 const rl = load('e2e-rate-limited');
 const un = load('e2e-unthrottled');
 const claims = load('claims');
+const pod = load('e2e-pod-memory');
 const refs = load('e2e-references');
-const headline = [rl, un, refs, claims].filter((r): r is Json => r !== null);
+const headline = [rl, un, refs, claims, pod].filter((r): r is Json => r !== null);
 if (headline.length === 0) {
   process.stderr.write('no end-to-end results in bench/results: run `npm run bench` first\n');
   process.exit(1);
@@ -293,6 +294,64 @@ if (platform) {
   ]);
 }
 
+/** Issue 27: one automatic payout of 10,000 balance transactions, reconciled end to end. */
+const payoutsResult = load('e2e-payouts');
+const payoutRows: string[][] = [];
+if (payoutsResult) {
+  const set = payoutsResult.settings as Json;
+  for (const r of payoutsResult.runs as Json[]) {
+    const step = r.payouts_step as Json;
+    payoutRows.push([
+      `one automatic payout of ${fmt(set.transactions, 0)} balance transactions at ${set.server_limit_per_account_endpoint} req/s and ${r.latency_ms} ms: the payouts step's wall / request bound (its requests at the limit)`,
+      `**${fmt(step.wall_over_bound)}×**`,
+      '≤ 1.2×',
+      met(step.wall_over_bound <= 1.2),
+      `${fmt(step.wall_s)} s for ${fmt(step.requests, 0)} requests (${step.pages_needed} pages of data; bound ${fmt(step.bound_s)} s); over the floor (two round trips in sequence, the last answer's latency, ${fmt(step.floor_s)} s) ${fmt(step.wall_over_floor)}×; listing ${fmt(step.listing_s)} s at ${fmt(step.listing_requests_per_second, 1)}/s, ${fmt(step.mean_in_flight)} requests in flight; ${step.rate_limited_429} × 429`,
+    ]);
+    const report = r.payouts_report as Json;
+    const db = r.database as Json;
+    payoutRows.push([
+      `the same run (${r.latency_ms} ms): transactions linked to local rows, findings, residual, payment rows with fees`,
+      `**${fmt(report.linked, 0)}** of ${fmt(set.charges + set.refunds, 0)}, **${Object.keys(r.findings as Json).length}**, **${fmt(db.residual, 0)}**, **${fmt(db.fees_recorded, 0)}** of ${fmt(set.charges, 0)}`,
+      'all, 0, 0, all',
+      met(r.checks_ok === true),
+      `${fmt(report.transactions, 0)} transactions besides the payout's own (${fmt(set.charges, 0)} charges, ${fmt(set.refunds, 0)} refunds, ${fmt(set.fees, 0)} fees), ${fmt(db.mirrored, 0)} mirrored; whole backfill ${fmt((r.run as Json).wall_s)} s, CPU ${fmt((r.run as Json).cpu_s)} s`,
+    ]);
+  }
+}
+
+// The 1M backfill inside a memory cgroup (a pod's limit) vs unlimited, one session (bench/e2e-pod-memory.ts).
+const podRows: string[][] = [];
+if (pod) {
+  const set = pod.settings as Json;
+  const runs = pod.runs as Json[];
+  const limited = runs.filter((r) => r.variant === 'limited');
+  const unlimited = runs.filter((r) => r.variant === 'unlimited');
+  const label = `${chargesLabel(set.charges)} charges, no rate limit, inside a ${set.memory_limit} memory cgroup with \`NODE_OPTIONS=${set.limited_node_options}\``;
+  podRows.push([
+    `${label}: completes (every charge scanned, the same findings as unlimited)`,
+    `**${pod.completes ? 'yes' : 'no'}**`,
+    'yes',
+    met(pod.completes === true),
+    `exit ${limited.map((r) => r.exit_code).join(', ')}; peak RSS ${mb(pod.limited.max_rss_mb)} (unlimited ${mb(pod.unlimited.max_rss_mb)}); the cgroup's own peak ${mb(pod.limited.cgroup_peak_mb)}, limit reached ${fmt(pod.limited.limit_hits, 0)} times`,
+  ]);
+  podRows.push([
+    "the same: the sweep's CPU inside the limit / unlimited (the same session, the same seeded database)",
+    pod.cpu_limited_over_unlimited === null ? 'n/a' : `**${fmt(pod.cpu_limited_over_unlimited)}×**`,
+    `≤ ${pod.goal}×`,
+    pod.cpu_limited_over_unlimited === null ? '—' : met(pod.cpu_limited_over_unlimited <= pod.goal),
+    `${fmt(pod.limited.cpu_s)} s vs ${fmt(pod.unlimited.cpu_s)} s (user + system, medians of ${set.rounds}); wall ${limited.map((r) => `${fmt(r.wall_s)} s`).join(', ')} vs ${unlimited.map((r) => `${fmt(r.wall_s)} s`).join(', ')}`,
+  ]);
+  for (const t of runs.filter((r) => r.variant === 'trial'))
+    podRows.push([
+      `tried: the same inside the limit with \`NODE_OPTIONS=${t.node_options}\``,
+      t.completed ? `${fmt(t.cpu_s / pod.unlimited.cpu_s)}×` : 'did not complete',
+      '—',
+      '—',
+      `exit ${t.exit_code}; CPU ${fmt(t.cpu_s)} s, peak RSS ${mb(t.max_rss_mb)}, the cgroup's peak ${mb(t.cgroup?.peak_mb)}`,
+    ]);
+}
+
 if (sessions.length > 1)
   notes.push(
     `**These results come from ${sessions.length} different sessions** (${sessions.join(', ')}): ratios within one file are from one session, the table mixes files.`,
@@ -369,6 +428,26 @@ const lines: string[] = [
         '',
       ]
     : []),
+  ...(payoutRows.length
+    ? [
+        '## Issue 27, payouts end to end',
+        '',
+        '| measure | this run | goal | met | raw figures |',
+        '|---|---|---|---|---|',
+        ...payoutRows.map((r) => `| ${r.join(' | ')} |`),
+        '',
+      ]
+    : []),
+  ...(podRows.length
+    ? [
+        '## Issue 29, a 256 MiB pod',
+        '',
+        '| measure | this run | goal | met | raw figures |',
+        '|---|---|---|---|---|',
+        ...podRows.map((r) => `| ${r.join(' | ')} |`),
+        '',
+      ]
+    : []),
   '## Settings',
   '',
 ];
@@ -405,6 +484,24 @@ if (platform) {
   const set = platform.settings as Json;
   lines.push(
     `- **Platform** (bench/e2e-platform.ts): \`sweeper run --json\` twice with \`SWEEPER_ACCOUNTS=platform,connected\` and \`SWEEPER_STRIPE_GLOBAL_RATE=${set.server_limit_global}\`; the double lists ${fmt(set.accounts, 0)} connected accounts and enforces ${set.server_limit_per_account_endpoint} requests/s per account and endpoint and ${set.server_limit_global}/s per key (token buckets, burst one second's worth), ${set.latency_ms} ms before every answer; the busy accounts' charges lie 1–3 h before the first run. Requests counted by the double, every endpoint; the bound is those requests at the key's limit.`,
+  );
+}
+if (payoutsResult) {
+  const set = payoutsResult.settings as Json;
+  lines.push(
+    `- **Payouts** (bench/e2e-payouts.ts): the double holds ${fmt(set.charges, 0)} charges over ${set.charges_window.from} .. ${set.charges_window.to}, full refunds of every tenth and ${fmt(set.fees, 0)} Stripe fees over the day before the payout, and one automatic payout (paid, reconciliation completed) of all ${fmt(set.transactions, 0)} balance transactions, its own among them; every charge's completed claim and payment row and every refund's row are written before the run. \`sweeper backfill --from ${set.backfill_window.from} --to ${set.backfill_window.to} --json\` (the built CLI, ${Object.entries(
+      set.sweeper_env as Record<string, string>,
+    )
+      .map(([k, v]) => `\`${k}=${v}\``)
+      .join(
+        ', ',
+      )}: one tenant's random amounts would otherwise be suspected duplicates) on a fresh database for each latency (${(set.latencies_ms as number[]).join(' and ')} ms), the double enforcing ${set.server_limit_per_account_endpoint} requests/s per account and endpoint. The payouts step's wall runs from the double receiving \`GET /v1/payouts\` to the CLI's exit; its requests are that listing's and \`GET /v1/balance_transactions\`'s, as the double counted them.`,
+  );
+}
+if (pod) {
+  const set = pod.settings as Json;
+  lines.push(
+    `- **Pod memory** (bench/e2e-pod-memory.ts): \`sweeper backfill\` of ${fmt(set.charges, 0)} realistic charges over ${set.window.from} .. ${set.window.to}, as the unthrottled run (\`SWEEPER_STRIPE_RATE=${set.sweeper_stripe_rate}\`, the workload above), once without a limit and once inside a memory cgroup of ${set.memory_limit} (bench/memory-limit.ts, as a pod's \`resources.limits.memory\`) with \`NODE_OPTIONS=${set.limited_node_options}\`${(set.trials as string[]).length ? `, and once per other setting tried` : ''}, each on its own copy of one seeded database (\`CREATE DATABASE … TEMPLATE\`), the same Stripe double, ${set.rounds} round(s), the order flipped each round. Peak RSS by /usr/bin/time -v (it counts the node binary's pages, which a pod's cgroup would count too); the cgroup's peak (\`memory.max_usage_in_bytes\`) counts only what was charged to it.`,
   );
 }
 if (claims) {

@@ -21,6 +21,10 @@ const benches = [
   'bench/e2e-references.ts',
   // A Connect platform: 2,000 accounts under both rate limits (issue 29).
   'bench/e2e-platform.ts',
+  // Payouts: one automatic payout of 10,000 balance transactions (issue 27).
+  'bench/e2e-payouts.ts',
+  // The 1M backfill inside a 256 MiB memory cgroup vs unlimited (issue 29).
+  'bench/e2e-pod-memory.ts',
   'bench/claims.ts',
   // Components.
   'bench/sweep.ts',

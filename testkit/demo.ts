@@ -65,7 +65,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       window: { from: new Date(weekBefore.getTime() - HOUR_MS), to: new Date(weekBefore.getTime() + 2 * HOUR_MS) },
     });
     print('     swept then by an earlier backfill of its hours: matched, nothing to say');
-    const scenario = await buildScenario(pool, double, new Date(base.getTime() + MINUTE_MS), options.seed);
+    const scenario = await buildScenario(pool, double, new Date(base.getTime() + MINUTE_MS), options.seed, {
+      payout: true,
+    });
     for (const line of scenario.story) print(`   - ${line}`);
 
     const window = { from: base, to: new Date(base.getTime() + 150 * MINUTE_MS) };
@@ -73,6 +75,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     const [first] = await sweepOnce(pool, double, { mode: 'backfill', window });
     if (!first) throw new Error('the demo sweep returned no report');
     print(table(first));
+    await printPayouts(pool, first, print);
     print('\n   Left for a person, and why:');
     const open = await pool.query<{
       id: number;
@@ -190,6 +193,35 @@ async function sweepOnce(
     { pool, clock: () => new Date(), logger: silentLogger(), ...providerSweepDeps(provider) },
     sweepOptions({ accounts: ['platform'], sliceMs: 30 * MINUTE_MS, ...options }),
   );
+}
+
+/** The payout the story's account was paid, as the sweep reconciled it, and the fees it put on the payment rows. */
+async function printPayouts(pool: Pool, report: SweepReport, print: (line: string) => void): Promise<void> {
+  const p = report.payouts;
+  if (!p) return;
+  const { rows } = await pool.query<{
+    id: string;
+    amount: number;
+    transactions: number;
+    net: number;
+    residual: number;
+  }>(
+    `SELECT payout_id AS id, amount::float8 AS amount, transactions, net::float8 AS net, residual::float8 AS residual
+       FROM recon_payouts WHERE itemised ORDER BY created`,
+  );
+  for (const r of rows)
+    print(
+      `\n   payout ${r.id}, ${money(r.amount)}: ${r.transactions} balance transactions net ${money(r.net)}, residual ${money(r.residual)}; ` +
+        `${p.linked} of its charge, refund and dispute transactions linked to their payment rows`,
+    );
+  const fees = await pool.query<{ key: string; amount: number; fee: number; net: number }>(
+    `SELECT idempotency_key AS key, amount::float8 AS amount, fee::float8 AS fee, net::float8 AS net
+       FROM payments WHERE fee IS NOT NULL ORDER BY created_at LIMIT 3`,
+  );
+  if (fees.rows.length > 0)
+    print(
+      `   fees recorded on ${p.fees} payment rows, e.g. ${fees.rows.map((f) => `${f.key} ${money(f.amount)}: fee ${money(f.fee)}, net ${money(f.net)}`).join('; ')}`,
+    );
 }
 
 function money(cents: number): string {

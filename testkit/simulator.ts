@@ -90,8 +90,18 @@ const card = (amount: number, paymentMethod = 'pm_card_visa'): ChargeRequest => 
   paymentMethod,
 });
 
-/** `seed` varies the amounts (so two seeds tell two stories); the same seed, the same story. */
-export async function buildScenario(pool: Pool, double: StripeDouble, base: Date, seed = 1): Promise<Scenario> {
+/**
+ * `seed` varies the amounts (so two seeds tell two stories); the same seed, the same story.
+ * `payout`: the account's money is available at once, and after the crashes (minute 15)
+ * Stripe pays out the balance automatically (`sweeper demo`'s payout that reconciles).
+ */
+export async function buildScenario(
+  pool: Pool,
+  double: StripeDouble,
+  base: Date,
+  seed = 1,
+  options: { payout?: boolean } = {},
+): Promise<Scenario> {
   let now = base;
   const story: string[] = [];
   const tell = (line: string) => story.push(line);
@@ -110,6 +120,7 @@ export async function buildScenario(pool: Pool, double: StripeDouble, base: Date
     clock: () => now,
   };
   const claims: ClaimClient = createClaimClient(deps);
+  if (options.payout) double.configureAccount(null, { payoutDelayDays: 0 });
   const crashing = (point: 'afterClaim' | 'afterStripeCall') =>
     createClaimClient({
       ...deps,
@@ -173,6 +184,15 @@ export async function buildScenario(pool: Pool, double: StripeDouble, base: Date
     card(1300, 'pm_card_chargeDeclinedInsufficientFunds'),
   );
   tell('a worker killed after Stripe declined, before the decline was stored');
+  if (options.payout) {
+    at(15);
+    const payout = double.runPayout(null);
+    const paid = double.balanceTransactions(null, { payout: payout.id }).filter((t) => t.type === 'charge');
+    tell(
+      `Stripe pays the account's balance out automatically: payout ${payout.id}, ${(payout.amount / 100).toFixed(2)} ${payout.currency.toUpperCase()}, ` +
+        `${paid.length} charges less their fees (this account's money is available at once)`,
+    );
+  }
 
   // Outside the library: a dashboard charge naming a key, and one with no metadata.
   at(20);

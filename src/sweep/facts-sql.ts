@@ -146,12 +146,18 @@ SELECT ${CHARGE_COLUMNS}, ${EFFECT_COLUMNS}
   FROM stripe_charges sc LEFT JOIN payments p ON p.charge_id = sc.charge_id
  WHERE sc.charge_id = ANY($1::text[])`;
 
-/** The keys' payment rows in this account ($4: its account_id). */
+/**
+ * The keys' payment rows in this account ($4: its account_id): a probe per key of
+ * payments_tenant_key. The account is compared with IS NOT DISTINCT FROM, which no index
+ * can answer, so the probe's shape does not hang on statistics: on a table bulk-loaded
+ * and not yet analysed, an indexable account test made payments_tenant_account (every
+ * row of the tenant) look as good, and a slice read the tenant's rows once per key.
+ */
 const NAMED_EFFECTS = `
 SELECT ${EFFECT_COLUMNS}
   FROM unnest($2::text[], $3::text[]) AS k(tenant_id, key)
   CROSS JOIN LATERAL (SELECT * FROM payments x WHERE x.tenant_id = k.tenant_id AND x.idempotency_key = k.key
-                         AND (x.account_id = $4 OR ($4::text IS NULL AND x.account_id IS NULL)) OFFSET 0) p
+                         AND x.account_id IS NOT DISTINCT FROM $4::text OFFSET 0) p
  WHERE $1::text IS NOT NULL`;
 
 /** Tenants with a claim or a payment row on this account ($2: account_id): known here, not only by metadata. */

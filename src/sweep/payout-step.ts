@@ -3,7 +3,15 @@ import type { RunContext } from './batch.js';
 import type { Category } from './categories.js';
 import { closeHealedFindings, recordFindings } from './findings-store.js';
 import type { Finding } from './judge/index.js';
-import { judgePayout, judgePayoutStatus, judgeUnpaid, type PayoutFact, type PayoutStatus } from './judge/payouts.js';
+import {
+  judgePayout,
+  judgePayoutStatus,
+  judgeUnpaid,
+  linkedFees,
+  type PayoutFact,
+  type PayoutStatus,
+  type PayoutTransactionFact,
+} from './judge/payouts.js';
 import {
   loadPayoutLinks,
   loadUnpaidPayments,
@@ -32,12 +40,14 @@ import type { TimeWindow } from './window.js';
  *    one still awaited) are listed and mirrored, in one transaction with the findings of
  *    payouts returned after they were paid and the manual payouts recorded as not itemised;
  * 2. each automatic payout whose reconciliation Stripe completed and that the sweep has not
- *    reconciled has its balance transactions listed, then mirrored, linked, judged, its
- *    payments' fees recorded and the payout recorded reconciled, in one transaction;
+ *    reconciled has its balance transactions listed; each page is mirrored, linked and its
+ *    payments' fees recorded while the listing goes on, then the payout is judged and
+ *    recorded reconciled with its findings, in one transaction;
  * 3. payments that became older than the grace since the last run, and those with an open
  *    unpaid_effect finding, are judged against the mirrored transactions.
- * A crash anywhere resumes to the same end: a payout is recorded reconciled only with its
- * findings and fees, and one not recorded is reconciled again from Stripe.
+ * A crash anywhere resumes to the same end: a payout is recorded reconciled only after its
+ * fees and with its findings, and one not recorded is reconciled again from Stripe (its
+ * mirror and fees written again are the same facts).
  */
 
 interface PayoutStep {
@@ -166,28 +176,51 @@ async function recordListed(
   });
 }
 
-/** One payout: its balance transactions listed, then mirrored, linked, judged and recorded in one transaction. */
+/**
+ * One payout. Each page of its balance transactions is mirrored, linked and its payments'
+ * fees recorded as it comes, while the rest is still being listed; once every page is in,
+ * the payout is judged and recorded reconciled with its findings in one transaction.
+ */
 async function reconcilePayout(step: PayoutStep, source: PayoutSource, payout: PayoutFact): Promise<void> {
   const { ctx, deps, report, options } = step;
-  const account = ctx.run.account;
-  const listed: NormalizedBalanceTransaction[] = [];
-  for await (const page of source.payoutTransactions(account, payout.id, options.signal)) listed.push(...page);
-  const fetchedAt = deps.clock();
-  const txns = listed.map(transactionFact);
+  const txns: PayoutTransactionFact[] = [];
+  const links = { payments: new Set<string>(), refunds: new Set<string>() };
+  let fees = 0;
+  for await (const page of source.payoutTransactions(ctx.run.account, payout.id, options.signal))
+    fees += await ingestPage(step, payout, page, { txns, links });
   await ctx.inTransaction(async (client) => {
-    await mirrorTransactions(client, { account, payoutId: payout.id, txns: listed, fetchedAt });
-    const links = await loadPayoutLinks(client, account, txns);
     const judged = judgePayout(payout, txns, links);
-    const now = deps.clock();
-    report.fees += await recordFees(client, account, judged.fees);
-    await recordReconciled(client, { payout, sums: judged.sums, runId: ctx.run.id, now });
+    await recordReconciled(client, { payout, sums: judged.sums, runId: ctx.run.id, now: deps.clock() });
     await record(step, client, judged.findings);
     await ctx.lock.confirmHeld(client);
     report.reconciled += 1;
+    report.fees += fees;
     report.transactions += judged.sums.transactions;
     report.linked += judged.linked;
   });
   await deps.faultPoint?.(`payout:${payout.id}:reconciled`);
+}
+
+/** One page of a payout's transactions: mirrored, its links added to `into`, its fees recorded; returns the rows changed. */
+async function ingestPage(
+  step: PayoutStep,
+  payout: PayoutFact,
+  page: NormalizedBalanceTransaction[],
+  into: { txns: PayoutTransactionFact[]; links: { payments: Set<string>; refunds: Set<string> } },
+): Promise<number> {
+  const { ctx, deps } = step;
+  const account = ctx.run.account;
+  const facts = page.map(transactionFact);
+  into.txns.push(...facts);
+  return ctx.inTransaction(async (client) => {
+    await mirrorTransactions(client, { account, payoutId: payout.id, txns: page, fetchedAt: deps.clock() });
+    const found = await loadPayoutLinks(client, account, facts);
+    for (const id of found.payments) into.links.payments.add(id);
+    for (const id of found.refunds) into.links.refunds.add(id);
+    const changed = await recordFees(client, account, linkedFees(facts, found));
+    await ctx.lock.confirmHeld(client);
+    return changed;
+  });
 }
 
 /** Payments that grew older than the grace since the last run, and the open unpaid_effect findings again. */

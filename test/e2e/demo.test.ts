@@ -17,6 +17,16 @@ describe('sweeper demo', () => {
     expect(out).toMatch(
       /a double click: two identical requests at once → charged \+ in_progress; its retry → replayed, one charge/,
     );
+    // A payout that reconciles to the cent, and the fees it puts on the payment rows (seed 3).
+    const [, payoutId, paid] =
+      /Stripe pays the account's balance out automatically: payout (po_\w+), ([\d.]+) USD, 8 charges less their fees/.exec(
+        out,
+      ) ?? [];
+    expect(payoutId).toBeDefined();
+    expect(out).toContain(
+      `payout ${payoutId}, ${paid} USD: 8 balance transactions net ${paid} USD, residual 0.00 USD; 8 of its charge, refund and dispute transactions linked to their payment rows`,
+    );
+    expect(out).toMatch(/fees recorded on 8 payment rows, e.g\. last-week 15\.30 USD: fee 0\.74 USD, net 14\.56 USD;/);
     expect(out).toMatch(/Left for a person, and why:/);
     // Each open finding: why, then what to do (the runbook's action, not the reason again).
     const unattributed = /#\d+ unattributed_charge: (.+)\.\n\s+→ to do: (.+)/.exec(out);

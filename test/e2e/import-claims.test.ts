@@ -63,6 +63,18 @@ describe('sweeper import-claims', () => {
          FROM idempotency_keys`,
     );
     expect(rows[0]).toEqual({ n: many, keys: many, min: 1000, ok: true });
+    // What it loaded has planner statistics at once (docs/operations.md "Planner statistics").
+    const { rows: analysed } = await db.pool.query(
+      `SELECT s.relname FROM pg_stat_user_tables s
+        WHERE (s.relname = 'idempotency_key_directory' OR s.relid IN (SELECT tableoid FROM idempotency_keys))
+          AND s.last_analyze IS NOT NULL ORDER BY 1`,
+    );
+    const { rows: written } = await db.pool.query(
+      `SELECT DISTINCT tableoid::regclass::text AS relname FROM idempotency_keys
+       UNION SELECT 'idempotency_key_directory' ORDER BY 1`,
+    );
+    expect(written.length).toBeGreaterThan(1);
+    expect(analysed).toEqual(written);
     const again = await runCli(['import-claims', '--csv', file, '--json'], env());
     expect(JSON.parse(again.stdout)).toEqual({
       read: many,

@@ -353,3 +353,25 @@ describe('a first scheduled run on a fresh database with days of history', () =>
     expect(text.stdout).toMatch(/^late changes: \d+ events, \d+ charges re-read and judged/m);
   }, 120_000);
 });
+
+describe('payment rows another writer bulk-loaded, not yet analysed', () => {
+  it('a run analyses the table before its first slice (docs/operations.md "Planner statistics")', async () => {
+    const db = await database();
+    await db.pool.query('ALTER TABLE payments SET (autovacuum_enabled = off)');
+    // Five days old: before the run's window, so only its statistics check reads them.
+    const at = `'${ago(5 * DAY).toISOString()}'::timestamptz`;
+    await db.pool.query(
+      `INSERT INTO payments (charge_id, tenant_id, idempotency_key, amount, currency, status, created_at, updated_at)
+       SELECT 'ch_restored_' || i, 'shop', 'restored-' || i, 1000, 'usd', 'succeeded', ${at} - i * interval '1 second', ${at}
+         FROM generate_series(1, 5000) AS i;
+       SELECT pg_stat_force_next_flush();`,
+    );
+    const analysed = () =>
+      rows(db, `SELECT last_analyze IS NOT NULL AS analysed FROM pg_stat_user_tables WHERE relname = 'payments'`);
+    expect(await analysed()).toEqual([{ analysed: false }]);
+
+    const result = await runCli(['run', '--json'], env(db, { STRIPE_API_BASE: double.url }));
+    expect(result.code, result.stderr).toBe(0);
+    expect(await analysed()).toEqual([{ analysed: true }]);
+  }, 120_000);
+});

@@ -1,8 +1,10 @@
+import { Writable } from 'node:stream';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, type Pool } from '../../src/db/pool.js';
-import { silentLogger } from '../../src/log.js';
+import { createLogger, silentLogger } from '../../src/log.js';
+import { freshenStatistics } from '../../src/db/statistics.js';
 import { applyPlan, approvePlan, makePlan } from '../../src/plans/index.js';
 import { sweep, sweepOptions } from '../../src/sweep/sweep.js';
 import { runCli } from '../support/cli.js';
@@ -145,5 +147,33 @@ describe('the least-privilege runtime role', () => {
       `SELECT count(*)::int AS n FROM pg_class WHERE relname LIKE 'stripe_charges_p21%'`,
     );
     expect(rows[0].n).toBe(0);
+  });
+
+  it('may not analyse the tables it reads: a stale one gets one log line, and the run goes on', async () => {
+    // Rows another writer loaded, not yet analysed (autovacuum off, so they stay so).
+    await db.pool.query('ALTER TABLE payment_refunds SET (autovacuum_enabled = off)');
+    await db.pool.query(
+      `INSERT INTO payment_refunds (refund_id, charge_id, amount, currency, status, created_at, updated_at)
+       SELECT 're_' || i, 'ch_' || i, 1, 'usd', 'succeeded', now(), now() FROM generate_series(1, 2000) AS i;
+       -- Its counts in the shared statistics now, not at the session's next report (up to seconds later).
+       SELECT pg_stat_force_next_flush();`,
+    );
+    const lines: Array<Record<string, unknown>> = [];
+    const destination = new Writable({
+      write(chunk: Buffer, _e, done) {
+        for (const l of chunk.toString().trim().split('\n')) lines.push(JSON.parse(l) as Record<string, unknown>);
+        done();
+      },
+    });
+    const result = await freshenStatistics(runtime, createLogger({ destination, level: 'info' }));
+    expect(result).toEqual({ analysed: [], refused: ['payment_refunds'] });
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ level: 40, event: 'statistics_not_analysed', tables: ['payment_refunds'] });
+    const { rows } = await db.pool.query(
+      `SELECT last_analyze FROM pg_stat_user_tables WHERE relid = 'payment_refunds'::regclass`,
+    );
+    expect(rows[0].last_analyze).toBeNull();
+    // The owner may: the same check analyses it.
+    await expect(freshenStatistics(db.pool, silentLogger())).resolves.toMatchObject({ analysed: ['payment_refunds'] });
   });
 });

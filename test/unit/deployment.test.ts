@@ -144,6 +144,24 @@ describe('Kubernetes manifests', () => {
     }
   });
 
+  it('every sweep pod gets the memory and V8 settings the pod benchmark measures (bench/e2e-pod-memory.ts)', async () => {
+    const all = await manifests();
+    const sweeps = all.filter((m) => ['cronjob.yaml', 'sharded-cronjob.yaml', 'backfill-job.yaml'].includes(m.file));
+    expect(sweeps).toHaveLength(3);
+    const settings = sweeps.map(({ doc }) => ({
+      memory: get(containerOf(doc), 'resources.limits.memory'),
+      request: get(containerOf(doc), 'resources.requests.memory'),
+      nodeOptions: envOf(doc).find((e) => e.name === 'NODE_OPTIONS')?.value,
+    }));
+    // The benchmark reads the CronJob's; the others must not drift from it.
+    expect(settings[0]).toEqual({
+      memory: '256Mi',
+      request: '256Mi',
+      nodeOptions: expect.stringMatching(/--max-old-space-size=\d+/),
+    });
+    for (const s of settings) expect(s).toEqual(settings[0]);
+  });
+
   it('the backfill waits for a scheduled run (--wait) and leaves findings to the alerts', async () => {
     const { doc } = (await manifests()).find((m) => m.file === 'backfill-job.yaml')!;
     const args = argsOf(doc);

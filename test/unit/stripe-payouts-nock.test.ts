@@ -121,6 +121,72 @@ describe('Stripe payouts adapter', () => {
     ]);
   });
 
+  it("lists a large payout's transactions by created sub-windows at once, each exactly once", async () => {
+    // 1,050 transactions over two days, newest first by (created, id) as Stripe lists them.
+    const all_ = Array.from({ length: 1_050 }, (_, i) => ({
+      id: `txn_${String(i).padStart(5, '0')}`,
+      created: 1_773_000_000 + Math.floor((i * 172_800) / 1_050),
+    })).sort((a, b) => b.created - a.created || (a.id < b.id ? 1 : -1));
+    const asked: Array<Record<string, string>> = [];
+    let inFlight = 0;
+    let mostInFlight = 0;
+    nock(STRIPE_ORIGIN)
+      .get('/v1/balance_transactions')
+      .query(true)
+      .times(40)
+      .reply(async function () {
+        const q = Object.fromEntries(new URLSearchParams(this.req.path.slice(this.req.path.indexOf('?') + 1)));
+        asked.push(q);
+        inFlight += 1;
+        mostInFlight = Math.max(mostInFlight, inFlight);
+        await new Promise((resolve) => setImmediate(resolve));
+        inFlight -= 1;
+        const gte = Number(q['created[gte]'] ?? 0);
+        const lt = Number(q['created[lt]'] ?? Number.POSITIVE_INFINITY);
+        let rows = all_.filter((t) => t.created >= gte && t.created < lt);
+        if (q.starting_after) rows = rows.slice(rows.findIndex((t) => t.id === q.starting_after) + 1);
+        const page = rows.slice(0, Number(q.limit));
+        return [
+          200,
+          list(
+            page.map((t) => txn(t.id, { created: t.created })),
+            rows.length > page.length,
+          ),
+        ];
+      });
+    const read = await all(payouts().payoutTransactions('platform', 'po_big'));
+    nock.cleanAll(); // the interceptor's unused repetitions
+    expect(read.map((t) => t.id).sort()).toEqual(all_.map((t) => t.id).sort());
+    expect(new Set(read.map((t) => t.id)).size).toBe(1_050);
+    expect(asked.every((q) => q.payout === 'po_big' && q['expand[0]'] === 'data.source' && q.limit === '100')).toBe(
+      true,
+    );
+    // The first request has no created filter: a payout's transactions have no known bounds.
+    expect(asked[0]).not.toHaveProperty('created[gte]');
+    expect(asked[0]).not.toHaveProperty('created[lt]');
+    expect(mostInFlight).toBeGreaterThan(1);
+    // 11 pages of data; the splits cost a few partial pages, never a page per halving from 1970.
+    expect(asked.length).toBeGreaterThanOrEqual(11);
+    expect(asked.length).toBeLessThanOrEqual(20);
+  });
+
+  it("a payout's listing whose cursor does not advance fails, naming the payout", async () => {
+    nock(STRIPE_ORIGIN)
+      .get('/v1/balance_transactions')
+      .query(true)
+      .times(20)
+      .reply(function () {
+        const q = new URLSearchParams(this.req.path.slice(this.req.path.indexOf('?') + 1));
+        if (q.get('starting_after') === 'txn_a') return [200, list([txn('txn_a', { created: 10 })], true)];
+        if (!q.has('created[lt]'))
+          return [200, list([txn('txn_b', { created: 10 }), txn('txn_a', { created: 10 })], true)];
+        return [200, list([])];
+      });
+    const error = await failure(all(payouts().payoutTransactions('acct_2', 'po_1')));
+    nock.cleanAll();
+    expect(error.message).toContain('the balance transactions of po_1 of acct_2 cannot be listed');
+  });
+
   it('403 on payouts names Payouts read; on balance transactions, Balance read', async () => {
     nock(STRIPE_ORIGIN).get('/v1/payouts').query(true).reply(403, FORBIDDEN('rak_payout_read'));
     const noPayouts = await failure(all(payouts().listPayouts('platform', { from: FROM, to: TO })));
@@ -133,6 +199,20 @@ describe('Stripe payouts adapter', () => {
     expect(noBalance).toBeInstanceOf(MissingReadPermissionError);
     expect(noBalance.message).toContain('may not read balance transactions of account acct_9 (403)');
     expect(noBalance.message).toContain('Balance read permission (rak_balance_read)');
+  });
+
+  it('retries spent on 429s: one line naming the listing and the account', async () => {
+    const limited = { error: { type: 'rate_limit_error', message: 'Too many requests.', code: 'rate_limit' } };
+    nock(STRIPE_ORIGIN).get('/v1/payouts').query(true).times(2).reply(429, limited);
+    const listing = await failure(all(payouts().listPayouts('acct_4', { from: FROM, to: TO })));
+    expect(listing.message).toMatch(
+      /^the payouts listing of acct_4 could not be read: gave up after 2 attempts, the last: HTTP 429/,
+    );
+    nock(STRIPE_ORIGIN).get('/v1/balance_transactions').query(true).times(2).reply(429, limited);
+    const txns = await failure(all(payouts().payoutTransactions('acct_4', 'po_7')));
+    expect(txns.message).toMatch(
+      /^the balance transactions of po_7 of acct_4 could not be listed: gave up after 2 attempts, the last: HTTP 429/,
+    );
   });
 
   it('a transaction that cannot be summed fails the listing, naming it', async () => {

@@ -6,6 +6,7 @@ import { importClaims, type ClaimImportRow, type ImportProgress } from '../../cl
 import type { ResponseOutcome } from '../../claims/claim-store.js';
 import { loadConfig } from '../../config.js';
 import { checkout, type Pool } from '../../db/pool.js';
+import { analyseTables } from '../../db/statistics.js';
 import { parseInstant } from '../../time/instant.js';
 import { UsageError, withDatabase, writeJson } from '../context.js';
 import { ExitCode } from '../exit.js';
@@ -20,6 +21,8 @@ import { forOperator } from '../../log.js';
 const COLUMNS =
   'tenant_id, key, status, created_at, account_id, response_status, response_body, response_outcome, amount, currency, request_fingerprint';
 const MAX_BATCH = 5_000;
+/** The tables an import writes: analysed after it. */
+const IMPORTED_TABLES = ['idempotency_keys', 'idempotency_key_directory'];
 
 interface Flags {
   csv?: string;
@@ -92,6 +95,8 @@ async function runImport(flags: Flags): Promise<number> {
     });
     if (rejected.length > 20) writeErrorLine(`… and ${rejected.length - 20} more rows refused`);
     logger.info({ ...result }, 'import finished');
+    // What it wrote gets planner statistics now, not at autovacuum's next pass (src/db/statistics.ts).
+    if (result.imported > 0) await analyseTables(pool, logger, IMPORTED_TABLES);
     return printImport(result, Boolean(flags.json));
   }, config);
 }

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { alertConfigFromEnv, type AlertConfig } from '../../alerts/index.js';
 import { loadConfig, requireStripeApiKey, type Config } from '../../config.js';
 import type { Pool } from '../../db/pool.js';
+import { freshenStatistics } from '../../db/statistics.js';
 import { forOperator, type Logger } from '../../log.js';
 import {
   metricsConfigFromEnv,
@@ -176,6 +177,8 @@ async function sweepCommand(command: SweepCommand, pool: Pool, logger: Logger): 
     shares: shard?.count ?? 1,
     metadataKeys: config.metadataKeys,
   });
+  // Bulk-loaded rows without planner statistics: analysed before the first slice (src/db/statistics.ts).
+  await freshenStatistics(pool, logger);
   const selection = await accountsOf(command, pool, logger, provider.listAccounts);
   const accounts = selection.accounts;
   if (accounts.length === 0 && !selection.listingError) {

@@ -7,20 +7,24 @@ import {
   BALANCE_READ,
   MissingReadPermissionError,
   MissingStripePermissionError,
+  PageFetchError,
   PAYOUTS_READ,
   type ReadPermission,
 } from './errors.js';
 import { STRIPE_MAX_PAGE_SIZE } from './limits.js';
+import { DEFAULT_CONCURRENCY } from './list-charges.js';
+import { listTransactionWindows, type FetchTransactionPage } from './payout-listing.js';
 import { CURRENCY, STRIPE_ID } from './normalize.js';
 import { accountCalls, type RetryDeps } from './page-source.js';
-import type { RequestBudget } from './rate-budget.js';
+import { RateBudget, type RequestBudget } from './rate-budget.js';
 
 /**
  * Payouts for the sweep (docs/judgement.md "Payouts and fees"): an account's payouts
  * listed by `created` (`GET /v1/payouts`, a page of 100 at a time), and an automatic
  * payout's balance transactions (`GET /v1/balance_transactions?payout=…`, pages of 100,
  * `expand[]=data.source` so a refund's or a dispute's charge comes with it instead of one
- * request each), under the process's rate budget and the lister's retry rules. Anything
+ * request each, listed by `created` sub-windows at once: payout-listing.ts), under the
+ * process's rate budget and the lister's retry rules. Anything
  * Stripe returns that cannot be read fails the call, naming it: a payout is never summed
  * from part of its transactions.
  */
@@ -124,10 +128,17 @@ export function normalizeBalanceTransaction(raw: unknown): NormalizedBalanceTran
 export interface StripePayoutsDeps {
   stripe: Stripe;
   budget?: RequestBudget;
+  /** The balance transactions listing's budget (default: `budget`). */
+  transactionsBudget?: RequestBudget;
+  /** Sub-windows of one payout's balance transactions listed at once. */
+  concurrency?: number;
   counters?: StripeListCounters;
   retry?: RetryDeps['policy'];
   sleep?: RetryDeps['sleep'];
 }
+
+/** A guard against a cursor handed out forever: 10 million transactions in one payout. */
+const MAX_TRANSACTION_PAGES = 100_000;
 
 interface ListAnswer {
   data: unknown[];
@@ -155,6 +166,10 @@ export function createStripePayouts(deps: StripePayoutsDeps): PayoutSource {
       } catch (error) {
         if (error instanceof MissingStripePermissionError)
           throw new MissingReadPermissionError(error.account, what, stripeSaid(error.message));
+        if (error instanceof PageFetchError)
+          throw new Error(`the ${what.noun} listing of ${account} could not be read: ${error.message}`, {
+            cause: error,
+          });
         throw error;
       }
       if (!Array.isArray(page.data) || typeof page.has_more !== 'boolean')
@@ -180,18 +195,49 @@ export function createStripePayouts(deps: StripePayoutsDeps): PayoutSource {
         yield data.map((raw) => normalizePayout(raw, accountIdOf(account)));
     },
     async *payoutTransactions(account: string, payoutId: string, signal?: AbortSignal) {
-      const list = (after: string | undefined, options: Stripe.RequestOptions) =>
-        deps.stripe.balanceTransactions.list(
-          {
-            payout: payoutId,
-            limit: STRIPE_MAX_PAGE_SIZE,
-            expand: ['data.source'],
-            ...(after ? { starting_after: after } : {}),
-          },
-          options,
-        ) as unknown as Promise<ListAnswer>;
-      for await (const data of pages(account, BALANCE_READ, list, signal)) yield data.map(normalizeBalanceTransaction);
+      // No spare-capacity check: with a burst of 1 the budget reads as backlogged whenever two
+      // requests leave together, which would stop the splits that keep the listing at the limit.
+      const pages = listTransactionWindows(transactionPages(deps, account, payoutId), {
+        concurrency: Math.max(1, Math.floor(deps.concurrency ?? DEFAULT_CONCURRENCY)),
+        limit: STRIPE_MAX_PAGE_SIZE,
+        maxPages: MAX_TRANSACTION_PAGES,
+        signal,
+        what: `the balance transactions of ${payoutId} of ${account}`,
+      });
+      for await (const data of pages) yield data.map(normalizeBalanceTransaction);
     },
+  };
+}
+
+/** One sub-window's page of a payout's balance transactions (no `created` bound where the window has none). */
+function transactionPages(deps: StripePayoutsDeps, account: string, payoutId: string): FetchTransactionPage {
+  const send = accountCalls({ ...deps, budget: deps.transactionsBudget ?? deps.budget ?? new RateBudget() });
+  return async (task, signal) => {
+    const created = {
+      ...(task.gte > 0 ? { gte: task.gte } : {}),
+      ...(Number.isFinite(task.lt) ? { lt: task.lt } : {}),
+    };
+    const params: Stripe.BalanceTransactionListParams = {
+      payout: payoutId,
+      limit: STRIPE_MAX_PAGE_SIZE,
+      expand: ['data.source'],
+      ...(Object.keys(created).length > 0 ? { created } : {}),
+      ...(task.startingAfter ? { starting_after: task.startingAfter } : {}),
+    };
+    try {
+      return (await send(
+        { account: accountIdOf(account), run: (options) => deps.stripe.balanceTransactions.list(params, options) },
+        signal,
+      )) as ListAnswer;
+    } catch (error) {
+      if (error instanceof MissingStripePermissionError)
+        throw new MissingReadPermissionError(error.account, BALANCE_READ, stripeSaid(error.message));
+      if (error instanceof PageFetchError)
+        throw new Error(`the balance transactions of ${payoutId} of ${account} could not be listed: ${error.message}`, {
+          cause: error,
+        });
+      throw error;
+    }
   };
 }
 

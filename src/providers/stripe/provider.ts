@@ -115,7 +115,12 @@ export function createStripeProvider(options: StripeProviderOptions): StripeProv
       createEventReader({ stripe, budget: budgets.endpoint('GET /v1/events'), retrieveBudget, counters }),
     ),
     listRefunds: refunds.listRefunds,
-    payouts: createStripePayouts({ stripe, budget: budgets.endpoint('GET /v1/payouts'), counters }),
+    payouts: createStripePayouts({
+      stripe,
+      budget: budgets.endpoint('GET /v1/payouts'),
+      transactionsBudget: budgets.endpoint('GET /v1/balance_transactions'),
+      counters,
+    }),
     evidence: {
       ...createStripeEvidence({
         stripe,

@@ -3,7 +3,7 @@ import { accountIdOf } from '../../domain/identity.js';
 import type { MalformedCharge, NormalizedRefund, RefundPage, RefundSource } from '../../sweep/provider.js';
 import type { TimeWindow } from '../../sweep/window.js';
 import type { StripeListCounters } from './counters.js';
-import { MissingReadPermissionError, MissingStripePermissionError, REFUNDS_READ } from './errors.js';
+import { MissingReadPermissionError, MissingStripePermissionError, PageFetchError, REFUNDS_READ } from './errors.js';
 import { STRIPE_MAX_PAGE_SIZE } from './limits.js';
 import {
   CURRENCY,
@@ -15,6 +15,7 @@ import {
 } from './normalize.js';
 import { accountCalls, type RetryDeps } from './page-source.js';
 import type { RequestBudget } from './rate-budget.js';
+import { describeAccount, describeRange } from './window.js';
 
 /**
  * Refunds for the sweep (docs/judgement.md "Refunds the application makes"): listed by
@@ -119,7 +120,14 @@ export function createStripeRefunds(deps: StripeRefundsDeps): {
             options,
           ),
         signal,
-      );
+      ).catch((error: unknown) => {
+        // Retries spent: the line says whose refunds and which range, as a charges listing does.
+        if (!(error instanceof PageFetchError)) throw error;
+        throw new Error(
+          `refunds of ${describeAccount(accountIdOf(account))} created in ${describeRange(created)} could not be listed: ${error.message}`,
+          { cause: error },
+        );
+      });
       yield readPage(page.data, account);
       const last = page.data.at(-1);
       if (!page.has_more) return;

@@ -37,6 +37,11 @@ export interface PlanOptions {
   wantMore: boolean;
   /** Page size; a split is only worth a request when about two pages or more remain. */
   limit: number;
+  /**
+   * Where to split `[gte, created + 1)` instead of its middle (a listing with no real
+   * lower bound: see payout-listing.ts); kept to `gte < m <= created`.
+   */
+  splitPoint?: (gte: number, created: number, page: PageOutline) => number;
 }
 
 export type Plan = { ok: true; tasks: SubWindowTask[]; split: boolean } | { ok: false; problem: string };
@@ -56,7 +61,8 @@ export function planNext(task: SubWindowTask, page: PageOutline, options: PlanOp
   if (!options.wantMore || created === task.gte || !worthSplitting(task, page, created, options.limit)) {
     return { ok: true, tasks: [continued], split: false };
   }
-  const mid = splitPoint(task.gte, created);
+  const chosen = options.splitPoint?.(task.gte, created, page) ?? splitPoint(task.gte, created);
+  const mid = Math.min(created, Math.max(task.gte + 1, Math.floor(chosen)));
   return {
     ok: true,
     tasks: [

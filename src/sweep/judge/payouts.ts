@@ -131,16 +131,24 @@ export function judgePayout(
       continue;
     }
     out.linked += 1;
-    if (t.type === 'charge' && t.sourceId !== null)
-      out.fees.push({
-        chargeId: t.sourceId,
-        fee: t.fee,
-        net: t.net,
-        settlementCurrency: t.currency,
-        exchangeRate: t.exchangeRate,
-      });
+    const fee = feeOf(t);
+    if (fee) out.fees.push(fee);
   }
   return out;
+}
+
+/** What a charge transaction's payment row records: its fee, net, settlement currency and rate. */
+function feeOf(t: PayoutTransactionFact): FeeRecord | null {
+  if (t.type !== 'charge' || t.sourceId === null) return null;
+  return { chargeId: t.sourceId, fee: t.fee, net: t.net, settlementCurrency: t.currency, exchangeRate: t.exchangeRate };
+}
+
+/**
+ * The fees of the charge transactions among `txns` that have a payment row: Stripe's facts,
+ * the same whichever page of the payout they come on (judgePayout's `fees` for all of them).
+ */
+export function linkedFees(txns: readonly PayoutTransactionFact[], links: PayoutLinks): FeeRecord[] {
+  return txns.flatMap((t) => (linkOf(t, links) === 'linked' ? (feeOf(t) ?? []) : []));
 }
 
 /**
