@@ -105,6 +105,15 @@ async function settledReapedTicks(url: string, database: string, postmaster: num
   return last;
 }
 
+/**
+ * CPU a live process of this machine has spent so far (utime + stime), in seconds; null
+ * when it cannot be read (not Linux, or a server on another machine).
+ */
+export function processCpuS(pid: number): number | null {
+  const stat = procStat(pid);
+  return stat ? (Number(stat[11]) + Number(stat[12])) / TICKS : null; // fields 14 and 15
+}
+
 /** CPU of a process's children that have exited and been waited for (cutime + cstime), in ticks. */
 function reapedTicks(pid: number): number | null {
   const stat = procStat(pid);

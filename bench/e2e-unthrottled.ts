@@ -4,9 +4,11 @@
  * same 3 days, against the Stripe double with no latency and no limit, and
  * SWEEPER_STRIPE_RATE = 1000 (BENCH_UNTHROTTLED_RATE; the most the sweeper accepts).
  *
- * - wall time of the largest against the floor: JSON decode of the same pages (parsed
- *   here, in-process) + COPY of the same rows into a table shaped like stripe_charges
- *   (pg-copy-streams);
+ * - wall time of the largest against the floor (floor.ts): JSON decode of the same pages
+ *   (parsed here, in-process) + COPY of the same rows into a table shaped like
+ *   stripe_charges (pg-copy-streams);
+ * - its CPU against the floor's CPU: (sweep + PostgreSQL) over (the decode's CPU + the
+ *   COPY's server process's CPU), the issue 29 goal;
  * - peak RSS of the sweeper process at each size;
  * - the CPU each party spent at each size (sweep, PostgreSQL, the Stripe double, the
  *   machine's idle time: cpu-parties.ts), and (sweep + PostgreSQL) / cores against the floor;
@@ -21,8 +23,6 @@
  * The same mix as the rate-limited run (90% matched, 10% findings or repairs).
  * Run with `npm run bench -- e2e-unthrottled` (BENCH_SCALE=0.05: 500, 5,000 and 50,000).
  */
-import { from as copyFrom } from 'pg-copy-streams';
-import pg from 'pg';
 import { startStripeDouble } from '../testkit/stripe-double/index.js';
 import { readStatements, resetStatements, startBenchServer } from './pg-server.js';
 import {
@@ -50,10 +50,10 @@ import {
   sweeperEnv,
   sweeperOverrides,
   memoryLimitSetting,
-  type SeededSet,
 } from './e2e-support.js';
 import { writeResult } from './support.js';
 import { countCpu } from './cpu-parties.js';
+import { measureFloor } from './floor.js';
 import { MINUTE_MS } from '../src/time/units.js';
 
 const SIZES = [scaled(10_000), scaled(100_000), scaled(1_000_000)];
@@ -157,6 +157,11 @@ try {
       last.cpu_parties.sweep_and_postgres_over_cores_s === null
         ? null
         : round(last.cpu_parties.sweep_and_postgres_over_cores_s / f.floor_s, 2),
+    // The CPU goal (issue 29): (sweep + PostgreSQL CPU) over the floor's CPU (decode + the COPY's server process).
+    cpu_over_floor_cpu:
+      last.cpu_parties.sweep_s === null || last.cpu_parties.postgres_s === null || f.cpu_s === null
+        ? null
+        : round((last.cpu_parties.sweep_s + last.cpu_parties.postgres_s) / f.cpu_s, 2),
     rss: {
       by_size_mb: Object.fromEntries(sizes.map((s) => [s.charges, s.max_rss_mb])),
       largest_over_smallest: last.max_rss_mb && first.max_rss_mb ? round(last.max_rss_mb / first.max_rss_mb, 2) : null,
@@ -177,6 +182,7 @@ try {
           : ''),
     ),
     `  floor at ${last.charges.toLocaleString('en')}: decode ${f.decode_s} s + COPY ${f.copy_s} s = ${f.floor_s} s; wall / floor = ${result.wall_over_floor}`,
+    `  floor CPU at ${last.charges.toLocaleString('en')}: decode ${f.decode_cpu_s} s + COPY (server) ${f.copy_cpu_s} s = ${f.cpu_s} s; (sweep + PostgreSQL CPU) / floor CPU = ${result.cpu_over_floor_cpu}`,
     `  CPU at ${last.charges.toLocaleString('en')}: sweep ${last.cpu_parties.sweep_s} s, PostgreSQL ${last.cpu_parties.postgres_s} s, Stripe double ${last.cpu_parties.stripe_double_s} s; machine busy ${last.cpu_parties.machine_busy_s} s, idle ${last.cpu_parties.machine_idle_s} s on ${last.cpu_parties.cores} cores; (sweep + PostgreSQL) / cores = ${last.cpu_parties.sweep_and_postgres_over_cores_s} s = ${result.cpu_bound_over_floor}x the floor`,
     `  peak RSS ${last.charges.toLocaleString('en')} / ${first.charges.toLocaleString('en')}: ${result.rss.largest_over_smallest}`,
     `  scheduled run of ${NEW_CHARGES.toLocaleString('en')} new charges (median of ${REPEATS}): over ${last.charges.toLocaleString('en')} ${large.median_wall_s} s, over ${first.charges.toLocaleString('en')} ${small.median_wall_s} s = ${result.scheduled.large_over_small}x`,
@@ -254,146 +260,4 @@ async function scheduledRun(
     median_wall_s: walls[Math.floor(walls.length / 2)] as number,
     runs,
   };
-}
-
-/**
- * The floor of a backfill of `set`: every page of its window fetched from the double
- * (untimed), each decoded with JSON.parse (timed), its charges turned into mirror rows
- * (untimed), and all the rows loaded with one COPY into a table shaped like
- * stripe_charges (LIKE … INCLUDING ALL: its columns, primary key and indexes, one
- * partition) (timed).
- */
-async function measureFloor(dbUrl: string, apiBase: string, set: SeededSet) {
-  log(`floor: fetching and decoding the ${set.n.toLocaleString('en')} charges' pages`);
-  const client = new pg.Client({ connectionString: dbUrl });
-  await client.connect();
-  try {
-    const { rows: columns } = await client.query<{
-      column_name: string;
-      is_nullable: string;
-      column_default: string | null;
-    }>(
-      `SELECT column_name, is_nullable, column_default FROM information_schema.columns
-        WHERE table_schema = current_schema() AND table_name = 'stripe_charges' ORDER BY ordinal_position`,
-    );
-    const fetchedAt = new Date().toISOString();
-    const chunks: Buffer[] = [];
-    let decodeMs = 0;
-    let fetchMs = 0;
-    let pages = 0;
-    let bytes = 0;
-    let charges = 0;
-    let after: string | undefined;
-    const gte = Math.floor(set.from.getTime() / 1000);
-    const lt = Math.floor(set.to.getTime() / 1000);
-    for (;;) {
-      const t0 = performance.now();
-      const response = await fetch(
-        `${apiBase}/v1/charges?limit=100&created[gte]=${gte}&created[lt]=${lt}${after ? `&starting_after=${after}` : ''}`,
-        {
-          headers: { authorization: 'Bearer sk_test_bench' },
-        },
-      );
-      const body = Buffer.from(await response.arrayBuffer());
-      fetchMs += performance.now() - t0;
-      const t1 = performance.now();
-      const page = JSON.parse(body.toString('utf8')) as { data: Array<Record<string, unknown>>; has_more: boolean };
-      decodeMs += performance.now() - t1;
-      pages += 1;
-      bytes += body.length;
-      charges += page.data.length;
-      chunks.push(Buffer.from(page.data.map((c) => mirrorRow(c, columns, fetchedAt)).join('')));
-      if (!page.has_more || page.data.length === 0) break;
-      after = String(page.data.at(-1)?.id);
-    }
-    if (charges !== set.n) throw new Error(`floor: listed ${charges} charges, seeded ${set.n}`);
-
-    await client.query('DROP TABLE IF EXISTS bench_copy_floor');
-    await client.query('CREATE TABLE bench_copy_floor (LIKE stripe_charges INCLUDING ALL)');
-    log(
-      `floor: COPY of ${charges.toLocaleString('en')} rows (${round(chunks.reduce((n, c) => n + c.length, 0) / 1e6, 1)} MB of text)`,
-    );
-    const t2 = performance.now();
-    const stream = client.query(
-      copyFrom(`COPY bench_copy_floor (${columns.map((c) => `"${c.column_name}"`).join(', ')}) FROM STDIN`),
-    );
-    await new Promise<void>((resolve, reject) => {
-      stream.on('error', reject);
-      stream.on('finish', () => resolve());
-      let k = 0;
-      const write = () => {
-        while (k < chunks.length) {
-          if (!stream.write(chunks[k++])) {
-            stream.once('drain', write);
-            return;
-          }
-        }
-        stream.end();
-      };
-      write();
-    });
-    const copyMs = performance.now() - t2;
-    const copied = Number((await client.query('SELECT count(*) AS n FROM bench_copy_floor')).rows[0].n);
-    await client.query('DROP TABLE bench_copy_floor');
-    if (copied !== charges) throw new Error(`floor: COPY loaded ${copied} rows of ${charges}`);
-    const floor = {
-      charges,
-      pages,
-      megabytes: round(bytes / 1e6, 1),
-      fetch_s: round(fetchMs / 1000, 2),
-      decode_s: round(decodeMs / 1000, 2),
-      copy_s: round(copyMs / 1000, 2),
-      floor_s: round((decodeMs + copyMs) / 1000, 2),
-      how: 'JSON.parse of each page body (utf-8 decode included) + one COPY FROM STDIN (pg-copy-streams) into LIKE stripe_charges INCLUDING ALL',
-    };
-    log(`floor: decode ${floor.decode_s} s + COPY ${floor.copy_s} s = ${floor.floor_s} s`);
-    return floor;
-  } finally {
-    await client.end();
-  }
-}
-
-/** One mirror row in COPY text format, from a charge as the API returns it. */
-function mirrorRow(
-  c: Record<string, unknown>,
-  columns: Array<{ column_name: string; is_nullable: string; column_default: string | null }>,
-  fetchedAt: string,
-): string {
-  const metadata = (c.metadata ?? {}) as Record<string, string>;
-  const value = (name: string): unknown => {
-    switch (name) {
-      case 'account':
-        return 'platform';
-      case 'charge_id':
-        return c.id;
-      case 'created':
-        return new Date(Number(c.created) * 1000).toISOString();
-      case 'payment_intent_id':
-        return c.payment_intent;
-      case 'tenant_id':
-        return metadata.tenant_id ?? null;
-      case 'idempotency_key':
-        return metadata.idempotency_key ?? null;
-      case 'reference':
-        return metadata[process.env.SWEEPER_METADATA_REFERENCE_KEY ?? 'order_id'] ?? null;
-      case 'card_fingerprint': {
-        const details = c.payment_method_details as { card?: { fingerprint?: string } } | null | undefined;
-        return details?.card?.fingerprint ?? null;
-      }
-      case 'fetched_at':
-        return fetchedAt;
-      default:
-        if (name in c) return c[name];
-        throw new Error(
-          `floor: no value for stripe_charges.${name}; teach bench/e2e-unthrottled.ts mirrorRow about it`,
-        );
-    }
-  };
-  return `${columns.map((col) => text(value(col.column_name))).join('\t')}\n`;
-}
-
-function text(v: unknown): string {
-  if (v === null || v === undefined) return '\\N';
-  if (typeof v === 'boolean') return v ? 't' : 'f';
-  return String(v).replace(/\\/g, '\\\\').replace(/\t/g, '\\t').replace(/\n/g, '\\n').replace(/\r/g, '\\r');
 }

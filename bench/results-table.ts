@@ -89,6 +89,15 @@ if (un) {
       `sweep ${fmt(cpu.sweep_s)} s + PostgreSQL ${fmt(cpu.postgres_s)} s over ${cpu.cores} cores = ${fmt(cpu.sweep_and_postgres_over_cores_s)} s; the Stripe double ${fmt(cpu.stripe_double_s)} s; the machine busy ${fmt(cpu.machine_busy_s)} s, idle ${fmt(cpu.machine_idle_s)} s`,
     ]);
   }
+  if (cpu && f.cpu_s !== undefined && f.cpu_s !== null && un.cpu_over_floor_cpu !== null) {
+    rows.push([
+      `${chargesLabel(last.charges)}: (sweep + PostgreSQL CPU) / floor CPU (the decode's CPU + the \`COPY\`'s in PostgreSQL), the same run`,
+      `**${fmt(un.cpu_over_floor_cpu)}×**`,
+      '≤ 3×',
+      met(un.cpu_over_floor_cpu <= 3),
+      `sweep ${fmt(cpu.sweep_s)} s + PostgreSQL ${fmt(cpu.postgres_s)} s = ${fmt(cpu.sweep_s + cpu.postgres_s)} s vs decode ${fmt(f.decode_cpu_s)} s + \`COPY\` ${fmt(f.copy_cpu_s)} s = ${fmt(f.cpu_s)} s (the \`COPY\`'s client side ${fmt(f.copy_client_cpu_s)} s, not counted)`,
+    ]);
+  }
   rows.push([
     `peak RSS of the sweep process, ${chargesLabel(last.charges)} charges vs ${chargesLabel(first.charges)}`,
     `**${fmt(un.rss.largest_over_smallest)}×**`,
@@ -454,7 +463,7 @@ if (rl) {
 if (un) {
   const set = un.settings as Json;
   lines.push(
-    `- **Unthrottled** (bench/e2e-unthrottled.ts): ${(set.sizes as number[]).map((n) => n.toLocaleString('en')).join(', ')} charges over ${set.window.from} .. ${set.window.to}, no latency, no limit, \`SWEEPER_STRIPE_RATE=${set.sweeper_stripe_rate}\` (the largest value the sweeper accepts: ${fmt(set.client_budget_floor_s, 1)} s for the largest size by the client's budget alone). Floor: ${un.floor.how}; ${fmt(un.floor.pages, 0)} pages, ${fmt(un.floor.megabytes, 1)} MB.`,
+    `- **Unthrottled** (bench/e2e-unthrottled.ts): ${(set.sizes as number[]).map((n) => n.toLocaleString('en')).join(', ')} charges over ${set.window.from} .. ${set.window.to}, no latency, no limit, \`SWEEPER_STRIPE_RATE=${set.sweeper_stripe_rate}\` (the largest value the sweeper accepts: ${fmt(set.client_budget_floor_s, 1)} s for the largest size by the client's budget alone). Floor: ${un.floor.how}; ${fmt(un.floor.pages, 0)} pages, ${fmt(un.floor.megabytes, 1)} MB.${un.floor.cpu_how ? ` Floor CPU (bench/floor.ts): ${un.floor.cpu_how}; the ratio is the sweep's and PostgreSQL's CPU (below) over it, the backfill and the floor measured in the same run.` : ''}`,
     `- **Scheduled run**: after the backfill, a first \`sweeper run\` (watermark, events cursor, daily deep re-read); then ${set.scheduled_repeats} times, on a copy of that database (\`CREATE DATABASE … TEMPLATE\`) and a double of its own: ${fmt(set.new_charges_per_scheduled_run, 0)} new charges (with their claims and payment rows) inside the next run's window (its overlap), and the timed \`sweeper run\`, which judges exactly those; the median counts.`,
     `- **Peak RSS**: ${(un.sizes as Json[])[0]?.rss_method}. SQL statements: \`pg_stat_statements\` reset before the run, summed over the sweep's database, \`toplevel\` true vs all; pages = \`GET /v1/charges\` answers with 200.`,
     `- **CPU by party** (bench/cpu-parties.ts, Linux): the sweep's user + system time (/usr/bin/time); PostgreSQL's, the CPU of every server process that exited during the run (its backends, autovacuum workers: the postmaster's reaped children); the Stripe double's, the benchmark process's own (it only serves the double while it waits); the machine's busy and idle time from /proc/stat.`,

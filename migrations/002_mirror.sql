@@ -51,16 +51,33 @@ CREATE TABLE stripe_charge_keys (
   created         timestamptz NOT NULL,
   PRIMARY KEY (tenant_id, idempotency_key, account, charge_id, created)
 );
--- `expire` drops the entries of the days it drops from the mirror.
-CREATE INDEX stripe_charge_keys_created ON stripe_charge_keys (created);
+-- `expire` drops the entries of the days it drops from the mirror, reading the whole
+-- table to find them (once a day at most), rather than every charge landed paying for an
+-- index on `created` (src/db/expire.ts).
 
 -- SECURITY DEFINER: the least-privilege runtime role (jobs/sql/least-privilege-role.sql)
 -- writes the mirror, and only reads this table; the entries are written as the owner.
+-- `landed` holds each mirror row once (its primary key is in the entry's): no DISTINCT.
+-- Rows new to the mirror are filed with a plain INSERT: their entries are new too, unless
+-- the mirror lost a row and kept its entry (TRUNCATE), and ON CONFLICT's speculative
+-- insertion costs more per row than the rare retry. On a conflict the subtransaction
+-- rolls back and the entries are filed again with ON CONFLICT DO NOTHING, as rows updated
+-- (read again) always are.
 CREATE FUNCTION sweeper_note_charge_keys() RETURNS trigger
   LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
+  IF TG_OP = 'INSERT' THEN
+    BEGIN
+      INSERT INTO stripe_charge_keys (tenant_id, idempotency_key, account, charge_id, created)
+      SELECT tenant_id, idempotency_key, account, charge_id, created FROM landed
+       WHERE tenant_id IS NOT NULL AND idempotency_key IS NOT NULL;
+      RETURN NULL;
+    EXCEPTION WHEN unique_violation THEN
+      NULL; -- an entry was there already: filed below, skipping those
+    END;
+  END IF;
   INSERT INTO stripe_charge_keys (tenant_id, idempotency_key, account, charge_id, created)
-  SELECT DISTINCT tenant_id, idempotency_key, account, charge_id, created FROM landed
+  SELECT tenant_id, idempotency_key, account, charge_id, created FROM landed
    WHERE tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
   ON CONFLICT DO NOTHING;
   RETURN NULL;
@@ -85,13 +102,24 @@ CREATE TABLE stripe_charge_references (
   charge_id text        NOT NULL,
   PRIMARY KEY (account, tenant_id, reference, created, charge_id)
 );
-CREATE INDEX stripe_charge_references_created ON stripe_charge_references (created);
+-- No index on `created`: `expire` finds the old entries as stripe_charge_keys' above.
 
+-- Filed as stripe_charge_keys' entries are (above).
 CREATE FUNCTION sweeper_note_charge_references() RETURNS trigger
   LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
+  IF TG_OP = 'INSERT' THEN
+    BEGIN
+      INSERT INTO stripe_charge_references (account, tenant_id, reference, created, charge_id)
+      SELECT account, coalesce(tenant_id, ''), reference, created, charge_id FROM landed
+       WHERE reference IS NOT NULL;
+      RETURN NULL;
+    EXCEPTION WHEN unique_violation THEN
+      NULL; -- an entry was there already: filed below, skipping those
+    END;
+  END IF;
   INSERT INTO stripe_charge_references (account, tenant_id, reference, created, charge_id)
-  SELECT DISTINCT account, coalesce(tenant_id, ''), reference, created, charge_id FROM landed
+  SELECT account, coalesce(tenant_id, ''), reference, created, charge_id FROM landed
    WHERE reference IS NOT NULL
   ON CONFLICT DO NOTHING;
   RETURN NULL;

@@ -196,8 +196,18 @@ CREATE FUNCTION public.sweeper_note_charge_keys() RETURNS trigger
     SET search_path TO '$user', 'public'
     AS $$
 BEGIN
+  IF TG_OP = 'INSERT' THEN
+    BEGIN
+      INSERT INTO stripe_charge_keys (tenant_id, idempotency_key, account, charge_id, created)
+      SELECT tenant_id, idempotency_key, account, charge_id, created FROM landed
+       WHERE tenant_id IS NOT NULL AND idempotency_key IS NOT NULL;
+      RETURN NULL;
+    EXCEPTION WHEN unique_violation THEN
+      NULL; -- an entry was there already: filed below, skipping those
+    END;
+  END IF;
   INSERT INTO stripe_charge_keys (tenant_id, idempotency_key, account, charge_id, created)
-  SELECT DISTINCT tenant_id, idempotency_key, account, charge_id, created FROM landed
+  SELECT tenant_id, idempotency_key, account, charge_id, created FROM landed
    WHERE tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
   ON CONFLICT DO NOTHING;
   RETURN NULL;
@@ -208,8 +218,18 @@ CREATE FUNCTION public.sweeper_note_charge_references() RETURNS trigger
     SET search_path TO '$user', 'public'
     AS $$
 BEGIN
+  IF TG_OP = 'INSERT' THEN
+    BEGIN
+      INSERT INTO stripe_charge_references (account, tenant_id, reference, created, charge_id)
+      SELECT account, coalesce(tenant_id, ''), reference, created, charge_id FROM landed
+       WHERE reference IS NOT NULL;
+      RETURN NULL;
+    EXCEPTION WHEN unique_violation THEN
+      NULL; -- an entry was there already: filed below, skipping those
+    END;
+  END IF;
   INSERT INTO stripe_charge_references (account, tenant_id, reference, created, charge_id)
-  SELECT DISTINCT account, coalesce(tenant_id, ''), reference, created, charge_id FROM landed
+  SELECT account, coalesce(tenant_id, ''), reference, created, charge_id FROM landed
    WHERE reference IS NOT NULL
   ON CONFLICT DO NOTHING;
   RETURN NULL;
@@ -880,7 +900,7 @@ CREATE INDEX recon_findings_open_charge ON public.recon_findings USING btree (ac
 
 CREATE INDEX recon_findings_open_reference ON public.recon_findings USING btree (account, reference) WHERE ((state = 'open'::text) AND (reference IS NOT NULL));
 
-CREATE INDEX recon_findings_open_subject ON public.recon_findings USING btree (account, subject) WHERE (state = 'open'::text);
+CREATE INDEX recon_findings_open_subject ON public.recon_findings USING btree ((((account || chr(31)) || subject))) WHERE (state = 'open'::text);
 
 CREATE INDEX recon_payouts_account_arrival ON public.recon_payouts USING btree (account, arrival_date);
 
@@ -901,10 +921,6 @@ CREATE INDEX recon_runs_account_started ON public.recon_runs USING btree (accoun
 CREATE INDEX stripe_balance_transactions_payout ON public.stripe_balance_transactions USING btree (payout_id);
 
 CREATE INDEX stripe_balance_transactions_source ON public.stripe_balance_transactions USING btree (source_id) WHERE (source_id IS NOT NULL);
-
-CREATE INDEX stripe_charge_keys_created ON public.stripe_charge_keys USING btree (created);
-
-CREATE INDEX stripe_charge_references_created ON public.stripe_charge_references USING btree (created);
 
 CREATE INDEX stripe_charges_account_created ON ONLY public.stripe_charges USING btree (account, created);
 

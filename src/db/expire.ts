@@ -87,7 +87,8 @@ export async function expirePartitions(
         }
       }
       // The mirror's key and reference indexes, its refunds and the claims' directory are not
-      // partitioned: their entries of the dropped days go too.
+      // partitioned: their entries of the dropped days go too. The key and reference tables
+      // have no index on `created` (every charge landed would pay for it): read whole here.
       if (!options.dryRun) {
         // The day's first instant in UTC, as the partitions are cut: not the session's time zone.
         const cut = `($1::date)::timestamp AT TIME ZONE 'UTC'`;

@@ -21,6 +21,8 @@ export const SWEEP_TABLES: readonly string[] = [
   'idempotency_key_directory',
   'stripe_charges',
   'stripe_charge_keys',
+  'stripe_charge_references',
+  'recon_findings',
 ];
 
 /** Stale: at least `minChanged` rows inserted, updated or deleted since the last analyse, and more than `share` of the rows it counted (never analysed: any share). */

@@ -130,21 +130,25 @@ export async function closeHealedFindings(
   const keep = args.categories ? CATEGORIES.filter((c) => !args.categories?.includes(c)) : PAYOUT_CATEGORIES;
   // findingKey() is the string the statement builds as category || chr(31) || subject.
   const stillFound = args.findings.map((f) => findingKey(f.category, f.subject));
-  // The open findings are found from the subjects (a probe each in recon_findings_open_subject),
+  // The open findings are found from the subjects (a probe each in recon_findings_open_subject,
+  // by its expression: the one index a planner without statistics cannot mistake for it),
   // never by reading every open finding of the account: their number grows
   // with the history, the subjects of a batch do not. `f.state` is stated again on the row
   // updated: a finding a person closed meanwhile is rechecked there and stays as they left it
-  // (account, category and subject never change). `= ANY(ARRAY(…))` makes the probes one
-  // initplan: as `IN (…)`, a planner with an empty table's statistics re-ran them per open finding.
+  // (account, category and subject never change), as `IS NOT DISTINCT FROM` (state is never
+  // null): `=` would let that planner fetch the rows through an index of open findings, all
+  // of them, instead of by id. `= ANY(ARRAY(…))` makes the probes one initplan: as `IN (…)`,
+  // a planner with an empty table's statistics re-ran them per open finding.
   const result = await db.query(
     `UPDATE recon_findings f
         SET state = 'resolved', closed_at = $4, closed_by = 'sweeper', last_seen_run = $5,
             note = 'no longer found by run ' || $5
       WHERE f.id = ANY(ARRAY(SELECT o.id FROM unnest($2::text[]) AS j(subject)
                               CROSS JOIN LATERAL (SELECT x.id FROM recon_findings x
-                                                   WHERE x.account = $1 AND x.state = 'open' AND x.subject = j.subject
+                                                   WHERE x.account || chr(31) || x.subject = $1 || chr(31) || j.subject
+                                                     AND x.state = 'open'
                                                   OFFSET 0) o))
-        AND f.state = 'open'
+        AND f.state IS NOT DISTINCT FROM 'open'
         AND NOT (f.category || chr(31) || f.subject = ANY($3::text[]))
         -- Judged from the mirror's older read, a charge Stripe returned unreadable has not healed.
         AND NOT (f.details ? 'malformed' AND NOT f.subject = ANY($6::text[]))

@@ -44,6 +44,30 @@ SELECT refs.tenant_id AS group_tenant, refs.reference AS group_reference, ${CHAR
                          AND x.account = $1 AND x.reference = refs.reference
                          AND coalesce(x.tenant_id, '') = refs.tenant_id OFFSET 0) sc`;
 
+/**
+ * The same for a window, where nearly every reference has one charge, the batch's own: a
+ * reference with one entry in stripe_charge_references is that charge alone (a charge is
+ * never without its entry), which cannot be paid twice. It comes back as its group with no
+ * charge read (the columns null): judged, so an open duplicate_effect finding of it is
+ * closed as healed, without reading back a row the batch itself just landed.
+ */
+const windowReferencesSql = (where: string) => `
+WITH refs AS (SELECT DISTINCT coalesce(sc.tenant_id, '') AS tenant_id, sc.reference FROM stripe_charges sc
+               WHERE sc.account = $1 AND ${where} AND sc.reference IS NOT NULL),
+shared AS (SELECT refs.tenant_id, refs.reference,
+                  (SELECT count(*) FROM (SELECT 1 FROM stripe_charge_references cr
+                                          WHERE cr.account = $1 AND cr.tenant_id = refs.tenant_id
+                                            AND cr.reference = refs.reference LIMIT 2) two) > 1 AS several
+             FROM refs)
+SELECT refs.tenant_id AS group_tenant, refs.reference AS group_reference, ${CHARGE_COLUMNS}
+  FROM shared refs
+  LEFT JOIN LATERAL (SELECT x.* FROM stripe_charge_references cr
+                      CROSS JOIN LATERAL (SELECT * FROM stripe_charges x WHERE x.charge_id = cr.charge_id AND x.created = cr.created
+                                             AND x.account = $1 AND x.reference = refs.reference
+                                             AND coalesce(x.tenant_id, '') = refs.tenant_id OFFSET 0) x
+                      WHERE refs.several AND cr.account = $1 AND cr.tenant_id = refs.tenant_id
+                        AND cr.reference = refs.reference) sc ON true`;
+
 const suspectSeedsSql = (where: string) => `
 SELECT ${CHARGE_COLUMNS} FROM stripe_charges sc
  WHERE sc.account = $1 AND ${where} AND sc.reference IS NULL AND sc.status IN ('succeeded', 'pending')
@@ -73,7 +97,8 @@ export async function loadOutcomeFacts(
 ): Promise<OutcomeFacts> {
   const { where, args } = select(selection);
   const inBatch = 'window' in selection ? selection.window : null;
-  const references = await sweptMembersOnly(db, account, await loadReferences(db, account, where, args), inBatch);
+  const sql = inBatch ? windowReferencesSql(where) : referencesSql(where);
+  const references = await sweptMembersOnly(db, account, await loadReferences(db, account, sql, args), inBatch);
   const suspects = suspectWindowMs > 0 ? await loadSuspects(db, account, where, args, suspectWindowMs) : [];
   const ids = [...references.flatMap((g) => g.charges.map((c) => c.id)), ...suspects.map((c) => c.id)];
   const verdicts =
@@ -83,19 +108,26 @@ export async function loadOutcomeFacts(
   return { references, suspects, verdicts };
 }
 
+/** A reference of the batch with one charge, the batch's own (windowReferencesSql): judged with none read. */
+type LoneGroup = ReferenceGroup & { lone: true };
+
 async function loadReferences(
   db: Queryable,
   account: string,
-  where: string,
+  sql: string,
   args: unknown[],
-): Promise<ReferenceGroup[]> {
-  const { rows } = await db.query<Record<string, unknown>>(referencesSql(where), [account, ...args]);
-  const groups = new Map<string, ReferenceGroup>();
+): Promise<Array<ReferenceGroup | LoneGroup>> {
+  const { rows } = await db.query<Record<string, unknown>>(sql, [account, ...args]);
+  const groups = new Map<string, ReferenceGroup | LoneGroup>();
   for (const r of rows) {
     const tenantId = String(r.group_tenant);
     const reference = String(r.group_reference);
     const id = `${tenantId}\u001f${reference}`;
     let group = groups.get(id);
+    if (r.charge_id === null) {
+      groups.set(id, { account, tenantId, reference, charges: [], lone: true });
+      continue;
+    }
     if (!group) groups.set(id, (group = { account, tenantId, reference, charges: [] }));
     group.charges.push(chargeFact(r));
   }
@@ -110,16 +142,26 @@ async function loadReferences(
 async function sweptMembersOnly(
   db: Queryable,
   account: string,
-  groups: ReferenceGroup[],
+  all: Array<ReferenceGroup | LoneGroup>,
   batch: TimeWindow | null,
 ): Promise<ReferenceGroup[]> {
+  // A lone group's charge was created in the batch: swept.
+  const lone: ReferenceGroup[] = [];
+  const groups: ReferenceGroup[] = [];
+  for (const g of all) {
+    if ('lone' in g) lone.push({ account: g.account, tenantId: g.tenantId, reference: g.reference, charges: [] });
+    else groups.push(g);
+  }
   const times = groups.flatMap((g) => g.charges.map((c) => c.created.getTime()));
-  if (times.length === 0) return groups;
+  if (times.length === 0) return [...groups, ...lone];
   const range = { from: new Date(Math.min(...times)), to: new Date(Math.max(...times) + 1) };
   const coverage = await readCoverage(db, account, range);
   const swept = (c: ChargeFact) =>
     isCovered(coverage, c.created) || (batch !== null && c.created >= batch.from && c.created < batch.to);
-  return groups.map((g) => ({ ...g, charges: g.charges.filter(swept) })).filter((g) => g.charges.length > 0);
+  return [
+    ...groups.map((g) => ({ ...g, charges: g.charges.filter(swept) })).filter((g) => g.charges.length > 0),
+    ...lone,
+  ];
 }
 
 /**

@@ -64,6 +64,26 @@ describe('stripe_charge_keys', () => {
     expect(await evidenceOf('key_a')).toEqual(['ch_a1', 'ch_a2', 'ch_a3']);
   });
 
+  it('a row new to the mirror whose entry is already there (the mirror lost it) lands, beside new ones', async () => {
+    await upsertCharges(db.pool, [attributed('ch_kept', 'key_kept', 4, { reference: 'ord_kept' })], NOW);
+    // The mirror loses the row, its entries stay (TRUNCATE fires no row trigger).
+    await db.pool.query(`DELETE FROM stripe_charges WHERE charge_id = 'ch_kept'`);
+    const later = new Date(NOW.getTime() + 2_000);
+    await upsertCharges(
+      db.pool,
+      [
+        attributed('ch_kept', 'key_kept', 4, { reference: 'ord_kept' }),
+        attributed('ch_kept2', 'key_kept', 4, { reference: 'ord_kept' }),
+      ],
+      later,
+    );
+    expect(await entries('key_kept')).toEqual(['ch_kept', 'ch_kept2']);
+    const refs = await db.pool.query<{ charge_id: string }>(
+      `SELECT charge_id FROM stripe_charge_references WHERE reference = 'ord_kept' ORDER BY charge_id`,
+    );
+    expect(refs.rows.map((r) => r.charge_id)).toEqual(['ch_kept', 'ch_kept2']);
+  });
+
   it('a charge whose metadata changed is evidence of its new key only', async () => {
     await upsertCharges(db.pool, [attributed('ch_moved', 'key_old', 3)], NOW);
     await upsertCharges(db.pool, [attributed('ch_moved', 'key_new', 3)], new Date(NOW.getTime() + 1_000));
