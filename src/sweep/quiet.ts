@@ -258,14 +258,8 @@ function planOf(
   });
   if (!window) return 'unsettled';
   if (state.pending) return 'own-sweep';
-  // The payouts step (payout-step.ts) lists an account's payouts once SWEEPER_PAYOUT_EVERY has
-  // passed since its last listing. The group lists them too; an account with a payout to
-  // reconcile or payments to judge unpaid takes its own sweep.
-  let payouts: TimeWindow | null = null;
-  if (steps.payouts && !payoutsListedRecently(state, options, started)) {
-    if (state.payoutsAwaited || state.unpaidWork) return 'own-sweep';
-    payouts = payoutListing(state, options, started);
-  }
+  const payouts = payoutsPlan(state, options, started, steps.payouts);
+  if (payouts === 'own-sweep') return 'own-sweep';
   // The refunds step goes on from its cursor: one behind this window has days to judge first.
   if (steps.refunds && state.refundCursor && state.refundCursor.getTime() < window.from.getTime()) return 'own-sweep';
   const read = widen(window, options.leaseMs, started);
@@ -273,14 +267,32 @@ function planOf(
   const lag = Math.max(options.eventsLagMs, options.settleMs);
   const before = new Date(Math.floor((started.getTime() - lag) / 1000) * 1000);
   const cursor = state.cursor ?? new Date(started.getTime() - options.firstRunLookbackMs);
-  const deepDue =
-    options.deepReadEveryMs > 0 &&
-    options.deepReadDays > 0 &&
-    (!state.deepReadAt || started.getTime() - state.deepReadAt.getTime() >= options.deepReadEveryMs);
+  const deepDue = deepReadDue(state, options, started);
   const oneDay =
     before.getTime() - cursor.getTime() <= DAY_MS && started.getTime() - cursor.getTime() <= EVENTS_SAFE_MS;
   if (!oneDay || (deepDue && state.sweptRecently)) return 'own-sweep';
   return { account, state, window, read, before, cursor, recordDeepRead: deepDue, payouts };
+}
+
+function deepReadDue(state: AccountState, options: SweepOptions, started: Date): boolean {
+  if (options.deepReadEveryMs <= 0 || options.deepReadDays <= 0) return false;
+  return !state.deepReadAt || started.getTime() - state.deepReadAt.getTime() >= options.deepReadEveryMs;
+}
+
+/**
+ * The payouts step (payout-step.ts) lists an account's payouts once SWEEPER_PAYOUT_EVERY has
+ * passed since its last listing. The group lists them too; an account with a payout to
+ * reconcile or payments to judge unpaid takes its own sweep. Null: nothing to list.
+ */
+function payoutsPlan(
+  state: AccountState,
+  options: SweepOptions,
+  started: Date,
+  step: boolean,
+): TimeWindow | null | 'own-sweep' {
+  if (!step || payoutsListedRecently(state, options, started)) return null;
+  if (state.payoutsAwaited || state.unpaidWork) return 'own-sweep';
+  return payoutListing(state, options, started);
 }
 
 /** payout-step.ts listingWindow with no payout awaited: the grace, back to the end of the last listing. */
@@ -330,49 +342,51 @@ interface QuietRun {
  * when their listing is due.
  */
 async function probe(deps: SweepDeps, options: SweepOptions, plans: readonly Plan[]): Promise<ProbeOutcome> {
-  const peekCharges = deps.peekCharges as NonNullable<SweepDeps['peekCharges']>;
   const out: ProbeOutcome = { candidates: [], busy: [], revoked: [], interrupted: [] };
-  await Promise.all(
-    plans.map(async (plan) => {
-      let peek: ChargePeek | undefined;
-      try {
-        peek = await peekCharges(plan.account, plan.read, options.signal);
-        if (!peek.complete || peek.charges.length > 0 || peek.malformed.length > 0) {
-          out.busy.push({ plan, peek });
-          return;
-        }
-        if (plan.before && plan.cursor && deps.listChanges) {
-          if (plan.cursor < plan.before) {
-            const window = {
-              after: Math.floor(plan.cursor.getTime() / 1000),
-              overlapSeconds: Math.round(options.eventsOverlapMs / 1000),
-              before: Math.floor(plan.before.getTime() / 1000),
-            };
-            // Any event at all: its own sweep reads them again and judges what they point at.
-            if ((await deps.listChanges(plan.account, window, options.signal)).length > 0) {
-              out.busy.push({ plan, peek });
-              return;
-            }
-          }
-        }
-        if (plan.payouts && deps.payouts) {
-          const payouts = await listedPayouts(deps.payouts, plan.account, plan.payouts, options.signal);
-          // Any payout: its own sweep mirrors and judges them, from this listing.
-          if (payouts.length > 0) {
-            out.busy.push({ plan, peek, payouts });
-            return;
-          }
-        }
-        out.candidates.push({ plan, peek });
-      } catch (error) {
-        if (options.signal?.aborted) out.interrupted.push(plan);
-        else if (error instanceof AccountUnavailableError) out.revoked.push(plan.account);
-        // Its own sweep meets the error again, and reports and records it as any failure.
-        else out.busy.push({ plan, ...(peek ? { peek } : {}) });
-      }
-    }),
-  );
+  await Promise.all(plans.map((plan) => probeOne(deps, options, plan, out)));
   return out;
+}
+
+/** One account of the group: busy at the first sign of anything, a candidate when nothing is new. */
+async function probeOne(deps: SweepDeps, options: SweepOptions, plan: Plan, out: ProbeOutcome): Promise<void> {
+  const peekCharges = deps.peekCharges as NonNullable<SweepDeps['peekCharges']>;
+  let peek: ChargePeek | undefined;
+  try {
+    peek = await peekCharges(plan.account, plan.read, options.signal);
+    if (!peek.complete || peek.charges.length > 0 || peek.malformed.length > 0) {
+      out.busy.push({ plan, peek });
+      return;
+    }
+    // Any event at all: its own sweep reads them again and judges what they point at.
+    if (await anyEvent(deps, options, plan)) {
+      out.busy.push({ plan, peek });
+      return;
+    }
+    if (plan.payouts && deps.payouts) {
+      const payouts = await listedPayouts(deps.payouts, plan.account, plan.payouts, options.signal);
+      // Any payout: its own sweep mirrors and judges them, from this listing.
+      if (payouts.length > 0) {
+        out.busy.push({ plan, peek, payouts });
+        return;
+      }
+    }
+    out.candidates.push({ plan, peek });
+  } catch (error) {
+    if (options.signal?.aborted) out.interrupted.push(plan);
+    else if (error instanceof AccountUnavailableError) out.revoked.push(plan.account);
+    // Its own sweep meets the error again, and reports and records it as any failure.
+    else out.busy.push({ plan, ...(peek ? { peek } : {}) });
+  }
+}
+
+async function anyEvent(deps: SweepDeps, options: SweepOptions, plan: Plan): Promise<boolean> {
+  if (!plan.before || !plan.cursor || !deps.listChanges || plan.cursor >= plan.before) return false;
+  const window = {
+    after: Math.floor(plan.cursor.getTime() / 1000),
+    overlapSeconds: Math.round(options.eventsOverlapMs / 1000),
+    before: Math.floor(plan.before.getTime() / 1000),
+  };
+  return (await deps.listChanges(plan.account, window, options.signal)).length > 0;
 }
 
 async function listedPayouts(
