@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClaimClient } from '../../src/claims/index.js';
-import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
 import { createStripeClient } from '../../src/providers/stripe/client.js';
 import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
-import { cloneDatabase, createTestDatabase, type TestDatabase } from '../support/db.js';
+import { cloneDatabase, partitionedDatabase, type TestDatabase } from '../support/db.js';
 import { cliEnv, SHORT_RUN_SETTINGS, runCli } from '../support/cli.js';
 import { normalizedTables } from '../support/normalized-tables.js';
 
@@ -110,13 +109,9 @@ async function history(db: TestDatabase): Promise<void> {
 
 beforeAll(async () => {
   double = await startStripeDouble({ keys: keyPolicy });
-  base = await createTestDatabase({ poolSize: 2 });
+  // Two days back to tomorrow: the history's days and the runs'.
+  base = await partitionedDatabase(new Date(Date.now() - 2 * 86_400_000), undefined, { poolSize: 2 });
   databases.push(base);
-  const now = new Date();
-  await ensureDayPartitions(base.pool, {
-    from: utcDay(new Date(now.getTime() - 2 * 86_400_000)),
-    to: utcDay(new Date(now.getTime() + 86_400_000)),
-  });
   await history(base);
   await base.pool.end();
 });

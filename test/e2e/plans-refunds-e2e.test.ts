@@ -3,11 +3,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClaimClient } from '../../src/claims/index.js';
-import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
 import { createStripeClient } from '../../src/providers/stripe/client.js';
 import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
 import { cliEnv, SHORT_RUN_SETTINGS, runCli } from '../support/cli.js';
-import { cloneDatabase, createTestDatabase, type TestDatabase } from '../support/db.js';
+import { cloneDatabase, partitionedDatabase, type TestDatabase } from '../support/db.js';
 
 /**
  * A saved plan of the refunds step (docs/plans.md; docs/judgement.md "Refunds the
@@ -81,13 +80,9 @@ beforeAll(async () => {
       },
     },
   });
-  base = await createTestDatabase({ poolSize: 2 });
+  // Two days back to tomorrow: the history's days and the runs'.
+  base = await partitionedDatabase(new Date(Date.now() - 2 * 86_400_000), undefined, { poolSize: 2 });
   databases.push(base);
-  const now = Date.now();
-  await ensureDayPartitions(base.pool, {
-    from: utcDay(new Date(now - 2 * 86_400_000)),
-    to: utcDay(new Date(now + 86_400_000)),
-  });
   await history(base);
   await base.pool.end();
   dir = await mkdtemp(path.join(tmpdir(), 'sweeper-refund-plan-'));

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClaimClient } from '../../src/claims/index.js';
-import { ensureDayPartitions, utcDay } from '../../src/db/partitions.js';
 import { createStripeClient } from '../../src/providers/stripe/client.js';
 import { startStripeDouble, type StripeDouble } from '../../testkit/stripe-double/index.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { partitionedDatabase, type TestDatabase } from '../support/db.js';
 import { cliEnv, SHORT_RUN_SETTINGS, runCli } from '../support/cli.js';
 
 /**
@@ -23,9 +22,8 @@ let db: TestDatabase;
 
 beforeAll(async () => {
   double = await startStripeDouble();
-  db = await createTestDatabase({ poolSize: 2 });
   const now = Date.now();
-  await ensureDayPartitions(db.pool, { from: utcDay(new Date(now - 3 * DAY)), to: utcDay(new Date(now + DAY)) });
+  db = await partitionedDatabase(new Date(now - 3 * DAY), new Date(now + DAY), { poolSize: 2 });
   const stripe = createStripeClient({ apiKey: 'sk_test_payments', apiBase: double.url, maxNetworkRetries: 0 });
   const settings = {
     pool: db.pool,
