@@ -65,22 +65,32 @@ export async function readPayoutAccount(db: Queryable, account: string): Promise
   return row ? { since: row.since, unpaidJudgedTo: row.unpaid_judged_to, listedAt: row.listed_at } : null;
 }
 
+/** One account's payout state as a run notes it. */
+export type PayoutAccountNote = PayoutAccountState & { account: string; runId: string };
+
 /**
- * Notes the account's payout state: `since` only ever moves back (a backfill), the unpaid
- * cursor and the last listing only forward.
+ * Notes accounts' payout state, one row or a group's (quiet.ts) in one statement: `since`
+ * only ever moves back (a backfill), the unpaid cursor and the last listing only forward.
  */
-export async function notePayoutAccount(
-  db: Queryable,
-  state: PayoutAccountState & { account: string; runId: string; now: Date },
-): Promise<void> {
+export async function notePayoutAccounts(db: Queryable, notes: readonly PayoutAccountNote[], now: Date): Promise<void> {
+  if (notes.length === 0) return;
   await db.query(
     `INSERT INTO recon_payout_accounts AS a (account, since, unpaid_judged_to, listed_at, run_id, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6)
+     SELECT t.account, t.since, t.unpaid_judged_to, t.listed_at, t.run_id, $6
+       FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[], $5::text[])
+            AS t(account, since, unpaid_judged_to, listed_at, run_id)
      ON CONFLICT (account) DO UPDATE
         SET since = LEAST(a.since, EXCLUDED.since),
             unpaid_judged_to = GREATEST(a.unpaid_judged_to, EXCLUDED.unpaid_judged_to),
             listed_at = GREATEST(a.listed_at, EXCLUDED.listed_at), run_id = EXCLUDED.run_id, updated_at = EXCLUDED.updated_at`,
-    [state.account, state.since, state.unpaidJudgedTo, state.listedAt, state.runId, state.now],
+    [
+      notes.map((n) => n.account),
+      notes.map((n) => n.since),
+      notes.map((n) => n.unpaidJudgedTo),
+      notes.map((n) => n.listedAt),
+      notes.map((n) => n.runId),
+      now,
+    ],
   );
 }
 

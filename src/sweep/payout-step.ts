@@ -17,7 +17,7 @@ import {
   loadUnpaidPayments,
   mirrorPayouts,
   mirrorTransactions,
-  notePayoutAccount,
+  notePayoutAccounts,
   oldestAwaitedPayout,
   openUnpaidSubjects,
   payoutFact,
@@ -186,7 +186,7 @@ async function recordListed(
       runId: ctx.run.id,
       now,
     });
-    await notePayoutAccount(client, { ...state, runId: ctx.run.id, now });
+    await notePayoutAccounts(client, [{ ...state, runId: ctx.run.id }], now);
     await record(step, client, findings);
     await ctx.lock.confirmHeld(client);
     return listed.filter(
@@ -277,7 +277,7 @@ async function judgeUnpaidPayments(step: PayoutStep, listedTo?: Date): Promise<v
       // The subjects are charges: their charge findings are the batches' to close.
       categories: ['unpaid_effect'],
     });
-    await notePayoutAccount(client, { ...state, account, unpaidJudgedTo: to, runId: ctx.run.id, now });
+    await notePayoutAccounts(client, [{ ...state, account, unpaidJudgedTo: to, runId: ctx.run.id }], now);
     await fault(deps, 'payouts:unpaid');
     await ctx.lock.confirmHeld(client);
   });

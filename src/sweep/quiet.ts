@@ -2,6 +2,7 @@ import { inTransaction, type Queryable } from '../db/pool.js';
 import { emptyCounts } from './categories.js';
 import { EVENTS_SAFE_MS } from './changes.js';
 import type { SweepLock } from './lock.js';
+import { notePayoutAccounts } from './payout-facts.js';
 import { emptyPayoutsReport } from './payout-step.js';
 import { AccountUnavailableError, type ChargePeek, type NormalizedPayout, type PayoutSource } from './provider.js';
 import { emptyReport, newRunId } from './reports.js';
@@ -58,6 +59,8 @@ interface AccountState {
   refundCursor: Date | null;
   /** When the payouts step last listed the account's payouts (payout-step.ts); null before its first. */
   payoutsListedAt: Date | null;
+  /** From when its payouts were first listed (recon_payout_accounts.since); null before its first listing. */
+  payoutSince: Date | null;
   /** Some run judged part of the deep re-read's range: its re-read would list Stripe. */
   sweptRecently: boolean;
   /** Refund intents to settle, or duplicates whose tenants' keys are judged: work beyond the window. */
@@ -91,6 +94,7 @@ SELECT a AS account,
        (SELECT last_at FROM recon_deep_reads d WHERE d.account = a) AS deep_read_at,
        (SELECT cursor FROM recon_refund_cursors rc WHERE rc.account = a) AS refund_cursor,
        (SELECT listed_at FROM recon_payout_accounts pa WHERE pa.account = a) AS payouts_listed_at,
+       (SELECT since FROM recon_payout_accounts pa WHERE pa.account = a) AS payout_since,
        EXISTS (SELECT 1 FROM recon_runs r WHERE r.account = a AND r.checkpoint > r.window_from AND r.checkpoint > $2) AS swept_recently,
        EXISTS (SELECT 1 FROM recon_refunds x WHERE x.account = a AND x.state = 'intent')
          OR EXISTS (SELECT 1 FROM recon_findings f WHERE f.category = 'duplicate_effect' AND f.account = a AND f.first_seen_at >= $3)
@@ -191,6 +195,7 @@ async function readStates(
     deep_read_at: Date | null;
     refund_cursor: Date | null;
     payouts_listed_at: Date | null;
+    payout_since: Date | null;
     swept_recently: boolean;
     pending: boolean;
     payouts_awaited: boolean;
@@ -210,6 +215,7 @@ async function readStates(
         deepReadAt: r.deep_read_at,
         refundCursor: r.refund_cursor,
         payoutsListedAt: r.payouts_listed_at,
+        payoutSince: r.payout_since,
         sweptRecently: r.swept_recently,
         pending: r.pending,
         payoutsAwaited: r.payouts_awaited,
@@ -501,8 +507,8 @@ async function advanceAll(
 }
 
 /**
- * The payout accounts whose listing the group made and found empty, as payout-step.ts records
- * such a listing: listed to the run's start, payments judged unpaid up to the grace before it.
+ * The payout accounts whose listing the group made and found empty, noted as payout-step.ts
+ * notes such a listing: listed to the run's start, payments judged unpaid up to the grace before it.
  */
 async function notePayoutsListed(
   db: Queryable,
@@ -510,23 +516,21 @@ async function notePayoutsListed(
   ids: readonly string[],
   at: { started: Date; now: Date; graceMs: number },
 ): Promise<void> {
-  const listed = plans.flatMap((p, i) => (p.payouts ? [{ plan: p, window: p.payouts, id: ids[i] as string }] : []));
-  if (listed.length === 0) return;
-  await db.query(
-    `INSERT INTO recon_payout_accounts AS a (account, since, unpaid_judged_to, listed_at, run_id, updated_at)
-     SELECT t.account, t.since, $4, $5, t.run_id, $6 FROM unnest($1::text[], $2::timestamptz[], $3::text[]) AS t(account, since, run_id)
-     ON CONFLICT (account) DO UPDATE
-        SET unpaid_judged_to = GREATEST(a.unpaid_judged_to, EXCLUDED.unpaid_judged_to),
-            listed_at = GREATEST(a.listed_at, EXCLUDED.listed_at), run_id = EXCLUDED.run_id, updated_at = EXCLUDED.updated_at`,
-    [
-      listed.map((l) => l.plan.account),
-      listed.map((l) => l.window.from),
-      listed.map((l) => l.id),
-      new Date(at.started.getTime() - at.graceMs),
-      at.started,
-      at.now,
-    ],
+  const unpaidJudgedTo = new Date(at.started.getTime() - at.graceMs);
+  const notes = plans.flatMap((p, i) =>
+    p.payouts
+      ? [
+          {
+            account: p.account,
+            since: p.state.payoutSince ?? p.payouts.from,
+            unpaidJudgedTo,
+            listedAt: at.started,
+            runId: ids[i] as string,
+          },
+        ]
+      : [],
   );
+  await notePayoutAccounts(db, notes, at.now);
 }
 
 /** The refunds cursors of the quiet accounts: their windows had no refund activity, as a quiet day of refund-step.ts. */
