@@ -444,9 +444,11 @@ export async function runTimed(
   const logFile = path.join(LOG_DIR, `${label}.log`);
   const timeFile = path.join(LOG_DIR, `${label}.time`);
   const useTime = existsSync(TIME);
+  // BENCH_NODE_ARGS: flags for the timed node (e.g. --cpu-prof, which NODE_OPTIONS refuses).
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const timed: [string, string[]] = useTime
-    ? [TIME, ['-v', '-o', timeFile, process.execPath, ...argv]]
-    : [process.execPath, argv];
+    ? [TIME, ['-v', '-o', timeFile, process.execPath, ...nodeArgs, ...argv]]
+    : [process.execPath, [...nodeArgs, ...argv]];
   const [file, args] = limit ? insideLimit(limit, ...timed) : timed;
   const clean = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !/^(DATABASE_URL|STRIPE_|PG[A-Z]+$)/.test(k)),
