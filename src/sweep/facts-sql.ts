@@ -1,7 +1,8 @@
 import type { Queryable } from '../db/pool.js';
 import type { ResponseOutcome } from '../claims/claim-store.js';
-import { accountIdOf, accountName, claimKey } from '../domain/identity.js';
-import type { ClaimFact, EffectFact, IdentityFacts, SliceFacts } from './facts.js';
+import { accountName, claimKey } from '../domain/identity.js';
+import type { ClaimFact, EffectFact, LooseEffect, SliceFacts } from './facts.js';
+import { IdentityGather } from './facts-builder.js';
 import { mappedOutcome } from './stored-answer.js';
 import { answerChargeSql, answerOutcomeSql, answeredBySql, type StoredAnswerMapping } from './stored-answer.js';
 import { CHARGE_COLUMNS, chargeFact, date, dateOrNull, numberOrNull, textOrNull } from './charge-rows.js';
@@ -278,92 +279,71 @@ async function loadFacts(
   /** `attributed`: the parameters after the keys' tenants and keys ($4, $5 of a slice's window). */
   selection: { keys: unknown[]; attributed: unknown[]; loose: unknown[] },
 ): Promise<SliceFacts> {
-  const accountId = accountIdOf(account);
-  const { rows: keyRows } = await db.query<Row>(queries.claims, selection.keys);
-  const identities = new Map<string, IdentityFacts>();
-  // charge id → identities linking it (payment rows, stored answers). Nearly always one: an
-  // array, not a Set per linked charge (14,000 of them in a dense slice, kept to the gather's end).
-  const links = new Map<string, string[]>();
-  const link = (chargeId: string, id: string) => {
-    const ids = links.get(chargeId);
-    if (ids === undefined) links.set(chargeId, [id]);
-    else if (!ids.includes(id)) ids.push(id);
+  const gather = await gatherKeys(db, account, queries.claims, selection.keys, mapping);
+  const { keyTenants, keyKeys } = gather.arrays();
+  const addRow = (id: string, r: Row) => gather.addCharge(id, chargeFact(r), paymentOf(r));
+  if (gather.identities.size > 0) {
+    await markKnownTenants(db, gather);
+    const attributed = await db.query<Row>(queries.attributed, [account, keyTenants, keyKeys, ...selection.attributed]);
+    for (const r of attributed.rows) addRow(claimKey(String(r.tenant_id), String(r.idempotency_key)), r);
+    const named = await db.query<Row>(NAMED_EFFECTS, [account, keyTenants, keyKeys, gather.accountId]);
+    for (const r of named.rows) gather.addNamedEffect(effectFact(r));
+    await addLinkedById(db, gather, gather.missingLinks());
+  }
+  const looseCharges = await db.query<Row>(queries.looseCharges, selection.loose);
+  return {
+    identities: [...gather.identities.values()],
+    looseCharges: looseCharges.rows.map((r) => ({ charge: chargeFact(r), effect: paymentOf(r) })),
+    looseEffects: await loadLooseEffects(db, queries.looseEffects, selection.loose),
   };
-  for (const r of keyRows) {
-    const tenantId = String(r.tenant_id);
-    const key = String(r.key);
+}
+
+/** The batch's keys with their claims (the claims statement `sql`), as the gather's identities. */
+export async function gatherKeys(
+  db: Queryable,
+  account: string,
+  sql: string,
+  params: unknown[],
+  mapping: StoredAnswerMapping | null,
+): Promise<IdentityGather> {
+  const gather = new IdentityGather(account);
+  const { rows } = await db.query<Row>(sql, params);
+  for (const r of rows) {
     // A refund's claim is not this charge's: the refund judgement has it (refunds.ts).
     const isRefund = r.is_refund === true;
     const hasClaim = r.claim_key !== null && r.claim_key !== undefined && !isRefund;
     const here = hasClaim && accountName(textOrNull(r.account_id)) === account;
-    const claim = here ? claimFact(r, mapping) : null;
-    const id = claimKey(tenantId, key);
-    identities.set(id, {
-      account,
-      tenantId,
-      key,
-      claim,
-      claimAccount: hasClaim && !here ? accountName(textOrNull(r.account_id)) : null,
-      claimIsRefund: isRefund,
-      tenantKnown: false,
-      charges: [],
-      effects: [],
-    });
-    if (claim?.responseChargeId) link(claim.responseChargeId, id);
+    const claimAccount = hasClaim && !here ? accountName(textOrNull(r.account_id)) : null;
+    gather.addKey(String(r.tenant_id), String(r.key), here ? claimFact(r, mapping) : null, claimAccount, isRefund);
   }
-  const tenants = [...new Set([...identities.values()].map((i) => i.tenantId))];
-  const keyTenants = [...identities.values()].map((i) => i.tenantId);
-  const keyKeys = [...identities.values()].map((i) => i.key);
-  const addCharge = (id: string, r: Row) => {
-    const identity = identities.get(id);
-    if (!identity || identity.charges.some((c) => c.id === r.charge_id)) return;
-    identity.charges.push(chargeFact(r));
-    const effect = r.p_charge_id !== null && (r.p_account_id ?? null) === accountId ? effectFact(r) : null;
-    if (effect && !identity.effects.some((e) => e.chargeId === effect.chargeId)) identity.effects.push(effect);
-  };
-
-  if (identities.size > 0) {
-    const known = await db.query<{ tenant_id: string }>(KNOWN_TENANTS, [tenants, accountId]);
-    const knownSet = new Set(known.rows.map((r) => r.tenant_id));
-    for (const identity of identities.values()) identity.tenantKnown = knownSet.has(identity.tenantId);
-
-    const attributed = await db.query<Row>(queries.attributed, [account, keyTenants, keyKeys, ...selection.attributed]);
-    for (const r of attributed.rows) addCharge(claimKey(String(r.tenant_id), String(r.idempotency_key)), r);
-
-    const named = await db.query<Row>(NAMED_EFFECTS, [account, keyTenants, keyKeys, accountId]);
-    for (const r of named.rows) {
-      const id = claimKey(String(r.p_tenant_id), String(r.p_idempotency_key));
-      const identity = identities.get(id);
-      if (!identity) continue;
-      if (!identity.effects.some((e) => e.chargeId === r.p_charge_id)) identity.effects.push(effectFact(r));
-      link(String(r.p_charge_id), id);
-    }
-    // Linked charges the metadata lookup did not bring: looked up by id (few).
-    const missing = [...links].filter(([chargeId, ids]) =>
-      ids.some((id) => !identities.get(id)?.charges.some((c) => c.id === chargeId)),
-    );
-    if (missing.length > 0) {
-      const byId = await db.query<Row>(CHARGES_BY_ID, [missing.map(([chargeId]) => chargeId)]);
-      for (const r of byId.rows) for (const id of links.get(String(r.charge_id)) ?? []) addCharge(id, r);
-    }
-  }
-
-  const looseCharges = await db.query<Row>(queries.looseCharges, selection.loose);
-  const looseEffects = await db.query<Row>(queries.looseEffects, selection.loose);
-  return {
-    identities: [...identities.values()],
-    looseCharges: looseCharges.rows.map((r) => ({
-      charge: chargeFact(r),
-      effect: r.p_charge_id === null ? null : effectFact(r),
-    })),
-    looseEffects: looseEffects.rows.map((r) => ({
-      effect: effectFact(r),
-      charge: r.charge_id === null ? null : chargeFact(r),
-    })),
-  };
+  return gather;
 }
 
-function claimFact(r: Row, mapping: StoredAnswerMapping | null): ClaimFact {
+export async function markKnownTenants(db: Queryable, gather: IdentityGather): Promise<void> {
+  const known = await db.query<{ tenant_id: string }>(KNOWN_TENANTS, [gather.arrays().tenants, gather.accountId]);
+  gather.markKnown(new Set(known.rows.map((r) => r.tenant_id)));
+}
+
+/** Linked charges no lookup by metadata brought (few): read by id, each added to every identity linking it. */
+export async function addLinkedById(db: Queryable, gather: IdentityGather, missing: Map<string, string[]>) {
+  if (missing.size === 0) return;
+  const byId = await db.query<Row>(CHARGES_BY_ID, [[...missing.keys()]]);
+  for (const r of byId.rows) {
+    for (const id of missing.get(String(r.charge_id)) ?? []) gather.addCharge(id, chargeFact(r), paymentOf(r));
+  }
+}
+
+export async function loadLooseEffects(db: Queryable, sql: string, params: unknown[]): Promise<LooseEffect[]> {
+  const { rows } = await db.query<Row>(sql, params);
+  return rows.map((r) => ({ effect: effectFact(r), charge: r.charge_id === null ? null : chargeFact(r) }));
+}
+
+/** The row's payment columns (`p_…`) as an effect, null when it joined none. */
+function paymentOf(r: Row): EffectFact | null {
+  return r.p_charge_id === null || r.p_charge_id === undefined ? null : effectFact(r);
+}
+
+export function claimFact(r: Row, mapping: StoredAnswerMapping | null): ClaimFact {
   return {
     tenantId: String(r.tenant_id),
     key: String(r.key),
@@ -386,7 +366,7 @@ function claimFact(r: Row, mapping: StoredAnswerMapping | null): ClaimFact {
 }
 
 /** A payment row, from the `p_…` columns. */
-function effectFact(r: Row): EffectFact {
+export function effectFact(r: Row): EffectFact {
   return {
     chargeId: String(r.p_charge_id),
     tenantId: textOrNull(r.p_tenant_id),
