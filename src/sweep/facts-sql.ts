@@ -75,7 +75,7 @@ UNION
 ${answeredKeys('sc.charge_id = ANY($2::text[])', mapping)}`;
 
 /** Each key with the key's claim, whatever its account (claims are unique per tenant and key). */
-const claimsSql = (keys: string, mapping: StoredAnswerMapping | null) => `
+export const claimsSql = (keys: string, mapping: StoredAnswerMapping | null) => `
 WITH keys AS MATERIALIZED (${keys})
 SELECT k.tenant_id, k.key, c.key AS claim_key, c.account_id, c.status, c.attempt, c.locked_until, c.created_at, c.updated_at,
        c.response_status, c.response_outcome, c.amount, c.currency, c.downstream_key,
@@ -100,7 +100,7 @@ SELECT k.tenant_id, k.key, c.key AS claim_key, c.account_id, c.status, c.attempt
                       WHERE d.created_at IS NULL AND c.tenant_id = k.tenant_id AND c.key = k.key
                      LIMIT 1) c ON true`;
 
-const EFFECT_COLUMNS = `p.charge_id AS p_charge_id, p.tenant_id AS p_tenant_id, p.idempotency_key AS p_idempotency_key,
+export const EFFECT_COLUMNS = `p.charge_id AS p_charge_id, p.tenant_id AS p_tenant_id, p.idempotency_key AS p_idempotency_key,
   p.payment_intent_id AS p_payment_intent_id, p.account_id AS p_account_id, p.amount AS p_amount, p.currency AS p_currency,
   p.status AS p_status, p.amount_refunded AS p_amount_refunded, p.disputed AS p_disputed, p.dispute_status AS p_dispute_status,
   p.created_at AS p_created_at`;
@@ -112,7 +112,7 @@ const EFFECT_COLUMNS = `p.charge_id AS p_charge_id, p.tenant_id AS p_tenant_id, 
  * the metadata is checked on the charge itself (an entry may be stale, never missing).
  * `entries`: which of the keys' entries to follow (a slice's: those outside its window).
  */
-const attributedChargesSql = (entries = 'true') => `
+export const attributedChargesSql = (entries = 'true') => `
 SELECT ${CHARGE_COLUMNS}, ${EFFECT_COLUMNS}
   FROM unnest($2::text[], $3::text[]) AS k(tenant_id, key)
   JOIN stripe_charge_keys ck ON ck.tenant_id = k.tenant_id AND ck.idempotency_key = k.key AND ck.account = $1
@@ -183,7 +183,7 @@ SELECT ${CHARGE_COLUMNS}, ${EFFECT_COLUMNS}
 // Payment rows without attribution (nor a charge naming a key), with their charge if
 // the mirror has it. Every object is judged on exactly one path: with its identity,
 // or here as loose.
-const looseEffectsSql = (selection: string) => `
+export const looseEffectsSql = (selection: string) => `
 SELECT ${EFFECT_COLUMNS}, ${CHARGE_COLUMNS}
   FROM payments p
   LEFT JOIN LATERAL (SELECT * FROM stripe_charges x WHERE x.charge_id = p.charge_id LIMIT 1) sc ON true
@@ -207,9 +207,9 @@ const changedQueries = (mapping: StoredAnswerMapping | null) => ({
 type Queries = ReturnType<typeof sliceQueries>;
 
 /** The statements for one stored-answer mapping, built once (a run has one mapping). */
-function memoized(build: (mapping: StoredAnswerMapping | null) => Queries) {
-  const built = new Map<string, Queries>();
-  return (mapping: StoredAnswerMapping | null): Queries => {
+export function memoized<Q>(build: (mapping: StoredAnswerMapping | null) => Q) {
+  const built = new Map<string, Q>();
+  return (mapping: StoredAnswerMapping | null): Q => {
     const id = JSON.stringify(mapping);
     let queries = built.get(id);
     if (!queries) built.set(id, (queries = build(mapping)));
@@ -233,7 +233,7 @@ export interface FactOptions {
   suspectWindowMs: number;
 }
 
-const NO_OPTIONS: FactOptions = { storedAnswer: null, suspectWindowMs: 0 };
+export const NO_OPTIONS: FactOptions = { storedAnswer: null, suspectWindowMs: 0 };
 
 export async function loadSliceFacts(
   db: Queryable,

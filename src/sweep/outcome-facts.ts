@@ -25,13 +25,27 @@ export interface OutcomeFacts {
   verdicts: Array<Set<string>>;
 }
 
-/** Which charges a batch judges: those created in a window (a slice's listing), or by id (the charges events named). */
-export type OutcomeSelection = { window: { from: Date; to: Date } } | { chargeIds: readonly string[] };
+/**
+ * Which charges a batch judges: those created in a window (a slice's listing), or by id
+ * (the charges events named). `listed`: the charges a slice listed created in its window,
+ * when the mirror holds exactly those there (listed-facts.ts): read from the listing
+ * instead of from the mirror.
+ */
+export type OutcomeSelection =
+  { window: TimeWindow; listed?: readonly ChargeFact[] } | { chargeIds: readonly string[] };
 
 const select = (s: OutcomeSelection) =>
   'window' in s
     ? { where: 'sc.created >= $2 AND sc.created < $3', args: [s.window.from, s.window.to] }
     : { where: 'sc.charge_id = ANY($2::text[])', args: [s.chargeIds] };
+
+/** A window's references from the mirror ($2, $3: the window). */
+const windowRefs = (
+  where: string,
+) => `SELECT DISTINCT coalesce(sc.tenant_id, '') AS tenant_id, sc.reference FROM stripe_charges sc
+               WHERE sc.account = $1 AND ${where} AND sc.reference IS NOT NULL`;
+/** The same from the listing ($2, $3: tenants and references). */
+const LISTED_REFS = `SELECT DISTINCT * FROM unnest($2::text[], $3::text[]) AS r(tenant_id, reference)`;
 
 const referencesSql = (where: string) => `
 WITH refs AS (SELECT DISTINCT coalesce(sc.tenant_id, '') AS tenant_id, sc.reference FROM stripe_charges sc
@@ -51,9 +65,8 @@ SELECT refs.tenant_id AS group_tenant, refs.reference AS group_reference, ${CHAR
  * charge read (the columns null): judged, so an open duplicate_effect finding of it is
  * closed as healed, without reading back a row the batch itself just landed.
  */
-const windowReferencesSql = (where: string) => `
-WITH refs AS (SELECT DISTINCT coalesce(sc.tenant_id, '') AS tenant_id, sc.reference FROM stripe_charges sc
-               WHERE sc.account = $1 AND ${where} AND sc.reference IS NOT NULL),
+const windowReferencesSql = (refsSql: string) => `
+WITH refs AS (${refsSql}),
 shared AS (SELECT refs.tenant_id, refs.reference,
                   (SELECT count(*) FROM (SELECT 1 FROM stripe_charge_references cr
                                           WHERE cr.account = $1 AND cr.tenant_id = refs.tenant_id
@@ -97,15 +110,47 @@ export async function loadOutcomeFacts(
 ): Promise<OutcomeFacts> {
   const { where, args } = select(selection);
   const inBatch = 'window' in selection ? selection.window : null;
-  const sql = inBatch ? windowReferencesSql(where) : referencesSql(where);
-  const references = await sweptMembersOnly(db, account, await loadReferences(db, account, sql, args), inBatch);
-  const suspects = suspectWindowMs > 0 ? await loadSuspects(db, account, where, args, suspectWindowMs) : [];
+  const listed = 'window' in selection ? selection.listed : undefined;
+  const found = listed
+    ? await loadListedReferences(db, account, listed)
+    : await loadReferences(db, account, inBatch ? windowReferencesSql(windowRefs(where)) : referencesSql(where), args);
+  const references = await sweptMembersOnly(db, account, found, inBatch);
+  let suspects: ChargeFact[] = [];
+  if (suspectWindowMs > 0) {
+    const seeds = listed
+      ? listed.filter(isSuspectSeed)
+      : (await db.query<Record<string, unknown>>(suspectSeedsSql(where), [account, ...args])).rows.map(chargeFact);
+    suspects = await loadSuspects(db, account, seeds, suspectWindowMs);
+  }
   const ids = [...references.flatMap((g) => g.charges.map((c) => c.id)), ...suspects.map((c) => c.id)];
   const verdicts =
     ids.length === 0
       ? []
       : (await db.query<{ charges: string[] }>(VERDICTS, [account, ids])).rows.map((r) => new Set(r.charges));
   return { references, suspects, verdicts };
+}
+
+/** The listed charges' references (each once), then as windowReferencesSql reads a window's. */
+async function loadListedReferences(db: Queryable, account: string, listed: readonly ChargeFact[]) {
+  const refs = new Map<string, [string, string]>();
+  for (const c of listed) {
+    const reference = c.reference ?? null;
+    if (reference !== null) refs.set(`${c.tenantId ?? ''}\u001f${reference}`, [c.tenantId ?? '', reference]);
+  }
+  if (refs.size === 0) return [];
+  const pairs = [...refs.values()];
+  const args = [pairs.map(([t]) => t), pairs.map(([, r]) => r)];
+  return loadReferences(db, account, LISTED_REFERENCES, args);
+}
+const LISTED_REFERENCES = windowReferencesSql(LISTED_REFS);
+
+/** As suspectSeedsSql selects: live, no reference, a customer or a card to compare by. */
+function isSuspectSeed(c: ChargeFact): boolean {
+  return (
+    (c.reference ?? null) === null &&
+    (c.status === 'succeeded' || c.status === 'pending') &&
+    (c.customer !== null || (c.cardFingerprint ?? null) !== null)
+  );
 }
 
 /** A reference of the batch with one charge, the batch's own (windowReferencesSql): judged with none read. */
@@ -172,13 +217,9 @@ async function sweptMembersOnly(
 async function loadSuspects(
   db: Queryable,
   account: string,
-  where: string,
-  args: unknown[],
+  seeds: ChargeFact[],
   windowMs: number,
 ): Promise<ChargeFact[]> {
-  const seeds = (await db.query<Record<string, unknown>>(suspectSeedsSql(where), [account, ...args])).rows.map(
-    chargeFact,
-  );
   if (seeds.length === 0) return [];
   const seedIds = new Set(seeds.map((c) => c.id));
   let from = Math.min(...seeds.map((c) => c.created.getTime())) - windowMs;

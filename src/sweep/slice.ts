@@ -1,6 +1,6 @@
 import { judgeBatch, type RunContext } from './batch.js';
 import type { ListedSlice } from './prefetch.js';
-import { loadSliceFacts } from './facts-sql.js';
+import { loadListedSliceFacts } from './listed-facts.js';
 import { partsOf } from './parts.js';
 import { advanceWatermark, recordSliceProgress } from './runs-store.js';
 import type { SweepDeps, SweepOptions } from './types.js';
@@ -62,7 +62,8 @@ export async function sweepSlice(
         // must not close its finding as healed. Counted once (countedMalformed).
         unreadable: k === 0 ? unreadable : unreadable.filter((bad) => bad.id !== null),
         partitionsHeld: release !== null,
-        load: (client) => loadSliceFacts(client, run.account, part.slice, part.listed, options),
+        // Judged from the listing itself when the mirror holds just what it read (listed-facts.ts).
+        load: (client) => loadListedSliceFacts(client, run.account, part, { charges, fetchedAt }, options),
         countsMatched: (at) => at >= part.slice.from && at < part.slice.to,
         async checkpoint(client, deferred, now) {
           if (deferred.length > 0) holdAt(partCtx, deferred);

@@ -565,6 +565,7 @@ const seeds = {
   'sweep-parts: tiles': [],
   'platforms: shards': [],
   'platforms: budgets': [],
+  'listed-facts: same facts': [],
   'payouts-properties: reconcile': [
     {
       seed: 2012991061,
