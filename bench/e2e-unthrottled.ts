@@ -122,7 +122,8 @@ try {
       if (i === SIZES.length - 1) floor = await measureFloor(db.url, double.url, set);
       if (i === 0 || i === SIZES.length - 1) scheduled[String(n)] = await scheduledRun(label, name, double, db.url, i);
     } finally {
-      await db.drop();
+      // BENCH_KEEP=1: the databases stay, to look into (EXPLAIN) after the run.
+      if (process.env.BENCH_KEEP !== '1') await db.drop();
       await double.close();
     }
   }

@@ -40,6 +40,8 @@ export const SERVER_FLAGS = [
   'shared_preload_libraries=pg_stat_statements',
   'pg_stat_statements.track=all',
   'pg_stat_statements.max=20000',
+  // BENCH_PG_FLAGS: more settings, space-separated (e.g. shared_buffers=2GB), to compare.
+  ...(process.env.BENCH_PG_FLAGS ?? '').split(' ').filter(Boolean),
 ];
 
 const REPORTED_SETTINGS = [
