@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/pool.js';
+import { named } from '../db/named.js';
 import type { ResponseOutcome } from '../claims/claim-store.js';
 import { accountName, claimKey } from '../domain/identity.js';
 import type { ClaimFact, EffectFact, LooseEffect, SliceFacts } from './facts.js';
@@ -284,13 +285,15 @@ async function loadFacts(
   const addRow = (id: string, r: Row) => gather.addCharge(id, chargeFact(r), paymentOf(r));
   if (gather.identities.size > 0) {
     await markKnownTenants(db, gather);
-    const attributed = await db.query<Row>(queries.attributed, [account, keyTenants, keyKeys, ...selection.attributed]);
+    const attributed = await db.query<Row>(
+      named(queries.attributed, [account, keyTenants, keyKeys, ...selection.attributed]),
+    );
     for (const r of attributed.rows) addRow(claimKey(String(r.tenant_id), String(r.idempotency_key)), r);
-    const named = await db.query<Row>(NAMED_EFFECTS, [account, keyTenants, keyKeys, gather.accountId]);
-    for (const r of named.rows) gather.addNamedEffect(effectFact(r));
+    const byKey = await db.query<Row>(named(NAMED_EFFECTS, [account, keyTenants, keyKeys, gather.accountId]));
+    for (const r of byKey.rows) gather.addNamedEffect(effectFact(r));
     await addLinkedById(db, gather, gather.missingLinks());
   }
-  const looseCharges = await db.query<Row>(queries.looseCharges, selection.loose);
+  const looseCharges = await db.query<Row>(named(queries.looseCharges, selection.loose));
   return {
     identities: [...gather.identities.values()],
     looseCharges: looseCharges.rows.map((r) => ({ charge: chargeFact(r), effect: paymentOf(r) })),
@@ -307,7 +310,7 @@ export async function gatherKeys(
   mapping: StoredAnswerMapping | null,
 ): Promise<IdentityGather> {
   const gather = new IdentityGather(account);
-  const { rows } = await db.query<Row>(sql, params);
+  const { rows } = await db.query<Row>(named(sql, params));
   for (const r of rows) {
     // A refund's claim is not this charge's: the refund judgement has it (refunds.ts).
     const isRefund = r.is_refund === true;
@@ -320,21 +323,23 @@ export async function gatherKeys(
 }
 
 export async function markKnownTenants(db: Queryable, gather: IdentityGather): Promise<void> {
-  const known = await db.query<{ tenant_id: string }>(KNOWN_TENANTS, [gather.arrays().tenants, gather.accountId]);
+  const known = await db.query<{ tenant_id: string }>(
+    named(KNOWN_TENANTS, [gather.arrays().tenants, gather.accountId]),
+  );
   gather.markKnown(new Set(known.rows.map((r) => r.tenant_id)));
 }
 
 /** Linked charges no lookup by metadata brought (few): read by id, each added to every identity linking it. */
 export async function addLinkedById(db: Queryable, gather: IdentityGather, missing: Map<string, string[]>) {
   if (missing.size === 0) return;
-  const byId = await db.query<Row>(CHARGES_BY_ID, [[...missing.keys()]]);
+  const byId = await db.query<Row>(named(CHARGES_BY_ID, [[...missing.keys()]]));
   for (const r of byId.rows) {
     for (const id of missing.get(String(r.charge_id)) ?? []) gather.addCharge(id, chargeFact(r), paymentOf(r));
   }
 }
 
 export async function loadLooseEffects(db: Queryable, sql: string, params: unknown[]): Promise<LooseEffect[]> {
-  const { rows } = await db.query<Row>(sql, params);
+  const { rows } = await db.query<Row>(named(sql, params));
   return rows.map((r) => ({ effect: effectFact(r), charge: r.charge_id === null ? null : chargeFact(r) }));
 }
 

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/pool.js';
+import { named } from '../db/named.js';
 import type { ChargeFact } from './facts.js';
 import { CHARGE_COLUMNS, chargeFact } from './charge-rows.js';
 import type { ReferenceGroup } from './judge/outcomes.js';
@@ -119,14 +120,16 @@ export async function loadOutcomeFacts(
   if (suspectWindowMs > 0) {
     const seeds = listed
       ? listed.filter(isSuspectSeed)
-      : (await db.query<Record<string, unknown>>(suspectSeedsSql(where), [account, ...args])).rows.map(chargeFact);
+      : (await db.query<Record<string, unknown>>(named(suspectSeedsSql(where), [account, ...args]))).rows.map(
+          chargeFact,
+        );
     suspects = await loadSuspects(db, account, seeds, suspectWindowMs);
   }
   const ids = [...references.flatMap((g) => g.charges.map((c) => c.id)), ...suspects.map((c) => c.id)];
   const verdicts =
     ids.length === 0
       ? []
-      : (await db.query<{ charges: string[] }>(VERDICTS, [account, ids])).rows.map((r) => new Set(r.charges));
+      : (await db.query<{ charges: string[] }>(named(VERDICTS, [account, ids]))).rows.map((r) => new Set(r.charges));
   return { references, suspects, verdicts };
 }
 
@@ -162,7 +165,7 @@ async function loadReferences(
   sql: string,
   args: unknown[],
 ): Promise<Array<ReferenceGroup | LoneGroup>> {
-  const { rows } = await db.query<Record<string, unknown>>(sql, [account, ...args]);
+  const { rows } = await db.query<Record<string, unknown>>(named(sql, [account, ...args]));
   const groups = new Map<string, ReferenceGroup | LoneGroup>();
   for (const r of rows) {
     const tenantId = String(r.group_tenant);
@@ -229,13 +232,9 @@ async function loadSuspects(
   for (let round = 0; round < MAX_WIDENINGS; round += 1) {
     const customers = [...new Set(charges.flatMap((c) => (c.customer ? [c.customer] : [])))];
     const cards = [...new Set(charges.flatMap((c) => (c.cardFingerprint ? [c.cardFingerprint] : [])))];
-    const { rows } = await db.query<Record<string, unknown>>(SUSPECTS_AROUND, [
-      account,
-      new Date(from),
-      new Date(to),
-      customers,
-      cards,
-    ]);
+    const { rows } = await db.query<Record<string, unknown>>(
+      named(SUSPECTS_AROUND, [account, new Date(from), new Date(to), customers, cards]),
+    );
     charges = rows.map(chargeFact);
     reaching = suspectSets(charges, windowMs).filter((set) => set.some((c) => seedIds.has(c.id)));
     const times = reaching.flat().map((c) => c.created.getTime());

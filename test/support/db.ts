@@ -87,10 +87,11 @@ async function withAdmin<T>(adminUrl: string, fn: (admin: pg.Client) => Promise<
  */
 export function explaining(db: Queryable): { db: Queryable; plans: string[] } {
   const plans: string[] = [];
-  const query = async (text: string, values?: unknown[]) => {
+  const query = async (statement: string | { text: string; values?: unknown[] }, params?: unknown[]) => {
+    const [text, values] = typeof statement === 'string' ? [statement, params] : [statement.text, statement.values];
     const { rows } = await db.query<{ 'QUERY PLAN': string }>(`EXPLAIN (COSTS OFF) ${text}`, values);
     plans.push(...rows.map((r) => r['QUERY PLAN']));
-    return db.query(text, values);
+    return typeof statement === 'string' ? db.query(statement, params) : db.query(statement);
   };
   return { db: { query } as unknown as Queryable, plans };
 }
