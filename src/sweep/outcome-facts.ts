@@ -45,8 +45,25 @@ const windowRefs = (
   where: string,
 ) => `SELECT DISTINCT coalesce(sc.tenant_id, '') AS tenant_id, sc.reference FROM stripe_charges sc
                WHERE sc.account = $1 AND ${where} AND sc.reference IS NOT NULL`;
-/** The same from the listing ($2, $3: tenants and references). */
-const LISTED_REFS = `SELECT DISTINCT * FROM unnest($2::text[], $3::text[]) AS r(tenant_id, reference)`;
+/**
+ * The listing's references ($2, $3: tenants and references, each once) that more than one
+ * charge names, with every retained charge of each: as windowReferencesSql, but a lone
+ * reference returns no row at all (the caller knows which it sent). One probe per reference.
+ */
+const LISTED_REFERENCES = `
+WITH refs AS (SELECT * FROM unnest($2::text[], $3::text[]) AS r(tenant_id, reference)),
+several AS (SELECT refs.tenant_id, refs.reference FROM refs
+             WHERE (SELECT count(*) FROM (SELECT 1 FROM stripe_charge_references cr
+                                           WHERE cr.account = $1 AND cr.tenant_id = refs.tenant_id
+                                             AND cr.reference = refs.reference LIMIT 2) two) > 1)
+SELECT refs.tenant_id AS group_tenant, refs.reference AS group_reference, ${CHARGE_COLUMNS}
+  FROM several refs
+  CROSS JOIN LATERAL (SELECT x.* FROM stripe_charge_references cr
+                       CROSS JOIN LATERAL (SELECT * FROM stripe_charges x WHERE x.charge_id = cr.charge_id AND x.created = cr.created
+                                              AND x.account = $1 AND x.reference = refs.reference
+                                              AND coalesce(x.tenant_id, '') = refs.tenant_id OFFSET 0) x
+                       WHERE cr.account = $1 AND cr.tenant_id = refs.tenant_id AND cr.reference = refs.reference
+                      OFFSET 0) sc`;
 
 const referencesSql = (where: string) => `
 WITH refs AS (SELECT DISTINCT coalesce(sc.tenant_id, '') AS tenant_id, sc.reference FROM stripe_charges sc
@@ -143,9 +160,14 @@ async function loadListedReferences(db: Queryable, account: string, listed: read
   if (refs.size === 0) return [];
   const pairs = [...refs.values()];
   const args = [pairs.map(([t]) => t), pairs.map(([, r]) => r)];
-  return loadReferences(db, account, LISTED_REFERENCES, args);
+  const shared = await loadReferences(db, account, LISTED_REFERENCES, args);
+  // A reference sent that came back with no charge is the listed charge's alone (lone).
+  const back = new Set(shared.map((g) => `${g.tenantId}\u001f${g.reference}`));
+  const lone: LoneGroup[] = [...refs]
+    .filter(([id]) => !back.has(id))
+    .map(([, [tenantId, reference]]) => ({ account, tenantId, reference, charges: [], lone: true }));
+  return [...shared, ...lone];
 }
-const LISTED_REFERENCES = windowReferencesSql(LISTED_REFS);
 
 /** As suspectSeedsSql selects: live, no reference, a customer or a card to compare by. */
 function isSuspectSeed(c: ChargeFact): boolean {
