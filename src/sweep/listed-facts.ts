@@ -74,20 +74,22 @@ SELECT c.tenant_id, c.key FROM unnest($6::text[]) AS sc(charge_id) JOIN idempote
   .join('\n')}`;
 
 /**
- * The payment rows of the listed charges ($5: ids, whatever their account), and those of
- * this account ($4: account_id) naming one of the keys ($2, $3) but none of those charges:
- * each row once. A primary-key probe per charge and per key, as the mirror's gather makes.
+ * The payment rows of this account ($4: account_id) naming one of the keys ($2, $3), and
+ * those of the listed charges ($5: ids, whatever their account) that the keys did not
+ * bring: each row once. A probe per key, and one per listed charge whose row does not
+ * name its key (a matched charge's row came with its key: no second probe).
  */
 const PAYMENTS = `
-WITH by_id AS (SELECT p.* FROM unnest($5::text[]) AS i(charge_id)
-                CROSS JOIN LATERAL (SELECT * FROM payments x WHERE x.charge_id = i.charge_id OFFSET 0) p),
-by_key AS (SELECT p.* FROM unnest($2::text[], $3::text[]) AS k(tenant_id, key)
-            CROSS JOIN LATERAL (SELECT * FROM payments x WHERE x.tenant_id = k.tenant_id AND x.idempotency_key = k.key
-                                   AND x.account_id IS NOT DISTINCT FROM $4::text OFFSET 0) p)
-SELECT ${EFFECT_COLUMNS} FROM by_id p
+WITH by_key AS MATERIALIZED (
+  SELECT p.* FROM unnest($2::text[], $3::text[]) AS k(tenant_id, key)
+   CROSS JOIN LATERAL (SELECT * FROM payments x WHERE x.tenant_id = k.tenant_id AND x.idempotency_key = k.key
+                          AND x.account_id IS NOT DISTINCT FROM $4::text OFFSET 0) p),
+rest AS (SELECT i.charge_id FROM unnest($5::text[]) AS i(charge_id)
+          WHERE NOT EXISTS (SELECT 1 FROM by_key b WHERE b.charge_id = i.charge_id))
+SELECT ${EFFECT_COLUMNS} FROM by_key p WHERE $1::text IS NOT NULL
 UNION ALL
-SELECT ${EFFECT_COLUMNS} FROM by_key p
- WHERE $1::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM by_id b WHERE b.charge_id = p.charge_id)`;
+SELECT ${EFFECT_COLUMNS} FROM rest
+ CROSS JOIN LATERAL (SELECT * FROM payments x WHERE x.charge_id = rest.charge_id OFFSET 0) p`;
 
 /** Where the newest dispute event left each listed charge's dispute (as CHARGE_COLUMNS reads it). */
 const DISPUTES = `
@@ -97,6 +99,7 @@ SELECT DISTINCT ON (d.charge_id) d.charge_id, d.status FROM stripe_disputes d
 
 const LISTED = memoized((mapping) => ({
   claims: claimsSql(listedKeys(mapping), mapping),
+  payments: PAYMENTS,
   outside: attributedChargesSql('(ck.created < $4 OR ck.created >= $5)'),
   looseEffects: looseEffectsSql('p.created_at >= $2 AND p.created_at < $3'),
 }));
