@@ -37,6 +37,14 @@ SELECT c.tenant_id, c.key FROM stripe_charges sc
     )
     .join('\nUNION');
 
+/** The keys whose claim last changed, or whose payment row was created, in a slice ($1: account; $2, $3: the slice). */
+export const KEYS_CHANGED_IN_SLICE = `SELECT tenant_id, key FROM idempotency_keys
+ WHERE account = $1 AND updated_at >= $2 AND updated_at < $3 AND NOT sweeper_claim_is_refund(operation, response_body)
+UNION
+SELECT tenant_id, idempotency_key FROM payments
+ WHERE account = $1 AND created_at >= $2 AND created_at < $3
+   AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL`;
+
 /**
  * The identities whose claim last changed or payment row was created in a slice ($2,
  * $3), or whose charge was created in what the slice listed ($4, $5: the slice with its
@@ -48,12 +56,7 @@ const sliceKeys = (mapping: StoredAnswerMapping | null) => `
 SELECT tenant_id, idempotency_key AS key FROM stripe_charges
  WHERE account = $1 AND created >= $4 AND created < $5 AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
 UNION
-SELECT tenant_id, key FROM idempotency_keys
- WHERE account = $1 AND updated_at >= $2 AND updated_at < $3 AND NOT sweeper_claim_is_refund(operation, response_body)
-UNION
-SELECT tenant_id, idempotency_key FROM payments
- WHERE account = $1 AND created_at >= $2 AND created_at < $3
-   AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
+${KEYS_CHANGED_IN_SLICE}
 UNION
 -- A charge without metadata that a payment row of this account attributes to a key is
 -- that key's charge: judged with it in the slice that listed it (the loose path leaves it).

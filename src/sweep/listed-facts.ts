@@ -11,6 +11,7 @@ import {
   effectFact,
   type FactOptions,
   gatherKeys,
+  KEYS_CHANGED_IN_SLICE,
   loadLooseEffects,
   loadSliceFacts,
   looseEffectsSql,
@@ -57,12 +58,7 @@ SELECT count(*)::int AS held, count(*) FILTER (WHERE fetched_at = $4)::int AS ou
 const listedKeys = (mapping: StoredAnswerMapping | null) => `
 SELECT * FROM unnest($4::text[], $5::text[]) AS l(tenant_id, key)
 UNION
-SELECT tenant_id, key FROM idempotency_keys
- WHERE account = $1 AND updated_at >= $2 AND updated_at < $3 AND NOT sweeper_claim_is_refund(operation, response_body)
-UNION
-SELECT tenant_id, idempotency_key FROM payments
- WHERE account = $1 AND created_at >= $2 AND created_at < $3
-   AND tenant_id IS NOT NULL AND idempotency_key IS NOT NULL
+${KEYS_CHANGED_IN_SLICE}
 UNION
 SELECT p.tenant_id, p.idempotency_key FROM payments p
  WHERE p.charge_id = ANY($6::text[]) AND p.account = $1 AND p.tenant_id IS NOT NULL AND p.idempotency_key IS NOT NULL

@@ -45,6 +45,18 @@ const windowRefs = (
   where: string,
 ) => `SELECT DISTINCT coalesce(sc.tenant_id, '') AS tenant_id, sc.reference FROM stripe_charges sc
                WHERE sc.account = $1 AND ${where} AND sc.reference IS NOT NULL`;
+/** A reference (alias refs) that more than one charge of the account names: one probe of its entries. */
+const SEVERAL = `(SELECT count(*) FROM (SELECT 1 FROM stripe_charge_references cr
+                    WHERE cr.account = $1 AND cr.tenant_id = refs.tenant_id
+                      AND cr.reference = refs.reference LIMIT 2) two) > 1`;
+
+/** Every retained charge of a reference (alias refs), by its entries; the metadata checked on the charge itself. */
+const MEMBERS = `SELECT x.* FROM stripe_charge_references cr
+  CROSS JOIN LATERAL (SELECT * FROM stripe_charges x WHERE x.charge_id = cr.charge_id AND x.created = cr.created
+                         AND x.account = $1 AND x.reference = refs.reference
+                         AND coalesce(x.tenant_id, '') = refs.tenant_id OFFSET 0) x
+ WHERE cr.account = $1 AND cr.tenant_id = refs.tenant_id AND cr.reference = refs.reference`;
+
 /**
  * The listing's references ($2, $3: tenants and references, each once) that more than one
  * charge names, with every retained charge of each: as windowReferencesSql, but a lone
@@ -52,18 +64,10 @@ const windowRefs = (
  */
 const LISTED_REFERENCES = `
 WITH refs AS (SELECT * FROM unnest($2::text[], $3::text[]) AS r(tenant_id, reference)),
-several AS (SELECT refs.tenant_id, refs.reference FROM refs
-             WHERE (SELECT count(*) FROM (SELECT 1 FROM stripe_charge_references cr
-                                           WHERE cr.account = $1 AND cr.tenant_id = refs.tenant_id
-                                             AND cr.reference = refs.reference LIMIT 2) two) > 1)
+several AS (SELECT refs.tenant_id, refs.reference FROM refs WHERE ${SEVERAL})
 SELECT refs.tenant_id AS group_tenant, refs.reference AS group_reference, ${CHARGE_COLUMNS}
   FROM several refs
-  CROSS JOIN LATERAL (SELECT x.* FROM stripe_charge_references cr
-                       CROSS JOIN LATERAL (SELECT * FROM stripe_charges x WHERE x.charge_id = cr.charge_id AND x.created = cr.created
-                                              AND x.account = $1 AND x.reference = refs.reference
-                                              AND coalesce(x.tenant_id, '') = refs.tenant_id OFFSET 0) x
-                       WHERE cr.account = $1 AND cr.tenant_id = refs.tenant_id AND cr.reference = refs.reference
-                      OFFSET 0) sc`;
+  CROSS JOIN LATERAL (${MEMBERS} OFFSET 0) sc`;
 
 const referencesSql = (where: string) => `
 WITH refs AS (SELECT DISTINCT coalesce(sc.tenant_id, '') AS tenant_id, sc.reference FROM stripe_charges sc
@@ -83,21 +87,12 @@ SELECT refs.tenant_id AS group_tenant, refs.reference AS group_reference, ${CHAR
  * charge read (the columns null): judged, so an open duplicate_effect finding of it is
  * closed as healed, without reading back a row the batch itself just landed.
  */
-const windowReferencesSql = (refsSql: string) => `
-WITH refs AS (${refsSql}),
-shared AS (SELECT refs.tenant_id, refs.reference,
-                  (SELECT count(*) FROM (SELECT 1 FROM stripe_charge_references cr
-                                          WHERE cr.account = $1 AND cr.tenant_id = refs.tenant_id
-                                            AND cr.reference = refs.reference LIMIT 2) two) > 1 AS several
-             FROM refs)
+const windowReferencesSql = (where: string) => `
+WITH refs AS (${windowRefs(where)}),
+shared AS (SELECT refs.tenant_id, refs.reference, ${SEVERAL} AS several FROM refs)
 SELECT refs.tenant_id AS group_tenant, refs.reference AS group_reference, ${CHARGE_COLUMNS}
   FROM shared refs
-  LEFT JOIN LATERAL (SELECT x.* FROM stripe_charge_references cr
-                      CROSS JOIN LATERAL (SELECT * FROM stripe_charges x WHERE x.charge_id = cr.charge_id AND x.created = cr.created
-                                             AND x.account = $1 AND x.reference = refs.reference
-                                             AND coalesce(x.tenant_id, '') = refs.tenant_id OFFSET 0) x
-                      WHERE refs.several AND cr.account = $1 AND cr.tenant_id = refs.tenant_id
-                        AND cr.reference = refs.reference) sc ON true`;
+  LEFT JOIN LATERAL (${MEMBERS} AND refs.several) sc ON true`;
 
 const suspectSeedsSql = (where: string) => `
 SELECT ${CHARGE_COLUMNS} FROM stripe_charges sc
@@ -131,7 +126,7 @@ export async function loadOutcomeFacts(
   const listed = 'window' in selection ? selection.listed : undefined;
   const found = listed
     ? await loadListedReferences(db, account, listed)
-    : await loadReferences(db, account, inBatch ? windowReferencesSql(windowRefs(where)) : referencesSql(where), args);
+    : await loadReferences(db, account, inBatch ? windowReferencesSql(where) : referencesSql(where), args);
   const references = await sweptMembersOnly(db, account, found, inBatch);
   let suspects: ChargeFact[] = [];
   if (suspectWindowMs > 0) {
