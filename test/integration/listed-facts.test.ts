@@ -57,7 +57,7 @@ describe('a slice judged from its listing', () => {
     'has the same facts as one gathered from the mirror, for every slice of random histories',
     async () => {
       let fromListing = 0;
-      await checkProperty('listed-facts: same facts', { normal: 60, deep: 1_000 }, [historyArb], async (h) => {
+      await checkProperty('listed-facts: same facts', { normal: 60, deep: 500 }, [historyArb], async (h) => {
         const stripe = await db.reset(h);
         const unreadable = unreadableOf(h);
         for (const account of ACCOUNTS) {
